@@ -1,0 +1,507 @@
+// lengen: the command-line front end. Every subcommand builds what it needs from an
+// experiment file or a run directory and prints one clean message on error.
+#include "lengen/core/error.h"
+#include "lengen/core/log.h"
+#include "lengen/core/version.h"
+#include "lengen/experiment/experiment.h"
+#include "lengen/plugin/loader.h"
+#include "lengen/registry/registry.h"
+#include "lengen/train/checkpoint.h"
+#include "lengen/train/evaluator.h"
+#include "lengen/train/trainer.h"
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <iostream>
+
+namespace fs = std::filesystem;
+using namespace lengen;
+
+namespace {
+
+struct Common {
+  std::vector<std::string> sets;
+  std::vector<std::string> plugin_dirs;
+  std::string log_level = "info";
+  bool debug = false;
+};
+
+void add_common(CLI::App* app, Common& c, bool with_set = true) {
+  if (with_set) {
+    app->add_option("--set", c.sets, "override a config key: --set train.steps=100 (repeatable)");
+  }
+  app->add_option("--plugin-path", c.plugin_dirs, "extra plugin folder (repeatable)");
+}
+
+void setup(const Common& c) {
+  set_log_level(c.debug ? "debug" : c.log_level);
+  for (const auto& d : c.plugin_dirs) {
+    add_plugin_dir(d);
+  }
+}
+
+// A run directory holds config.yaml; an experiment is a .yaml file. Accept either.
+std::string config_of(const std::string& run_or_file) {
+  if (fs::is_directory(run_or_file)) {
+    std::string cfg = (fs::path(run_or_file) / "config.yaml").string();
+    LENGEN_CHECK(fs::exists(cfg), "{}: not a run directory (no config.yaml)", run_or_file);
+    return cfg;
+  }
+  return run_or_file;
+}
+
+std::string newest_checkpoint(const std::string& run_dir) {
+  fs::path dir = fs::path(run_dir) / "checkpoints";
+  std::string best;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    std::string f = e.path().string();
+    if (e.path().extension() == ".safetensors" && f > best) {
+      best = f;
+    }
+  }
+  LENGEN_CHECK(!best.empty(), "{}: no checkpoint found (train it first with `lengen run`)",
+               dir.string());
+  return best;
+}
+
+// Experiment + model with the run's newest weights.
+struct LoadedRun {
+  Experiment exp;
+  Transformer model{nullptr};
+  torch::Device device{torch::kCPU};
+  std::string dir;
+};
+
+LoadedRun load_run(const std::string& run, const std::vector<std::string>& sets) {
+  LoadedRun r;
+  r.dir = fs::is_directory(run) ? run : "";
+  r.exp = Experiment::load(config_of(run), sets);
+  if (r.dir.empty()) {
+    r.dir = r.exp.run_dir();
+  }
+  configure_threads(r.exp.threads);
+  r.device = r.exp.torch_device();
+  r.model = r.exp.build_model(r.device);
+  load_weights(r.model, newest_checkpoint(r.dir));
+  r.model->eval();
+  return r;
+}
+
+std::string cell_text(const GridCell& c) {
+  std::string out;
+  for (const auto& [k, v] : c) {
+    out += fmt::format("{}{}={}", out.empty() ? "" : " ", k, v);
+  }
+  return out;
+}
+
+void print_table(const std::vector<CellResult>& results, const std::vector<std::string>& axes) {
+  std::string head;
+  for (const auto& a : axes) {
+    head += fmt::format("{:>8} ", a);
+  }
+  fmt::print("\n{}{:>9} {:>17} {:>8}\n", head, "accuracy", "95% interval", "samples");
+  for (const auto& r : results) {
+    std::string row;
+    for (const auto& a : axes) {
+      row += fmt::format("{:>8} ", r.cell.at(a));
+    }
+    fmt::print("{}{:>8.1f}% {:>7.1f}% - {:>5.1f}% {:>8}\n", row, 100 * r.accuracy,
+               100 * r.ci_low, 100 * r.ci_high, r.samples);
+  }
+  fmt::print("\n");
+}
+
+// The plot helper: installed under share/lengen/scripts, or in the source tree.
+std::string plot_script() {
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec).parent_path();
+  for (const fs::path& p : {exe / ".." / "share" / "lengen" / "scripts" / "plot_grid.py",
+                            fs::path(LENGEN_SOURCE_DIR) / "scripts" / "plot_grid.py"}) {
+    if (fs::exists(p)) {
+      return p.lexically_normal().string();
+    }
+  }
+  return "";
+}
+
+void plot(const std::string& run_dir) {
+  std::string script = plot_script();
+  const char* py = "/usr/bin/python3";
+  if (script.empty() || !fs::exists(py)) {
+    logger()->info("plotting tools not found; eval/grid.csv is written (see scripts/plot_grid.py)");
+    return;
+  }
+  std::string cmd = fmt::format("{} '{}' '{}/eval/grid.csv' '{}/plots/grid.png' 2>&1", py, script,
+                                run_dir, run_dir);
+  int rc = std::system(cmd.c_str());
+  if (rc == 0) {
+    logger()->info("plot written to {}/plots/grid.png", run_dir);
+  } else {
+    logger()->warn("plotting failed (exit {}); eval/grid.csv is intact", rc);
+  }
+}
+
+std::vector<CellResult> run_eval(LoadedRun& r) {
+  auto t0 = std::chrono::steady_clock::now();
+  auto results = evaluate_grid(r.model, *r.exp.task, r.exp.eval, r.device,
+                               [&](const CellResult& c, size_t done, size_t total) {
+                                 logger("eval")->info("[{}/{}] {}: {:.1f}%", done, total,
+                                                      cell_text(c.cell), 100 * c.accuracy);
+                               });
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  logger("eval")->info("evaluated {} cells x {} samples in {:.1f}s ({})", results.size(),
+                       r.exp.eval.samples, secs,
+                       r.exp.eval.greedy_decode ? "greedy decoding" : "teacher-forced exact match");
+  write_grid_results((fs::path(r.dir) / "eval").string(), results, r.exp.eval.axes());
+  print_table(results, r.exp.eval.axes());
+  plot(r.dir);
+  return results;
+}
+
+void on_signal(int) { request_stop(); }
+
+std::string ids_text(const PositionIds& ids, size_t t) {
+  std::string s;
+  for (size_t l = 0; l < ids.size(); ++l) {
+    s += fmt::format("{}{}", l ? "," : "", t < ids[l].size() ? std::to_string(ids[l][t]) : "-");
+  }
+  return s;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{fmt::format("lengen {}: length-generalization experiments on arithmetic", kVersion)};
+  app.require_subcommand(1);
+  Common common;
+  app.add_flag("--debug", common.debug, "verbose logging");
+  app.set_version_flag("--version", fmt::format("lengen {} (LibTorch {})", kVersion, torch_version()));
+#ifdef LENGEN_BUILD_PLUGIN_DIR
+  set_build_plugin_dir(LENGEN_BUILD_PLUGIN_DIR);
+#endif
+
+  // run ---------------------------------------------------------------------------------
+  auto* run = app.add_subcommand("run", "train an experiment, evaluate it, write the results");
+  std::string run_file;
+  bool resume = false, fresh = false, no_eval = false;
+  run->add_option("experiment", run_file, "experiment YAML file")->required();
+  run->add_flag("--resume", resume, "continue from the run's newest checkpoint");
+  run->add_flag("--fresh", fresh, "discard an existing run directory's checkpoints");
+  run->add_flag("--no-eval", no_eval, "train only");
+  add_common(run, common);
+
+  // eval --------------------------------------------------------------------------------
+  auto* ev = app.add_subcommand("eval", "evaluate a trained run on its grid (or a changed one)");
+  std::string eval_run;
+  bool eval_decode = false;
+  ev->add_option("run", eval_run, "run directory (runs/<name>/<seed>)")->required();
+  ev->add_flag("--decode", eval_decode, "use true KV-cached greedy decoding");
+  add_common(ev, common);
+
+  // decode ------------------------------------------------------------------------------
+  auto* dec = app.add_subcommand("decode", "greedy-decode a query with a trained model");
+  std::string dec_run, dec_query;
+  bool dec_ids = false;
+  dec->add_option("run", dec_run, "run directory")->required();
+  dec->add_option("query", dec_query, "query text, e.g. 57+48")->required();
+  dec->add_flag("--ids", dec_ids, "print every token with its position IDs");
+  add_common(dec, common);
+
+  // example -----------------------------------------------------------------------------
+  auto* exa = app.add_subcommand("example", "show the exact token/ID/loss layout of a task");
+  std::string ex_file, ex_query, ex_cell;
+  int64_t ex_count = 1;
+  bool ex_json = false;
+  exa->add_option("experiment", ex_file, "experiment YAML file")->required();
+  exa->add_option("--query", ex_query, "render this query (e.g. 57+48)");
+  exa->add_option("--eval", ex_cell, "render evaluation samples of a cell, e.g. digits=12");
+  exa->add_option("-n,--count", ex_count, "number of samples");
+  exa->add_flag("--json", ex_json, "machine-readable output");
+  add_common(exa, common);
+
+  // plugins -----------------------------------------------------------------------------
+  auto* plg = app.add_subcommand("plugins", "list position schemes and tasks with their options");
+  std::string describe;
+  bool markdown = false;
+  plg->add_option("--describe", describe, "print one component's options");
+  plg->add_flag("--markdown", markdown, "print the config reference as Markdown");
+  add_common(plg, common, false);
+
+  // logits ------------------------------------------------------------------------------
+  auto* lg = app.add_subcommand("logits", "next-token logits of a model for a prompt, as JSON");
+  std::string lg_run, lg_text;
+  lg->add_option("run", lg_run, "run directory")->required();
+  lg->add_option("prompt", lg_text, "query (e.g. 57+48) or raw tokens with --raw")->required();
+  bool lg_raw = false;
+  lg->add_flag("--raw", lg_raw, "prompt is a raw token string (BOS included)");
+  add_common(lg, common);
+
+  // bench -------------------------------------------------------------------------------
+  auto* bn = app.add_subcommand("bench", "median ms per training step and tokens/s of a config");
+  std::string bn_file;
+  int64_t bn_steps = 20, bn_warmup = 3;
+  bn->add_option("experiment", bn_file, "experiment YAML file")->required();
+  bn->add_option("--steps", bn_steps, "timed steps");
+  bn->add_option("--warmup", bn_warmup, "untimed steps first");
+  add_common(bn, common);
+
+  CLI11_PARSE(app, argc, argv);
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+
+  try {
+    setup(common);
+    if (run->parsed()) {
+      Experiment exp = Experiment::load(run_file, common.sets);
+      const int64_t threads = configure_threads(exp.threads);
+      const std::string dir = exp.run_dir();
+      if (fresh) {
+        fs::remove_all(fs::path(dir) / "checkpoints");
+        fs::remove_all(fs::path(dir) / "eval");
+      }
+      fs::create_directories(dir);
+      write_file_atomic((fs::path(dir) / "config.yaml").string(), exp.resolved_yaml());
+      torch::Device device = exp.torch_device();
+      Transformer model = exp.build_model(device);
+      logger()->info("{}: {} parameters, device {}, {} threads, run directory {}", exp.name,
+                     model->parameter_count(), device.str(), threads, dir);
+      Trainer trainer(exp.train, exp.seed, *exp.task, model, device, dir);
+      TrainResult tr = trainer.run(resume);
+      if (tr.seconds > 0) {
+        logger("train")->info("trained {} steps in {:.1f}s ({:.0f} tokens/s), final loss {:.4f}",
+                              tr.steps, tr.seconds, tr.tokens_per_second, tr.final_loss);
+      }
+      if (!no_eval) {
+        LoadedRun r;
+        r.exp = exp;
+        r.model = model;
+        r.device = device;
+        r.dir = dir;
+        run_eval(r);
+      }
+    } else if (ev->parsed()) {
+      LoadedRun r = load_run(eval_run, common.sets);
+      if (eval_decode) {
+        r.exp.eval.greedy_decode = true;
+      }
+      run_eval(r);
+    } else if (dec->parsed()) {
+      LoadedRun r = load_run(dec_run, common.sets);
+      const Task& task = *r.exp.task;
+      Example ex = task.parse_query(dec_query);
+      std::vector<int64_t> prompt(ex.tokens.begin(), ex.tokens.begin() + ex.prompt_length);
+      std::vector<PositionIds> ids;
+      auto response = greedy_decode(r.model, task, {prompt}, r.device, &ids)[0];
+      std::vector<int64_t> all = prompt;
+      all.insert(all.end(), response.begin(), response.end());
+      const bool ok = task.exact_match(ex, response);
+      fmt::print("{}\n", task.render(all));
+      fmt::print("reference: {}  ({})\n", task.render(ex.tokens), ok ? "correct" : "WRONG");
+      if (dec_ids) {
+        fmt::print("{:>4} {:>6} {:>10}\n", "t", "token", "ids");
+        for (size_t t = 0; t < all.size(); ++t) {
+          fmt::print("{:>4} {:>6} {:>10}{}\n", t, task.vocabulary().token(all[t]),
+                     ids_text(ids[0], t), t + 1 == all.size() ? "  (not fed back)" : "");
+        }
+      }
+    } else if (exa->parsed()) {
+      Experiment exp = Experiment::load(ex_file, common.sets);
+      const Task& task = *exp.task;
+      std::vector<Example> examples;
+      if (!ex_query.empty()) {
+        examples.push_back(task.parse_query(ex_query));
+      } else {
+        Rng rng(mix_seed(exp.seed, {0xE4A}));
+        GridCell cell;
+        if (!ex_cell.empty()) {
+          std::string text = ex_cell;
+          size_t start = 0;
+          while (start < text.size()) {
+            size_t comma = text.find(',', start);
+            std::string kv = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+            size_t eq = kv.find('=');
+            LENGEN_CHECK(eq != std::string::npos, "--eval {}: expected axis=value[,axis=value]", text);
+            cell[kv.substr(0, eq)] = std::stoll(kv.substr(eq + 1));
+            start = comma == std::string::npos ? text.size() : comma + 1;
+          }
+        }
+        for (int64_t i = 0; i < ex_count; ++i) {
+          examples.push_back(ex_cell.empty() ? task.sample_train(rng) : task.sample_eval(cell, rng));
+        }
+      }
+      nlohmann::json out = nlohmann::json::array();
+      for (const auto& e : examples) {
+        if (ex_json) {
+          std::vector<std::string> toks;
+          for (int64_t t : e.tokens) {
+            toks.push_back(task.vocabulary().token(t));
+          }
+          out.push_back({{"text", task.render(e.tokens)},
+                         {"tokens", toks},
+                         {"token_ids", e.tokens},
+                         {"position_ids", e.position_ids},
+                         {"loss_mask", e.loss_mask},
+                         {"prompt_length", e.prompt_length},
+                         {"meta", e.meta}});
+          continue;
+        }
+        fmt::print("{}\n", task.render(e.tokens));
+        std::string row = fmt::format("{:<8}", "token");
+        for (int64_t t : e.tokens) {
+          row += fmt::format("{:>4}", task.vocabulary().token(t));
+        }
+        fmt::print("{}\n", row);
+        for (size_t l = 0; l < e.position_ids.size(); ++l) {
+          row = fmt::format("{:<8}", fmt::format("ids[{}]", l));
+          for (int64_t v : e.position_ids[l]) {
+            row += fmt::format("{:>4}", v);
+          }
+          fmt::print("{}\n", row);
+        }
+        row = fmt::format("{:<8}", "loss");
+        for (uint8_t m : e.loss_mask) {
+          row += fmt::format("{:>4}", m ? "x" : ".");
+        }
+        fmt::print("{}\n(prompt: first {} tokens)\n\n", row, e.prompt_length);
+      }
+      if (ex_json) {
+        fmt::print("{}\n", out.dump(2));
+      }
+    } else if (plg->parsed()) {
+      std::vector<std::string> errors;
+      load_all_plugins(&errors);
+      for (const auto& e : errors) {
+        logger("plugin")->error("{}", e);
+      }
+      auto print_entry = [&](const auto& e, bool full) {
+        if (markdown) {
+          fmt::print("### `{}` ({})\n\n{}\n\n", e->spec.name, e->spec.kind, e->spec.summary);
+          if (!e->spec.options.empty()) {
+            fmt::print("| option | type | description |\n| --- | --- | --- |\n");
+            for (const auto& o : e->spec.options) {
+              fmt::print("| `{}` | {} | {} |\n", o.key, o.describe_type(), o.doc);
+            }
+            fmt::print("\n");
+          }
+          return;
+        }
+        fmt::print("  {:<12} {}\n", e->spec.name, e->spec.summary);
+        if (full) {
+          fmt::print("  from {} ({} {})\n", e->origin.library, e->origin.plugin, e->origin.version);
+          for (const auto& o : e->spec.options) {
+            fmt::print("    {:<14} {}\n    {:<14} ({})\n", o.key, o.doc, "", o.describe_type());
+          }
+        }
+      };
+      if (!describe.empty()) {
+        const auto* p = position_registry().find(describe);
+        const auto* t = task_registry().find(describe);
+        LENGEN_CHECK(p || t, "no position scheme or task named '{}'{}", describe,
+                     did_you_mean(describe, [] {
+                       auto n = position_registry().names();
+                       auto m = task_registry().names();
+                       n.insert(n.end(), m.begin(), m.end());
+                       return n;
+                     }()));
+        if (p) print_entry(p, true);
+        if (t) print_entry(t, true);
+      } else {
+        fmt::print(markdown ? "## Position schemes\n\n" : "position schemes:\n");
+        for (const auto* e : position_registry().list()) print_entry(e, markdown);
+        fmt::print(markdown ? "## Tasks\n\n" : "tasks:\n");
+        for (const auto* e : task_registry().list()) print_entry(e, markdown);
+        if (!markdown) {
+          fmt::print("plugin search path: {}\n", join(plugin_search_path(), ":"));
+        }
+      }
+    } else if (lg->parsed()) {
+      LoadedRun r = load_run(lg_run, common.sets);
+      const Task& task = *r.exp.task;
+      std::vector<int64_t> prompt;
+      if (lg_raw) {
+        prompt = task.vocabulary().encode(lg_text);
+      } else {
+        Example ex = task.parse_query(lg_text);
+        prompt.assign(ex.tokens.begin(), ex.tokens.begin() + ex.prompt_length);
+      }
+      PositionIds pid = task.causal_position_ids(prompt, static_cast<int64_t>(prompt.size()));
+      const int64_t T = static_cast<int64_t>(prompt.size());
+      auto tokens = torch::tensor(prompt, torch::kInt64).view({1, T});
+      auto ids = torch::empty({static_cast<int64_t>(pid.size()), 1, T}, torch::kInt64);
+      for (size_t l = 0; l < pid.size(); ++l) {
+        ids[static_cast<int64_t>(l)][0] = torch::tensor(pid[l], torch::kInt64);
+      }
+      torch::NoGradGuard ng;
+      auto logits = r.model->forward(tokens.to(r.device), ids.to(r.device))[0][T - 1]
+                        .to(torch::kCPU, torch::kFloat64);  // [V]
+      std::vector<double> values(logits.data_ptr<double>(), logits.data_ptr<double>() + logits.numel());
+      std::vector<std::string> toks;
+      for (int64_t t : prompt) {
+        toks.push_back(task.vocabulary().token(t));
+      }
+      nlohmann::json j{{"prompt_tokens", toks},
+                       {"position_ids", pid},
+                       {"vocabulary", task.vocabulary().tokens()},
+                       {"logits", values},
+                       {"argmax", task.vocabulary().token(logits.argmax().item<int64_t>())}};
+      fmt::print("{}\n", j.dump(2));
+    } else if (bn->parsed()) {
+      Experiment exp = Experiment::load(bn_file, common.sets);
+      const int64_t threads = configure_threads(exp.threads);
+      torch::Device device = exp.torch_device();
+      Transformer model = exp.build_model(device);
+      fs::path tmp = fs::temp_directory_path() / fmt::format("lengen-bench-{}", ::getpid());
+      Trainer trainer(exp.train, exp.seed, *exp.task, model, device, tmp.string());
+      std::vector<double> ms;
+      int64_t tokens = 0;
+      for (int64_t s = 0; s < bn_warmup + bn_steps; ++s) {
+        Batch b = trainer.batch_for_step(s);
+        auto t0 = std::chrono::steady_clock::now();
+        trainer.step(b, s);
+        if (device.is_cuda()) {
+          torch::cuda::synchronize();
+        }
+        double dt = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        if (s >= bn_warmup) {
+          ms.push_back(dt);
+          tokens += b.tokens;
+        }
+      }
+      std::vector<double> sorted = ms;
+      std::sort(sorted.begin(), sorted.end());
+      const double median = sorted[sorted.size() / 2];
+      const double mean_tokens = static_cast<double>(tokens) / static_cast<double>(ms.size());
+      nlohmann::json j{{"experiment", exp.name},
+                       {"parameters", model->parameter_count()},
+                       {"device", device.str()},
+                       {"threads", threads},
+                       {"batch_size", exp.train.batch_size},
+                       {"tokens_per_step", mean_tokens},
+                       {"steps", bn_steps},
+                       {"median_ms_per_step", median},
+                       {"min_ms_per_step", sorted.front()},
+                       {"max_ms_per_step", sorted.back()},
+                       {"tokens_per_s", mean_tokens / (median / 1000.0)},
+                       {"torch", torch_version()}};
+      fmt::print("{}\n", j.dump(2));
+      fs::remove_all(tmp);
+    }
+  } catch (const Error& e) {
+    fmt::print(stderr, "lengen: error: {}\n", e.what());
+    return 1;
+  } catch (const c10::Error& e) {
+    fmt::print(stderr, "lengen: LibTorch error: {}\n",
+               common.debug ? e.what() : e.what_without_backtrace());
+    return 1;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "lengen: error: {}\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,105 @@
+#pragma once
+
+#include "lengen/config/node.h"
+#include "lengen/core/export.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace lengen {
+
+/// The value types an option can have; `lengen plugins --describe` prints them.
+enum class OptionType { kInt, kFloat, kBool, kString, kIntList, kFloatList };
+
+LENGEN_API const char* option_type_name(OptionType type);
+
+/// One option of a component: what `lengen plugins` prints and what YAML is validated
+/// against. Built fluently:
+///   OptionSpec::integer("max_position", "largest ID per level").with_default(64).at_least(1)
+struct LENGEN_API OptionSpec {
+  std::string key;                          ///< snake_case YAML key
+  OptionType type = OptionType::kString;
+  std::string doc;                          ///< one line
+  std::optional<YAML::Node> default_value;  ///< absent => required
+  std::optional<double> min, max;           ///< inclusive range for numbers / list elements
+  std::vector<std::string> choices;         ///< allowed values for strings
+
+  static OptionSpec integer(std::string key, std::string doc);
+  static OptionSpec number(std::string key, std::string doc);
+  static OptionSpec boolean(std::string key, std::string doc);
+  static OptionSpec string(std::string key, std::string doc);
+  static OptionSpec int_list(std::string key, std::string doc);
+  static OptionSpec float_list(std::string key, std::string doc);
+
+  template <class T>
+  OptionSpec& with_default(const T& value) {
+    default_value = YAML::Node(value);
+    return *this;
+  }
+  OptionSpec& at_least(double v) {
+    min = v;
+    return *this;
+  }
+  OptionSpec& at_most(double v) {
+    max = v;
+    return *this;
+  }
+  OptionSpec& one_of(std::vector<std::string> values) {
+    choices = std::move(values);
+    return *this;
+  }
+
+  /// "int, default 64, >= 1" for listings.
+  std::string describe_type() const;
+};
+
+/// Everything the framework knows about a component before building it.
+struct LENGEN_API ComponentSpec {
+  std::string kind;     ///< "position" | "task"
+  std::string name;     ///< YAML selector, e.g. "coupling"
+  std::string summary;  ///< one line; what `lengen plugins` prints
+  std::vector<OptionSpec> options;
+};
+
+/// A component's validated options: every key of the schema is present (given or default),
+/// typed and in range. Accessors fail only on programming errors (asking for an undeclared
+/// key); `fail(key, msg)` reports a semantic problem with the file/line of that key.
+class LENGEN_API Options {
+ public:
+  Options() = default;
+
+  /// Validates `node` (a map) against `spec`: unknown keys (with a did-you-mean hint), missing
+  /// required keys, wrong types, out-of-range values, invalid choices. `skip` lists keys of
+  /// the node that belong to the caller (e.g. "name").
+  static Options validate(const ComponentSpec& spec,
+                          const ConfigNode& node,
+                          const std::vector<std::string>& skip = {"name"});
+
+  int64_t get_int(const std::string& key) const;
+  double get_float(const std::string& key) const;
+  bool get_bool(const std::string& key) const;
+  std::string get_string(const std::string& key) const;
+  std::vector<int64_t> get_int_list(const std::string& key) const;
+  std::vector<double> get_float_list(const std::string& key) const;
+  /// True when the key was written in the YAML (not taken from the default).
+  bool given(const std::string& key) const;
+
+  /// Throws lengen::Error naming the key's file and line (or the component, for defaults).
+  [[noreturn]] void fail(const std::string& key, const std::string& message) const;
+
+  /// The resolved options as YAML (defaults filled in), for the run's config.yaml.
+  YAML::Node to_yaml() const;
+  const std::string& component() const { return component_; }
+
+ private:
+  const ConfigNode& node_of(const std::string& key) const;
+
+  std::string component_;  ///< "position 'coupling'" for messages
+  std::vector<std::pair<std::string, ConfigNode>> values_;
+  std::vector<std::string> given_;
+};
+
+}  // namespace lengen

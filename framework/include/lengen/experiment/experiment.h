@@ -1,0 +1,63 @@
+#pragma once
+
+#include "lengen/config/node.h"
+#include "lengen/core/export.h"
+#include "lengen/model/transformer.h"
+#include "lengen/task/task.h"
+#include "lengen/train/evaluator.h"
+#include "lengen/train/trainer.h"
+
+#include <torch/types.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace lengen {
+
+/// A validated experiment file: the one object the CLI builds from YAML. Each section is
+/// validated by the component that owns it (ModelConfig, TrainConfig, EvalConfig, the task's
+/// and schemes' own schemas); unknown top-level keys are errors.
+///
+///   name, seed, device (cpu|cuda|auto), dtype (float32|float64|bfloat16), output_dir,
+///   threads (0 = hardware), plugins: [paths], task: {name, ...}, model: {...},
+///   position: [{name, ...}, ...], train: {...}, eval: {...}
+struct LENGEN_API Experiment {
+  std::string file;
+  std::string name;
+  uint64_t seed = 0;
+  std::string device = "auto";
+  std::string dtype = "float32";
+  std::string output_dir = "runs";
+  int64_t threads = 0;
+  std::vector<std::string> plugins;
+  ConfigNode task_node;
+  std::vector<ConfigNode> position_nodes;
+  ModelConfig model;
+  TrainConfig train;
+  EvalConfig eval;
+  std::shared_ptr<Task> task;  ///< built during load (validates task options early)
+
+  /// Loads, applies `--set` overrides, loads listed plugins, validates every section, builds
+  /// the task and checks that the evaluation grid is representable by the position schemes
+  /// (e.g. no ID above max_position) before any training starts.
+  static Experiment load(const std::string& path, const std::vector<std::string>& overrides = {});
+
+  /// Builds the model on `device` (schemes created from their YAML entries).
+  Transformer build_model(const torch::Device& device) const;
+
+  /// runs/<name>/<seed>
+  std::string run_dir() const;
+
+  /// The resolved config (defaults filled in, plugin provenance added) as YAML text.
+  std::string resolved_yaml() const;
+
+  /// The device to use: "auto" picks CUDA when available.
+  torch::Device torch_device() const;
+  torch::Dtype torch_dtype() const;
+};
+
+/// Sets LibTorch's intra-op thread count: `threads` > 0, else the hardware concurrency.
+LENGEN_API int64_t configure_threads(int64_t threads);
+
+}  // namespace lengen

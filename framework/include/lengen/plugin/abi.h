@@ -1,0 +1,44 @@
+#pragma once
+
+// The plugin ABI: the only C-level contract between liblengen and a plugin library.
+//
+// Each plugin exports exactly one symbol, `lengen_plugin_v1`, returning a descriptor. The
+// loader checks the descriptor (size, ABI major equal, API minor <=, LibTorch major.minor
+// and C++11 string ABI equal) BEFORE any C++ object crosses the boundary, then calls
+// `register_components` with a Registrar bound to the library.
+//
+// Version semantics (OpenCV style):
+//   LENGEN_PLUGIN_ABI  major; must be equal. Bumped on any incompatible change.
+//   LENGEN_PLUGIN_API  minor; a plugin built against API n loads in any host with API >= n.
+
+#include <cstdint>
+
+#define LENGEN_PLUGIN_ABI 1
+#define LENGEN_PLUGIN_API 0
+
+namespace lengen {
+class Registrar;
+}
+
+extern "C" {
+
+/// What a plugin tells the loader about itself.
+struct lengen_plugin_descriptor {
+  uint32_t descriptor_size;  ///< sizeof(lengen_plugin_descriptor) at the plugin's build
+  uint32_t abi_version;      ///< LENGEN_PLUGIN_ABI
+  uint32_t api_version;      ///< LENGEN_PLUGIN_API
+  uint32_t torch_major;      ///< TORCH_VERSION_MAJOR at build time
+  uint32_t torch_minor;      ///< TORCH_VERSION_MINOR at build time
+  uint32_t cxx11_abi;        ///< _GLIBCXX_USE_CXX11_ABI at build time
+  const char* plugin_name;   ///< "coupling"
+  const char* plugin_version;  ///< "0.1.0"
+  const char* build_info;      ///< compiler and build type, for messages only
+  void (*register_components)(lengen::Registrar&);  ///< explicit registration
+};
+
+/// The entry point's type.
+typedef const lengen_plugin_descriptor* (*lengen_plugin_entry_fn)();
+}
+
+/// The name of the one exported symbol.
+#define LENGEN_PLUGIN_ENTRY_SYMBOL "lengen_plugin_v1"

@@ -1,0 +1,44 @@
+#pragma once
+
+#include <torch/types.h>
+
+#include <cstdint>
+
+namespace lengen {
+
+/// Which attention a hook is being called for.
+enum class AttentionKind { kCausalSelf, kBidirectionalSelf, kCross };
+
+/// "causal_self", "bidirectional_self", "cross".
+inline const char* attention_kind_name(AttentionKind kind) {
+  switch (kind) {
+    case AttentionKind::kCausalSelf:
+      return "causal_self";
+    case AttentionKind::kBidirectionalSelf:
+      return "bidirectional_self";
+    case AttentionKind::kCross:
+      return "cross";
+  }
+  return "?";
+}
+
+/// Everything a position hook may look at for one attention call. Position IDs are the
+/// task's IDs after this scheme's transform_ids (random offsets, cyclic indexing, ...).
+///
+/// In incremental (KV-cached) decoding, query_ids holds only the new tokens' IDs, key_ids
+/// holds the IDs of every cached key plus the new ones, and cache_offset is the number of
+/// keys that were cached before this call (the absolute index of query row 0).
+struct AttentionContext {
+  AttentionKind kind = AttentionKind::kCausalSelf;
+  int64_t layer = 0;         ///< 0-based layer index within its stack
+  int64_t heads = 0;         ///< H
+  int64_t head_dim = 0;      ///< D
+  torch::Tensor query_ids;   ///< [L, B, T] int64
+  torch::Tensor key_ids;     ///< [L, B, S] int64
+  int64_t query_length = 0;  ///< T
+  int64_t key_length = 0;    ///< S
+  int64_t cache_offset = 0;  ///< keys already cached before this call
+  bool training = false;
+};
+
+}  // namespace lengen

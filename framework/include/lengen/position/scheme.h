@@ -1,0 +1,119 @@
+#pragma once
+
+#include "lengen/config/schema.h"
+#include "lengen/core/export.h"
+#include "lengen/position/attention_context.h"
+
+#include <torch/nn/module.h>
+#include <torch/types.h>
+
+#include <string>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace lengen {
+
+/// The hooks a scheme can implement; the model calls only the ones a scheme declares.
+enum Hook : uint32_t {
+  kHookNone = 0,
+  kHookInputEmbedding = 1u << 0,  ///< embed(): a vector per token added to the token embedding
+  kHookQKTransform = 1u << 1,     ///< transform_qk(): rotates/transforms q and k (RoPE)
+  kHookAdditiveBias = 1u << 2,    ///< additive_bias(): [B|1, H, T, S] added to the logits
+  kHookRelativeLogits = 1u << 3,  ///< relative_logits(): q-dependent relative terms
+};
+
+/// Framework facts a scheme may need at construction (never the global config).
+struct SchemeContext {
+  int64_t d_model = 0;          ///< C
+  int64_t heads = 0;            ///< H
+  int64_t head_dim = 0;         ///< D
+  int64_t layers = 0;           ///< number of layers in the stack
+  int64_t position_levels = 1;  ///< L: levels of position IDs the task emits
+};
+
+/// A position scheme: a torch module created by name from YAML. Its parameters are part of
+/// the model (saved in checkpoints under "position.<i>.").
+///
+/// Contract (checked by the contract tests for every registered scheme):
+///   * hooks() names exactly the hooks the scheme overrides;
+///   * a full forward pass and KV-cached incremental decoding give the same logits;
+///   * transform_ids is deterministic when training == false.
+class LENGEN_API PositionScheme : public torch::nn::Module {
+ public:
+  ~PositionScheme() override;
+
+  /// Bit set of Hook values this scheme implements.
+  virtual uint32_t hooks() const = 0;
+
+  /// Whether the scheme has a meaning in this kind of attention; the model refuses a config
+  /// that would use it where it has none. Default: causal and bidirectional self-attention.
+  virtual bool supports(AttentionKind kind) const;
+
+  /// Transforms the task's IDs before any hook sees them (random offsets during training,
+  /// cyclic indexing, level selection, sequence indices). ids: [L, B, T] int64 -> [L', B, T].
+  /// `offset` is the absolute sequence index of column 0 (the KV-cache length when decoding).
+  /// Default: identity.
+  virtual torch::Tensor transform_ids(const torch::Tensor& ids, int64_t offset, bool training);
+
+  /// Fails (lengen::Error) when `ids` ([L, B, T], as emitted by the task for evaluation) need
+  /// something the scheme cannot provide, e.g. an ID above max_position. Default: accepts.
+  virtual void check_ids(const torch::Tensor& ids) const;
+
+  /// kHookInputEmbedding: ids [L', B, T] (transformed) -> [B, T, C].
+  virtual torch::Tensor embed(const torch::Tensor& ids);
+
+  /// kHookQKTransform: q [B, H, T, D], k [B, H, T, D] (new keys only) -> transformed pair.
+  virtual std::pair<torch::Tensor, torch::Tensor> transform_qk(const torch::Tensor& q,
+                                                               const torch::Tensor& k,
+                                                               const AttentionContext& ctx);
+
+  /// kHookAdditiveBias: -> [B or 1, H or 1, T, S] added to the attention logits.
+  virtual torch::Tensor additive_bias(const AttentionContext& ctx);
+
+  /// kHookRelativeLogits: q [B, H, T, D], k [B, H, S, D] -> [B, H, T, S] added to the
+  /// (already scaled) logits.
+  virtual torch::Tensor relative_logits(const torch::Tensor& q,
+                                        const torch::Tensor& k,
+                                        const AttentionContext& ctx);
+};
+
+/// One learned embedding table per position level, summed: the storage behind learned APE and
+/// Position Coupling. Parameters "level<l>.weight" [max_position_l + 1, C].
+class LENGEN_API PositionTables {
+ public:
+  PositionTables() = default;
+  /// Registers the tables on `owner`. init: "normal" (N(0, init_std)) or "sinusoidal"
+  /// (sinusoidal_table * init_scale).
+  PositionTables(torch::nn::Module& owner,
+                 const std::vector<int64_t>& max_position,
+                 int64_t d_model,
+                 const std::string& init,
+                 double init_std,
+                 double init_scale);
+
+  /// ids [L, B, T] -> sum over levels of table_l[ids_l], [B, T, C].
+  torch::Tensor embed(const torch::Tensor& ids) const;
+
+  /// Fails naming the level, the largest ID and max_position when an ID is out of range.
+  void check(const torch::Tensor& ids) const;
+
+  /// Training-time random offsets (Cho et al.): per sample and level, adds
+  /// delta ~ U[0, max_position_l - max ID of the sample at level l] to every non-zero ID.
+  torch::Tensor random_offsets(const torch::Tensor& ids) const;
+
+  int64_t levels() const { return static_cast<int64_t>(tables_.size()); }
+  const std::vector<int64_t>& max_position() const { return max_position_; }
+
+ private:
+  std::vector<int64_t> max_position_;
+  std::vector<torch::Tensor> tables_;
+};
+
+/// Sinusoidal table [rows, dim]: row p = (sin(p w_0), cos(p w_0), sin(p w_1), ...),
+/// w_i = 10000^(-2i/dim) (Vaswani et al. 2017). Shared by the APE and coupling plugins.
+LENGEN_API torch::Tensor sinusoidal_table(int64_t rows, int64_t dim);
+
+}  // namespace lengen

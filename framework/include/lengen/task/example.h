@@ -1,0 +1,38 @@
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace lengen {
+
+/// Position IDs of a sequence: [L][T], one row per level.
+using PositionIds = std::vector<std::vector<int64_t>>;
+
+/// One sequence as the task lays it out: `BOS query = response EOS`.
+///
+///   tokens        [T]     token ids, BOS first
+///   position_ids  [L][T]  the task's IDs at test-time start (1 for coupled IDs); training-time
+///                         transforms (random offsets) are applied by the position scheme
+///   loss_mask     [T]     1 where the token is a response token the model must predict
+///                         (its prediction happens at index t-1)
+///   prompt_length         tokens[0, prompt_length) is what the model is given at test time
+///   answer_begin          first token of the final answer (after any scratchpad)
+///   meta                  the grid coordinates and other facts, e.g. {"digits": 12}
+struct Example {
+  std::vector<int64_t> tokens;
+  PositionIds position_ids;
+  std::vector<uint8_t> loss_mask;
+  int64_t prompt_length = 0;
+  int64_t answer_begin = 0;
+  std::map<std::string, int64_t> meta;
+
+  int64_t length() const { return static_cast<int64_t>(tokens.size()); }
+  /// Response tokens (after the prompt), EOS included.
+  std::vector<int64_t> response() const {
+    return {tokens.begin() + prompt_length, tokens.end()};
+  }
+};
+
+}  // namespace lengen

@@ -1,0 +1,75 @@
+#pragma once
+
+#include "lengen/config/schema.h"
+#include "lengen/core/export.h"
+#include "lengen/core/rng.h"
+#include "lengen/task/example.h"
+#include "lengen/task/vocabulary.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace lengen {
+
+/// Framework facts a task may need at construction (none yet; kept for ABI stability).
+struct TaskContext {};
+
+/// One axis of a task's evaluation grid, e.g. {"digits", "operand length", 1, 30}.
+struct GridAxis {
+  std::string name;
+  std::string doc;
+  int64_t lo = 1;  ///< default range (inclusive); experiments may override it
+  int64_t hi = 1;
+};
+
+/// A point of the grid: axis name -> value.
+using GridCell = std::map<std::string, int64_t>;
+
+/// A task: vocabulary, data format, samplers and checking. Created by name from YAML.
+///
+/// Contract (checked by the contract tests for every registered task):
+///   * every sampled example is well formed (sizes agree, BOS first, EOS last, ids in range);
+///   * causal_position_ids(tokens, prompt_length) equals example.position_ids on every
+///     correct example, and the IDs of a prefix do not depend on later tokens;
+///   * parse_query(render_query(ex)) reproduces the example's prompt.
+class LENGEN_API Task {
+ public:
+  virtual ~Task();
+
+  virtual const Vocabulary& vocabulary() const = 0;
+
+  /// L: how many levels of position IDs each example carries.
+  virtual int64_t position_levels() const = 0;
+
+  /// One training example from the training distribution.
+  virtual Example sample_train(Rng& rng) const = 0;
+
+  /// Axes of the evaluation grid with their default ranges.
+  virtual std::vector<GridAxis> grid_axes() const = 0;
+
+  /// One evaluation example for a grid cell; throws lengen::Error for impossible cells.
+  virtual Example sample_eval(const GridCell& cell, Rng& rng) const = 0;
+
+  /// Builds the example for a query typed by a user (e.g. "57+48"), formatted as the task's
+  /// options say; the response is the reference answer when the task can compute it.
+  virtual Example parse_query(const std::string& text) const = 0;
+
+  /// Position IDs assigned causally: every ID depends only on the prompt (tokens before
+  /// prompt_length) and the tokens up to and including it, never on a reference answer.
+  /// tokens [T] -> [L][T]. Used for decoding.
+  virtual PositionIds causal_position_ids(const std::vector<int64_t>& tokens,
+                                          int64_t prompt_length) const = 0;
+
+  /// Upper bound on the response length (EOS included) for a prompt; decoding stops there.
+  virtual int64_t max_response_length(const std::vector<int64_t>& prompt) const = 0;
+
+  /// Exact match of a predicted response (EOS included) against the example's reference.
+  virtual bool exact_match(const Example& ex, const std::vector<int64_t>& response) const;
+
+  /// Text of a token sequence (default: concatenated token strings, BOS/EOS shown as-is).
+  virtual std::string render(const std::vector<int64_t>& tokens) const;
+};
+
+}  // namespace lengen

@@ -1,0 +1,35 @@
+#pragma once
+
+#include "lengen/core/export.h"
+
+#include <torch/types.h>
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace lengen {
+
+/// Tensors and string metadata of one safetensors file.
+struct TensorFile {
+  std::vector<std::pair<std::string, torch::Tensor>> tensors;  ///< in file order
+  std::map<std::string, std::string> metadata;
+  const torch::Tensor* find(const std::string& name) const;
+};
+
+/// Writes a safetensors file (8-byte little-endian header length, JSON header with
+/// dtype/shape/data_offsets and __metadata__, raw little-endian data) atomically: written to
+/// "<path>.tmp-<pid>", flushed with fsync, then renamed over `path`. A failure (disk full,
+/// permission) throws lengen::Error naming the path and leaves any previous file intact.
+LENGEN_API void save_safetensors(const std::string& path,
+                                 const std::vector<std::pair<std::string, torch::Tensor>>& tensors,
+                                 const std::map<std::string, std::string>& metadata = {});
+
+/// Reads a safetensors file; errors name the path and what is malformed.
+LENGEN_API TensorFile load_safetensors(const std::string& path);
+
+/// Writes text to `path` atomically (temp file, fsync, rename).
+LENGEN_API void write_file_atomic(const std::string& path, const std::string& content);
+
+}  // namespace lengen

@@ -1,0 +1,82 @@
+#pragma once
+
+#include "lengen/core/export.h"
+#include "lengen/model/transformer.h"
+#include "lengen/task/task.h"
+
+#include <torch/types.h>
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace lengen {
+
+/// The `eval:` section of an experiment.
+struct LENGEN_API EvalConfig {
+  std::map<std::string, std::vector<int64_t>> grid;  ///< axis -> values (from [lo, hi])
+  int64_t samples = 1000;     ///< per cell
+  int64_t batch_size = 256;   ///< sequences per forward pass
+  uint64_t seed = 1234;       ///< evaluation data seed, independent of the training seed
+  bool greedy_decode = false; ///< true KV-cached decoding instead of the teacher-forced check
+
+  /// Reads `eval:`; `axes` are the task's axes (unknown axis names are errors).
+  static EvalConfig from_config(const ConfigNode& node, const std::vector<GridAxis>& axes);
+  YAML::Node to_yaml() const;
+  /// Every cell of the grid, first axis slowest.
+  std::vector<GridCell> cells() const;
+  /// Axis names in the task's order.
+  const std::vector<std::string>& axes() const { return grid_order_; }
+
+  std::vector<std::string> grid_order_;  ///< axis names in the task's order
+};
+
+/// Result of one grid cell.
+struct CellResult {
+  GridCell cell;
+  int64_t samples = 0;
+  int64_t correct = 0;
+  double accuracy = 0;
+  double ci_low = 0, ci_high = 0;  ///< 95% Wilson score interval
+};
+
+/// 95% Wilson score interval for k successes out of n.
+LENGEN_API std::pair<double, double> wilson_interval(int64_t k, int64_t n);
+
+/// Exact match under greedy decoding, decided by one teacher-forced forward pass: a greedy
+/// decode reproduces the reference exactly iff at every response position the argmax of the
+/// logits given the reference prefix is the reference token (then the decode's prefixes are
+/// the reference's prefixes, by induction). Examples are bucketed by length.
+LENGEN_API std::vector<bool> teacher_forced_exact_match(Transformer& model,
+                                                        const std::vector<Example>& examples,
+                                                        int64_t pad_id,
+                                                        const torch::Device& device,
+                                                        int64_t batch_size);
+
+/// Greedy KV-cached decoding of one prompt per row (all prompts the same length). New tokens'
+/// position IDs come from task.causal_position_ids over the prompt and the generated prefix
+/// only. Returns the generated responses (EOS included when produced); when `ids_out` is
+/// given it receives the IDs fed for each sequence (prompt + response tokens fed back).
+LENGEN_API std::vector<std::vector<int64_t>> greedy_decode(
+    Transformer& model,
+    const Task& task,
+    const std::vector<std::vector<int64_t>>& prompts,
+    const torch::Device& device,
+    std::vector<PositionIds>* ids_out = nullptr);
+
+/// Evaluates every cell of the grid (N samples each, seeded by (eval seed, cell)) and
+/// returns one result per cell. `progress` is called after each cell.
+LENGEN_API std::vector<CellResult> evaluate_grid(
+    Transformer& model,
+    const Task& task,
+    const EvalConfig& cfg,
+    const torch::Device& device,
+    const std::function<void(const CellResult&, size_t done, size_t total)>& progress = {});
+
+/// Writes eval/grid.csv and eval/summary.json (atomically) under `dir`.
+LENGEN_API void write_grid_results(const std::string& dir,
+                                   const std::vector<CellResult>& results,
+                                   const std::vector<std::string>& axes);
+
+}  // namespace lengen

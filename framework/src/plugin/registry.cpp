@@ -1,0 +1,342 @@
+#include "lengen/registry/registry.h"
+
+#include "lengen/core/log.h"
+#include "lengen/plugin/abi.h"
+#include "lengen/plugin/loader.h"
+#include "lengen/position/scheme.h"
+#include "lengen/task/task.h"
+
+#include <torch/version.h>
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <mutex>
+
+namespace fs = std::filesystem;
+
+namespace lengen {
+
+PositionRegistry& position_registry() {
+  static PositionRegistry r("position");
+  return r;
+}
+
+TaskRegistry& task_registry() {
+  static TaskRegistry r("task");
+  return r;
+}
+
+Registrar::~Registrar() = default;
+
+namespace {
+
+struct LoaderState {
+  std::recursive_mutex mutex;
+  std::vector<std::string> dirs;  // --plugin-path, in order
+  std::string build_dir;
+  std::vector<LoadedPlugin> loaded;
+};
+
+LoaderState& state() {
+  static LoaderState s;
+  return s;
+}
+
+std::string exe_dir() {
+  std::error_code ec;
+  fs::path p = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? "" : p.parent_path().string();
+}
+
+std::string kind_from_filename(const std::string& file) {
+  for (const char* k : {"position", "task"}) {
+    if (file.rfind(fmt::format("liblengen-{}-", k), 0) == 0) {
+      return k;
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+void add_plugin_dir(const std::string& dir) {
+  std::lock_guard<std::recursive_mutex> lock(state().mutex);
+  state().dirs.push_back(dir);
+}
+
+void set_build_plugin_dir(const std::string& dir) {
+  std::lock_guard<std::recursive_mutex> lock(state().mutex);
+  state().build_dir = dir;
+}
+
+std::vector<std::string> plugin_search_path() {
+  std::lock_guard<std::recursive_mutex> lock(state().mutex);
+  std::vector<std::string> out = state().dirs;
+  if (const char* env = std::getenv("LENGEN_PLUGIN_PATH")) {
+    std::string s = env;
+    size_t start = 0;
+    while (start <= s.size()) {
+      size_t end = s.find(':', start);
+      std::string part = s.substr(start, end == std::string::npos ? std::string::npos : end - start);
+      if (!part.empty()) {
+        out.push_back(part);
+      }
+      if (end == std::string::npos) {
+        break;
+      }
+      start = end + 1;
+    }
+  }
+  if (!state().build_dir.empty()) {
+    out.push_back(state().build_dir);
+  }
+  std::string exe = exe_dir();
+  if (!exe.empty()) {
+    out.push_back((fs::path(exe) / ".." / "lib" / "lengen" / "plugins").lexically_normal().string());
+  }
+  return out;
+}
+
+const LoadedPlugin& load_plugin(const std::string& path_in) {
+  std::lock_guard<std::recursive_mutex> lock(state().mutex);
+  std::error_code ec;
+  fs::path path = fs::weakly_canonical(fs::path(path_in), ec);
+  std::string p = ec ? path_in : path.string();
+  for (const auto& lp : state().loaded) {
+    if (lp.origin.library == p) {
+      return lp;
+    }
+  }
+  // 1. The file exists and is readable.
+  if (!fs::exists(p)) {
+    throw Error(fmt::format("plugin {}: no such file", p));
+  }
+  if (::access(p.c_str(), R_OK) != 0) {
+    throw Error(fmt::format("plugin {}: file is not readable", p));
+  }
+  // 2. dlopen: NOW surfaces missing symbols here, LOCAL keeps plugins apart.
+  void* handle = ::dlopen(p.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    throw Error(fmt::format("plugin {}: cannot be loaded: {} (run `ldd {}`: a dependency may be "
+                            "missing)",
+                            p, ::dlerror(), p));
+  }
+  // 3. The entry point. (The handle is never closed: plugin code owns live objects.)
+  auto entry = reinterpret_cast<lengen_plugin_entry_fn>(::dlsym(handle, LENGEN_PLUGIN_ENTRY_SYMBOL));
+  if (!entry) {
+    throw Error(fmt::format("plugin {}: not a lengen plugin (no {} symbol)", p,
+                            LENGEN_PLUGIN_ENTRY_SYMBOL));
+  }
+  const lengen_plugin_descriptor* d = entry();
+  // 4. Handshake, before any C++ object crosses the boundary.
+  const std::string rebuild =
+      "rebuild the plugin against this lengen (find_package(lengen) from its install prefix)";
+  if (!d || d->descriptor_size < sizeof(uint32_t) * 6) {
+    throw Error(fmt::format("plugin {}: invalid descriptor; {}", p, rebuild));
+  }
+  if (d->abi_version != LENGEN_PLUGIN_ABI) {
+    throw Error(fmt::format("plugin {}: incompatible plugin ABI version (plugin: {}, lengen: {}); {}",
+                            p, d->abi_version, LENGEN_PLUGIN_ABI, rebuild));
+  }
+  if (d->descriptor_size != sizeof(lengen_plugin_descriptor)) {
+    throw Error(fmt::format("plugin {}: descriptor size {} differs from lengen's {}; {}", p,
+                            d->descriptor_size, sizeof(lengen_plugin_descriptor), rebuild));
+  }
+  if (d->api_version > LENGEN_PLUGIN_API) {
+    throw Error(fmt::format("plugin {}: needs plugin API {} but this lengen provides {}; upgrade "
+                            "lengen or {}",
+                            p, d->api_version, LENGEN_PLUGIN_API, rebuild));
+  }
+  if (d->torch_major != TORCH_VERSION_MAJOR || d->torch_minor != TORCH_VERSION_MINOR) {
+    throw Error(fmt::format("plugin {}: built against LibTorch {}.{} but lengen uses {}.{}; {}", p,
+                            d->torch_major, d->torch_minor, TORCH_VERSION_MAJOR,
+                            TORCH_VERSION_MINOR, rebuild));
+  }
+  if (d->cxx11_abi != static_cast<uint32_t>(_GLIBCXX_USE_CXX11_ABI)) {
+    throw Error(fmt::format("plugin {}: built with _GLIBCXX_USE_CXX11_ABI={} but lengen uses {}; {}",
+                            p, d->cxx11_abi, _GLIBCXX_USE_CXX11_ABI, rebuild));
+  }
+  // 5. Registration, rolled back on failure.
+  LoadedPlugin lp;
+  lp.origin = PluginOrigin{p, d->plugin_name ? d->plugin_name : "?",
+                           d->plugin_version ? d->plugin_version : "?"};
+  lp.kind_hint = kind_from_filename(fs::path(p).filename().string());
+  lp.abi_version = d->abi_version;
+  lp.api_version = d->api_version;
+  lp.torch_version = fmt::format("{}.{}", d->torch_major, d->torch_minor);
+  Registrar registrar(lp.origin);
+  try {
+    d->register_components(registrar);
+  } catch (const std::exception& e) {
+    position_registry().remove_library(p);
+    task_registry().remove_library(p);
+    throw Error(fmt::format("plugin '{}' ({}): registration failed: {}", lp.origin.plugin, p,
+                            e.what()));
+  }
+  // 6. Say what was loaded.
+  logger("plugin")->debug("loaded plugin '{}' {} from {}", lp.origin.plugin, lp.origin.version, p);
+  state().loaded.push_back(lp);
+  return state().loaded.back();
+}
+
+bool resolve_by_convention(const std::string& kind, const std::string& name) {
+  std::string file = fmt::format("liblengen-{}-{}.so", kind, name);
+  for (const auto& dir : plugin_search_path()) {
+    fs::path candidate = fs::path(dir) / file;
+    std::error_code ec;
+    if (fs::exists(candidate, ec)) {
+      load_plugin(candidate.string());
+      return true;
+    }
+  }
+  return false;
+}
+
+void load_all_plugins(std::vector<std::string>* errors) {
+  std::vector<std::string> seen;
+  for (const auto& dir : plugin_search_path()) {
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec)) {
+      continue;
+    }
+    std::vector<fs::path> files;
+    for (const auto& entry : fs::directory_iterator(dir, ec)) {
+      std::string f = entry.path().filename().string();
+      if (f.rfind("liblengen-", 0) == 0 && entry.path().extension() == ".so") {
+        files.push_back(entry.path());
+      }
+    }
+    std::sort(files.begin(), files.end());
+    for (const auto& f : files) {
+      // Earlier directories take precedence for the same file name.
+      std::string fname = f.filename().string();
+      if (std::find(seen.begin(), seen.end(), fname) != seen.end()) {
+        continue;
+      }
+      seen.push_back(fname);
+      try {
+        load_plugin(f.string());
+      } catch (const Error& e) {
+        if (!errors) {
+          throw;
+        }
+        errors->push_back(e.what());
+      }
+    }
+  }
+}
+
+std::vector<LoadedPlugin> loaded_plugins() {
+  std::lock_guard<std::recursive_mutex> lock(state().mutex);
+  return state().loaded;
+}
+
+// ---------------------------------------------------------------------------------------
+// PositionScheme defaults
+
+PositionScheme::~PositionScheme() = default;
+
+bool PositionScheme::supports(AttentionKind kind) const { return kind != AttentionKind::kCross; }
+
+torch::Tensor PositionScheme::transform_ids(const torch::Tensor& ids,
+                                            int64_t /*offset*/,
+                                            bool /*training*/) {
+  return ids;
+}
+
+void PositionScheme::check_ids(const torch::Tensor& /*ids*/) const {}
+
+namespace {
+[[noreturn]] void missing_hook(const char* hook) {
+  throw Error(fmt::format("internal: position scheme declares hook {} but does not implement it",
+                          hook));
+}
+}  // namespace
+
+torch::Tensor PositionScheme::embed(const torch::Tensor&) { missing_hook("input_embedding"); }
+
+std::pair<torch::Tensor, torch::Tensor> PositionScheme::transform_qk(const torch::Tensor&,
+                                                                     const torch::Tensor&,
+                                                                     const AttentionContext&) {
+  missing_hook("qk_transform");
+}
+
+torch::Tensor PositionScheme::additive_bias(const AttentionContext&) {
+  missing_hook("additive_bias");
+}
+
+torch::Tensor PositionScheme::relative_logits(const torch::Tensor&,
+                                              const torch::Tensor&,
+                                              const AttentionContext&) {
+  missing_hook("relative_logits");
+}
+
+torch::Tensor sinusoidal_table(int64_t rows, int64_t dim) {
+  auto pos = torch::arange(rows, torch::kFloat64).unsqueeze(1);                        // [P, 1]
+  auto i = torch::arange((dim + 1) / 2, torch::kFloat64);                              // [C/2]
+  auto freq = torch::exp(-std::log(10000.0) * 2.0 * i / static_cast<double>(dim));     // [C/2]
+  auto angle = pos * freq.unsqueeze(0);                                                 // [P, C/2]
+  auto table = torch::stack({torch::sin(angle), torch::cos(angle)}, 2).reshape({rows, -1});  // [P, C']
+  return table.slice(1, 0, dim).to(torch::kFloat32).contiguous();                      // [P, C]
+}
+
+
+PositionTables::PositionTables(torch::nn::Module& owner,
+                               const std::vector<int64_t>& max_position,
+                               int64_t d_model,
+                               const std::string& init,
+                               double init_std,
+                               double init_scale)
+    : max_position_(max_position) {
+  for (size_t l = 0; l < max_position.size(); ++l) {
+    const int64_t rows = max_position[l] + 1;  // IDs 0..max_position
+    torch::Tensor w = init == "sinusoidal" ? sinusoidal_table(rows, d_model) * init_scale
+                                           : torch::randn({rows, d_model}) * init_std;
+    tables_.push_back(owner.register_parameter(fmt::format("level{}", l), w));
+  }
+}
+
+torch::Tensor PositionTables::embed(const torch::Tensor& ids) const {
+  torch::Tensor out;
+  for (size_t l = 0; l < tables_.size(); ++l) {
+    auto e = torch::embedding(tables_[l], ids[static_cast<int64_t>(l)]);  // [B, T, C]
+    out = out.defined() ? out + e : e;
+  }
+  return out;
+}
+
+void PositionTables::check(const torch::Tensor& ids) const {
+  for (size_t l = 0; l < tables_.size(); ++l) {
+    const int64_t hi = ids[static_cast<int64_t>(l)].max().item<int64_t>();
+    const int64_t lo = ids[static_cast<int64_t>(l)].min().item<int64_t>();
+    LENGEN_CHECK(lo >= 0, "level {} has a negative position ID {}", l, lo);
+    LENGEN_CHECK(hi <= max_position_[l],
+                 "a sample needs position ID {} at level {} but max_position is {}", hi, l,
+                 max_position_[l]);
+  }
+}
+
+torch::Tensor PositionTables::random_offsets(const torch::Tensor& ids) const {
+  const int64_t L = levels();
+  auto used = ids.slice(0, 0, L);                                            // [L, B, T]
+  auto max_id = std::get<0>(used.max(2));                                    // [L, B]
+  auto limit = torch::tensor(max_position_, torch::kInt64).to(ids.device())  // [L]
+                   .unsqueeze(1);                                            // [L, 1]
+  auto room = limit - max_id;                                                // [L, B]
+  const int64_t worst = room.min().item<int64_t>();
+  if (worst < 0) {
+    auto level = std::get<1>(room.min(1)).argmin().item<int64_t>();
+    LENGEN_FAIL("a training sample needs position ID {} at level {} but max_position is {}",
+                max_id[level].max().item<int64_t>(), level, max_position_[level]);
+  }
+  auto u = torch::rand(room.sizes(), torch::TensorOptions().device(ids.device()));  // [L, B]
+  auto delta = (u * (room + 1).to(torch::kFloat32)).floor().to(torch::kInt64)
+                   .clamp_max(room);                                         // [L, B]
+  auto shifted = used + delta.unsqueeze(2) * (used != 0).to(torch::kInt64);  // [L, B, T]
+  return shifted;
+}
+
+}  // namespace lengen

@@ -1,0 +1,216 @@
+#include "lengen/train/checkpoint.h"
+
+#include "lengen/core/error.h"
+
+#include <nlohmann/json.hpp>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+namespace fs = std::filesystem;
+
+namespace lengen {
+
+const torch::Tensor* TensorFile::find(const std::string& name) const {
+  for (const auto& [n, t] : tensors) {
+    if (n == name) {
+      return &t;
+    }
+  }
+  return nullptr;
+}
+
+namespace {
+
+const char* dtype_code(torch::Dtype d) {
+  switch (d) {
+    case torch::kFloat32:
+      return "F32";
+    case torch::kFloat64:
+      return "F64";
+    case torch::kBFloat16:
+      return "BF16";
+    case torch::kFloat16:
+      return "F16";
+    case torch::kInt64:
+      return "I64";
+    case torch::kInt32:
+      return "I32";
+    case torch::kUInt8:
+      return "U8";
+    case torch::kBool:
+      return "BOOL";
+    default:
+      throw Error(fmt::format("safetensors: unsupported dtype {}", c10::toString(d)));
+  }
+}
+
+torch::Dtype dtype_from_code(const std::string& c, const std::string& path) {
+  if (c == "F32") return torch::kFloat32;
+  if (c == "F64") return torch::kFloat64;
+  if (c == "BF16") return torch::kBFloat16;
+  if (c == "F16") return torch::kFloat16;
+  if (c == "I64") return torch::kInt64;
+  if (c == "I32") return torch::kInt32;
+  if (c == "U8") return torch::kUInt8;
+  if (c == "BOOL") return torch::kBool;
+  throw Error(fmt::format("{}: unsupported safetensors dtype '{}'", path, c));
+}
+
+// Writes all of `data` to fd or throws with the path and errno (ENOSPC: disk full).
+void write_all(int fd, const char* data, size_t n, const std::string& path) {
+  while (n > 0) {
+    ssize_t w = ::write(fd, data, n);
+    if (w < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      throw Error(fmt::format("{}: write failed: {}", path, std::strerror(errno)));
+    }
+    data += w;
+    n -= static_cast<size_t>(w);
+  }
+}
+
+// Temp file in the same directory, fsync, rename: readers see the old or the new file, never a
+// torn one. The directory is fsync'ed too so the rename survives a crash.
+template <class Writer>
+void atomic_write(const std::string& path, Writer&& writer) {
+  fs::path p(path);
+  if (p.has_parent_path()) {
+    std::error_code ec;
+    fs::create_directories(p.parent_path(), ec);
+  }
+  std::string tmp = fmt::format("{}.tmp-{}", path, ::getpid());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    throw Error(fmt::format("{}: cannot create: {}", tmp, std::strerror(errno)));
+  }
+  try {
+    writer(fd, tmp);
+    if (::fsync(fd) != 0) {
+      throw Error(fmt::format("{}: fsync failed: {}", tmp, std::strerror(errno)));
+    }
+  } catch (...) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw;
+  }
+  if (::close(fd) != 0) {
+    ::unlink(tmp.c_str());
+    throw Error(fmt::format("{}: close failed: {}", tmp, std::strerror(errno)));
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    int e = errno;
+    ::unlink(tmp.c_str());
+    throw Error(fmt::format("{}: rename failed: {}", path, std::strerror(e)));
+  }
+  std::string dir = p.has_parent_path() ? p.parent_path().string() : ".";
+  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+}
+
+}  // namespace
+
+void write_file_atomic(const std::string& path, const std::string& content) {
+  atomic_write(path, [&](int fd, const std::string& tmp) {
+    write_all(fd, content.data(), content.size(), tmp);
+  });
+}
+
+void save_safetensors(const std::string& path,
+                      const std::vector<std::pair<std::string, torch::Tensor>>& tensors,
+                      const std::map<std::string, std::string>& metadata) {
+  nlohmann::ordered_json header = nlohmann::ordered_json::object();
+  if (!metadata.empty()) {
+    header["__metadata__"] = metadata;
+  }
+  std::vector<torch::Tensor> cpu;
+  size_t offset = 0;
+  for (const auto& [name, t] : tensors) {
+    auto c = t.detach().to(torch::kCPU).contiguous();
+    size_t bytes = c.numel() * c.element_size();
+    header[name] = {{"dtype", dtype_code(c.scalar_type())},
+                    {"shape", c.sizes().vec()},
+                    {"data_offsets", {offset, offset + bytes}}};
+    offset += bytes;
+    cpu.push_back(c);
+  }
+  std::string h = header.dump();
+  h.append((8 - h.size() % 8) % 8, ' ');  // pad so the data starts 8-byte aligned
+  uint64_t n = h.size();
+  atomic_write(path, [&](int fd, const std::string& tmp) {
+    char len[8];
+    for (int i = 0; i < 8; ++i) {
+      len[i] = static_cast<char>((n >> (8 * i)) & 0xff);  // little-endian
+    }
+    write_all(fd, len, 8, tmp);
+    write_all(fd, h.data(), h.size(), tmp);
+    for (const auto& c : cpu) {
+      write_all(fd, static_cast<const char*>(c.data_ptr()), c.numel() * c.element_size(), tmp);
+    }
+  });
+}
+
+TensorFile load_safetensors(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw Error(fmt::format("{}: cannot open checkpoint", path));
+  }
+  in.seekg(0, std::ios::end);
+  const uint64_t file_size = static_cast<uint64_t>(in.tellg());
+  in.seekg(0);
+  unsigned char len[8];
+  if (file_size < 8 || !in.read(reinterpret_cast<char*>(len), 8)) {
+    throw Error(fmt::format("{}: truncated safetensors file (no header length)", path));
+  }
+  uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) {
+    n = (n << 8) | len[i];
+  }
+  if (n > file_size - 8) {
+    throw Error(fmt::format("{}: header length {} exceeds the file size {}", path, n, file_size));
+  }
+  std::string h(n, '\0');
+  in.read(h.data(), static_cast<std::streamsize>(n));
+  nlohmann::ordered_json header;
+  try {
+    header = nlohmann::ordered_json::parse(h);
+  } catch (const std::exception& e) {
+    throw Error(fmt::format("{}: malformed safetensors header: {}", path, e.what()));
+  }
+  TensorFile out;
+  const uint64_t data_start = 8 + n;
+  for (auto it = header.begin(); it != header.end(); ++it) {
+    if (it.key() == "__metadata__") {
+      for (auto m = it->begin(); m != it->end(); ++m) {
+        out.metadata[m.key()] = m->get<std::string>();
+      }
+      continue;
+    }
+    const auto& e = *it;
+    std::vector<int64_t> shape = e.at("shape").get<std::vector<int64_t>>();
+    auto offs = e.at("data_offsets").get<std::vector<uint64_t>>();
+    torch::Dtype dt = dtype_from_code(e.at("dtype").get<std::string>(), path);
+    auto t = torch::empty(shape, torch::TensorOptions().dtype(dt));
+    uint64_t bytes = static_cast<uint64_t>(t.numel()) * t.element_size();
+    if (offs.size() != 2 || offs[1] - offs[0] != bytes || data_start + offs[1] > file_size) {
+      throw Error(fmt::format("{}: tensor '{}' has inconsistent offsets (file truncated?)", path,
+                              it.key()));
+    }
+    in.seekg(static_cast<std::streamoff>(data_start + offs[0]));
+    in.read(static_cast<char*>(t.data_ptr()), static_cast<std::streamsize>(bytes));
+    out.tensors.emplace_back(it.key(), t);
+  }
+  return out;
+}
+
+}  // namespace lengen

@@ -1,0 +1,341 @@
+#include "lengen/train/evaluator.h"
+
+#include "lengen/core/error.h"
+#include "lengen/core/rng.h"
+#include "lengen/train/batch.h"
+#include "lengen/train/checkpoint.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <numeric>
+
+namespace fs = std::filesystem;
+
+namespace lengen {
+
+EvalConfig EvalConfig::from_config(const ConfigNode& node, const std::vector<GridAxis>& axes) {
+  EvalConfig c;
+  MapReader r(node);
+  c.samples = r.get_int("samples", c.samples);
+  c.batch_size = r.get_int("batch_size", c.batch_size);
+  c.seed = static_cast<uint64_t>(r.get_int("seed", static_cast<int64_t>(c.seed)));
+  c.greedy_decode = r.get_bool("greedy_decode", c.greedy_decode);
+  std::vector<std::string> names;
+  for (const auto& a : axes) {
+    names.push_back(a.name);
+    std::vector<int64_t> values;
+    for (int64_t v = a.lo; v <= a.hi; ++v) {
+      values.push_back(v);
+    }
+    c.grid[a.name] = values;
+  }
+  ConfigNode grid = r.child("grid");
+  MapReader g(grid);
+  for (const auto& a : axes) {
+    ConfigNode n = g.child(a.name);
+    if (!n.defined()) {
+      continue;
+    }
+    // [lo, hi] is a range; a longer list or {values: [...]} lists the values explicitly.
+    std::vector<int64_t> v = n.is_scalar() ? std::vector<int64_t>{n.as_int()} : n.as_int_list();
+    if (v.size() == 2 && v[0] <= v[1]) {
+      std::vector<int64_t> range;
+      for (int64_t x = v[0]; x <= v[1]; ++x) {
+        range.push_back(x);
+      }
+      v = range;
+    }
+    if (v.empty()) {
+      n.fail(fmt::format("eval.grid.{} selects no values", a.name));
+    }
+    c.grid[a.name] = v;
+  }
+  g.finish();
+  r.finish();
+  if (c.samples < 1) {
+    node.child("samples").fail(fmt::format("eval.samples must be >= 1, got {}", c.samples));
+  }
+  if (c.batch_size < 1) {
+    node.child("batch_size").fail("eval.batch_size must be >= 1");
+  }
+  // Keep the task's axis order (std::map sorts by name; cells() uses axis_order).
+  c.grid_order_ = names;
+  return c;
+}
+
+YAML::Node EvalConfig::to_yaml() const {
+  YAML::Node n;
+  n["samples"] = samples;
+  n["batch_size"] = batch_size;
+  n["seed"] = seed;
+  n["greedy_decode"] = greedy_decode;
+  for (const auto& axis : grid_order_) {
+    const auto& v = grid.at(axis);
+    bool contiguous = true;
+    for (size_t i = 1; i < v.size(); ++i) {
+      contiguous = contiguous && v[i] == v[i - 1] + 1;
+    }
+    YAML::Node list(YAML::NodeType::Sequence);
+    if (contiguous && v.size() > 1) {
+      list.push_back(v.front());
+      list.push_back(v.back());
+    } else {
+      for (int64_t x : v) {
+        list.push_back(x);
+      }
+    }
+    list.SetStyle(YAML::EmitterStyle::Flow);
+    n["grid"][axis] = list;
+  }
+  return n;
+}
+
+std::vector<GridCell> EvalConfig::cells() const {
+  std::vector<GridCell> out{GridCell{}};
+  for (const auto& axis : grid_order_) {
+    std::vector<GridCell> next;
+    for (const auto& partial : out) {
+      for (int64_t v : grid.at(axis)) {
+        GridCell c = partial;
+        c[axis] = v;
+        next.push_back(c);
+      }
+    }
+    out = next;
+  }
+  return out;
+}
+
+std::pair<double, double> wilson_interval(int64_t k, int64_t n) {
+  if (n <= 0) {
+    return {0.0, 1.0};
+  }
+  const double z = 1.959963984540054;
+  const double p = static_cast<double>(k) / static_cast<double>(n);
+  const double nn = static_cast<double>(n);
+  const double denom = 1 + z * z / nn;
+  const double centre = (p + z * z / (2 * nn)) / denom;
+  const double half = z * std::sqrt(p * (1 - p) / nn + z * z / (4 * nn * nn)) / denom;
+  return {std::max(0.0, centre - half), std::min(1.0, centre + half)};
+}
+
+std::vector<bool> teacher_forced_exact_match(Transformer& model,
+                                             const std::vector<Example>& examples,
+                                             int64_t pad_id,
+                                             const torch::Device& device,
+                                             int64_t batch_size) {
+  torch::NoGradGuard no_grad;
+  model->eval();
+  std::vector<bool> out(examples.size(), false);
+  // Bucket by length so that a batch pads little.
+  std::vector<size_t> order(examples.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return examples[a].length() < examples[b].length(); });
+  for (size_t begin = 0; begin < order.size(); begin += static_cast<size_t>(batch_size)) {
+    size_t end = std::min(order.size(), begin + static_cast<size_t>(batch_size));
+    std::vector<Example> chunk;
+    for (size_t i = begin; i < end; ++i) {
+      chunk.push_back(examples[order[i]]);
+    }
+    Batch b = make_batch(chunk, pad_id).to(device);
+    auto logits = model->forward(b.inputs, b.ids);             // [B, T, V]
+    auto pred = logits.argmax(-1);                              // [B, T]
+    auto ok = (pred == b.targets).logical_or(b.mask == 0);      // [B, T]
+    auto all_ok = ok.all(1).to(torch::kCPU);                    // [B]
+    auto acc = all_ok.accessor<bool, 1>();
+    for (size_t i = begin; i < end; ++i) {
+      out[order[i]] = acc[static_cast<int64_t>(i - begin)];
+    }
+  }
+  return out;
+}
+
+namespace {
+
+// IDs of the last token of `tokens`, as [L] values.
+std::vector<int64_t> last_ids(const Task& task, const std::vector<int64_t>& tokens, int64_t prompt_len) {
+  PositionIds ids = task.causal_position_ids(tokens, prompt_len);
+  std::vector<int64_t> out;
+  for (const auto& level : ids) {
+    out.push_back(level.back());
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::vector<int64_t>> greedy_decode(Transformer& model,
+                                                const Task& task,
+                                                const std::vector<std::vector<int64_t>>& prompts,
+                                                const torch::Device& device,
+                                                std::vector<PositionIds>* ids_out) {
+  torch::NoGradGuard no_grad;
+  model->eval();
+  const int64_t B = static_cast<int64_t>(prompts.size());
+  LENGEN_CHECK(B > 0, "greedy_decode: no prompts");
+  const int64_t Tp = static_cast<int64_t>(prompts[0].size());
+  for (const auto& p : prompts) {
+    LENGEN_CHECK(static_cast<int64_t>(p.size()) == Tp,
+                 "greedy_decode: prompts of one batch must have the same length");
+  }
+  const int64_t L = task.position_levels();
+  const int64_t eos = task.vocabulary().eos();
+  auto tokens = torch::empty({B, Tp}, torch::kInt64);
+  auto ids = torch::empty({L, B, Tp}, torch::kInt64);
+  std::vector<PositionIds> fed(static_cast<size_t>(B));
+  int64_t max_new = 0;
+  for (int64_t b = 0; b < B; ++b) {
+    PositionIds pid = task.causal_position_ids(prompts[b], Tp);
+    for (int64_t t = 0; t < Tp; ++t) {
+      tokens[b][t] = prompts[b][t];
+      for (int64_t l = 0; l < L; ++l) {
+        ids[l][b][t] = pid[l][t];
+      }
+    }
+    fed[b] = pid;
+    max_new = std::max(max_new, task.max_response_length(prompts[b]));
+  }
+  KVCache cache;
+  auto logits = model->forward(tokens.to(device), ids.to(device), &cache);  // [B, Tp, V]
+  std::vector<std::vector<int64_t>> seqs = prompts;
+  std::vector<std::vector<int64_t>> responses(static_cast<size_t>(B));
+  std::vector<bool> done(static_cast<size_t>(B), false);
+  for (int64_t step = 0; step < max_new; ++step) {
+    auto next = logits.select(1, logits.size(1) - 1).argmax(-1).to(torch::kCPU);  // [B]
+    auto step_tokens = torch::empty({B, 1}, torch::kInt64);
+    auto step_ids = torch::zeros({L, B, 1}, torch::kInt64);
+    bool all_done = true;
+    for (int64_t b = 0; b < B; ++b) {
+      const int64_t tok = next[b].item<int64_t>();
+      if (!done[b]) {
+        responses[b].push_back(tok);
+        seqs[b].push_back(tok);
+        done[b] = tok == eos ||
+                  static_cast<int64_t>(responses[b].size()) >= task.max_response_length(prompts[b]);
+      }
+      all_done = all_done && done[b];
+      step_tokens[b][0] = seqs[b].back();
+      std::vector<int64_t> li = last_ids(task, seqs[b], Tp);
+      for (int64_t l = 0; l < L; ++l) {
+        step_ids[l][b][0] = li[l];
+      }
+      if (!done[b]) {
+        for (int64_t l = 0; l < L; ++l) {
+          fed[b][l].push_back(li[l]);
+        }
+      }
+    }
+    if (all_done) {
+      break;
+    }
+    logits = model->forward(step_tokens.to(device), step_ids.to(device), &cache);  // [B, 1, V]
+  }
+  if (ids_out) {
+    *ids_out = fed;
+  }
+  return responses;
+}
+
+std::vector<CellResult> evaluate_grid(
+    Transformer& model,
+    const Task& task,
+    const EvalConfig& cfg,
+    const torch::Device& device,
+    const std::function<void(const CellResult&, size_t, size_t)>& progress) {
+  std::vector<GridCell> cells = cfg.cells();
+  std::vector<CellResult> results;
+  for (size_t ci = 0; ci < cells.size(); ++ci) {
+    const GridCell& cell = cells[ci];
+    std::vector<uint64_t> labels;
+    for (const auto& [axis, v] : cell) {
+      labels.push_back(static_cast<uint64_t>(v));
+    }
+    uint64_t s = cfg.seed;
+    for (uint64_t l : labels) {
+      s = mix_seed(s, {l});
+    }
+    Rng rng(s);
+    std::vector<Example> examples;
+    examples.reserve(static_cast<size_t>(cfg.samples));
+    for (int64_t i = 0; i < cfg.samples; ++i) {
+      examples.push_back(task.sample_eval(cell, rng));
+    }
+    int64_t correct = 0;
+    if (cfg.greedy_decode) {
+      // Group prompts of equal length so they decode as one batch.
+      std::map<size_t, std::vector<size_t>> by_len;
+      for (size_t i = 0; i < examples.size(); ++i) {
+        by_len[static_cast<size_t>(examples[i].prompt_length)].push_back(i);
+      }
+      for (const auto& [len, idx] : by_len) {
+        for (size_t b = 0; b < idx.size(); b += static_cast<size_t>(cfg.batch_size)) {
+          std::vector<std::vector<int64_t>> prompts;
+          size_t e = std::min(idx.size(), b + static_cast<size_t>(cfg.batch_size));
+          for (size_t i = b; i < e; ++i) {
+            const Example& ex = examples[idx[i]];
+            prompts.emplace_back(ex.tokens.begin(), ex.tokens.begin() + ex.prompt_length);
+          }
+          auto responses = greedy_decode(model, task, prompts, device);
+          for (size_t i = b; i < e; ++i) {
+            correct += task.exact_match(examples[idx[i]], responses[i - b]) ? 1 : 0;
+          }
+        }
+      }
+    } else {
+      auto ok = teacher_forced_exact_match(model, examples, task.vocabulary().pad(), device,
+                                           cfg.batch_size);
+      correct = std::count(ok.begin(), ok.end(), true);
+    }
+    CellResult r;
+    r.cell = cell;
+    r.samples = cfg.samples;
+    r.correct = correct;
+    r.accuracy = static_cast<double>(correct) / static_cast<double>(cfg.samples);
+    std::tie(r.ci_low, r.ci_high) = wilson_interval(correct, cfg.samples);
+    results.push_back(r);
+    if (progress) {
+      progress(r, ci + 1, cells.size());
+    }
+  }
+  return results;
+}
+
+void write_grid_results(const std::string& dir,
+                        const std::vector<CellResult>& results,
+                        const std::vector<std::string>& axes) {
+  std::string csv;
+  for (const auto& a : axes) {
+    csv += a + ",";
+  }
+  csv += "samples,correct,accuracy,ci_low,ci_high\n";
+  nlohmann::json cells = nlohmann::json::array();
+  int64_t total = 0, total_correct = 0;
+  for (const auto& r : results) {
+    nlohmann::json c;
+    for (const auto& a : axes) {
+      csv += fmt::format("{},", r.cell.at(a));
+      c[a] = r.cell.at(a);
+    }
+    csv += fmt::format("{},{},{:.6f},{:.6f},{:.6f}\n", r.samples, r.correct, r.accuracy, r.ci_low,
+                       r.ci_high);
+    c["samples"] = r.samples;
+    c["correct"] = r.correct;
+    c["accuracy"] = r.accuracy;
+    c["ci95"] = {r.ci_low, r.ci_high};
+    cells.push_back(c);
+    total += r.samples;
+    total_correct += r.correct;
+  }
+  nlohmann::json summary{{"axes", axes},
+                         {"cells", cells},
+                         {"samples", total},
+                         {"mean_accuracy", total ? static_cast<double>(total_correct) / total : 0.0},
+                         {"metric", "exact match of the whole response under greedy decoding"}};
+  write_file_atomic((fs::path(dir) / "grid.csv").string(), csv);
+  write_file_atomic((fs::path(dir) / "summary.json").string(), summary.dump(2) + "\n");
+}
+
+}  // namespace lengen

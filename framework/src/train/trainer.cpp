@@ -1,0 +1,572 @@
+#include "lengen/train/trainer.h"
+
+#include "lengen/core/error.h"
+#include "lengen/core/log.h"
+#include "lengen/core/rng.h"
+#include "lengen/core/version.h"
+#include "lengen/train/checkpoint.h"
+
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace fs = std::filesystem;
+
+namespace lengen {
+
+namespace {
+std::atomic<bool> g_stop{false};
+
+std::string shape(const torch::Tensor& t) {
+  return fmt::format("[{}]", fmt::join(t.sizes().begin(), t.sizes().end(), ", "));
+}
+}  // namespace
+
+void request_stop() { g_stop.store(true); }
+bool stop_requested() { return g_stop.load(); }
+
+// ---------------------------------------------------------------------------------------
+// Config and schedule
+
+TrainConfig TrainConfig::from_config(const ConfigNode& node) {
+  TrainConfig c;
+  MapReader r(node);
+  c.steps = r.get_int("steps", c.steps);
+  c.batch_size = r.get_int("batch_size", c.batch_size);
+  ConfigNode opt = r.child("optimizer");
+  if (opt.is_scalar()) {
+    c.optimizer = opt.as_string();
+  } else {
+    MapReader o(opt);
+    c.optimizer = o.get_choice("name", c.optimizer, {"adam", "adamw"});
+    c.lr = o.get_float("lr", c.lr);
+    c.beta1 = o.get_float("beta1", c.beta1);
+    c.beta2 = o.get_float("beta2", c.beta2);
+    c.eps = o.get_float("eps", c.eps);
+    c.weight_decay = o.get_float("weight_decay", c.weight_decay);
+    o.finish();
+  }
+  if (c.optimizer != "adam" && c.optimizer != "adamw") {
+    opt.fail(fmt::format("optimizer must be adam or adamw, got '{}'", c.optimizer));
+  }
+  ConfigNode sched = r.child("schedule");
+  {
+    MapReader s(sched);
+    ConfigNode wf = s.child("warmup_fraction");
+    ConfigNode ws = s.child("warmup_steps");
+    if (wf.defined() && ws.defined()) {
+      ws.fail("give either warmup_steps or warmup_fraction, not both");
+    }
+    if (wf.defined()) {
+      double f = wf.as_float();
+      if (f < 0 || f > 1) {
+        wf.fail(fmt::format("warmup_fraction must be in [0, 1], got {}", f));
+      }
+      c.warmup_steps = static_cast<int64_t>(std::llround(f * static_cast<double>(c.steps)));
+    } else if (ws.defined()) {
+      c.warmup_steps = ws.as_int();
+    }
+    c.decay = s.get_choice("decay", c.decay, {"cosine", "linear", "constant"});
+    c.min_lr_ratio = s.get_float("min_lr_ratio", c.min_lr_ratio);
+    s.finish();
+  }
+  c.grad_clip = r.get_float("grad_clip", c.grad_clip);
+  c.dataset_size = r.get_int("dataset_size", c.dataset_size);
+  c.log_every = r.get_int("log_every", c.log_every);
+  c.checkpoint_every = r.get_int("checkpoint_every", c.checkpoint_every);
+  c.keep_checkpoints = r.get_int("keep_checkpoints", c.keep_checkpoints);
+  r.finish();
+  auto require = [&](bool ok, const char* key, const std::string& msg) {
+    if (!ok) {
+      ConfigNode n = node.child(key);
+      (n.defined() ? n : node).fail(msg);
+    }
+  };
+  require(c.steps >= 1, "steps", fmt::format("train.steps must be >= 1, got {}", c.steps));
+  require(c.batch_size >= 1, "batch_size",
+          fmt::format("train.batch_size must be >= 1, got {}", c.batch_size));
+  require(c.lr > 0, "optimizer", fmt::format("train.optimizer.lr must be > 0, got {}", c.lr));
+  require(c.warmup_steps >= 0 && c.warmup_steps <= c.steps, "schedule",
+          fmt::format("warm-up of {} steps does not fit in {} steps", c.warmup_steps, c.steps));
+  require(c.min_lr_ratio >= 0 && c.min_lr_ratio <= 1, "schedule",
+          fmt::format("min_lr_ratio must be in [0, 1], got {}", c.min_lr_ratio));
+  require(c.grad_clip >= 0, "grad_clip", "train.grad_clip must be >= 0 (0 disables)");
+  require(c.dataset_size >= 0, "dataset_size", "train.dataset_size must be >= 0 (0 = online)");
+  require(c.log_every >= 1, "log_every", "train.log_every must be >= 1");
+  require(c.checkpoint_every >= 0, "checkpoint_every", "train.checkpoint_every must be >= 0");
+  require(c.keep_checkpoints >= 1, "keep_checkpoints", "train.keep_checkpoints must be >= 1");
+  return c;
+}
+
+YAML::Node TrainConfig::to_yaml() const {
+  YAML::Node n;
+  n["steps"] = steps;
+  n["batch_size"] = batch_size;
+  n["optimizer"]["name"] = optimizer;
+  n["optimizer"]["lr"] = lr;
+  n["optimizer"]["beta1"] = beta1;
+  n["optimizer"]["beta2"] = beta2;
+  n["optimizer"]["eps"] = eps;
+  n["optimizer"]["weight_decay"] = weight_decay;
+  n["schedule"]["warmup_steps"] = warmup_steps;
+  n["schedule"]["decay"] = decay;
+  n["schedule"]["min_lr_ratio"] = min_lr_ratio;
+  n["grad_clip"] = grad_clip;
+  n["dataset_size"] = dataset_size;
+  n["log_every"] = log_every;
+  n["checkpoint_every"] = checkpoint_every;
+  n["keep_checkpoints"] = keep_checkpoints;
+  return n;
+}
+
+double TrainConfig::lr_at(int64_t step) const {
+  if (step < warmup_steps) {
+    return lr * static_cast<double>(step + 1) / static_cast<double>(warmup_steps);
+  }
+  const int64_t span = std::max<int64_t>(1, steps - warmup_steps);
+  const double t = std::min(1.0, static_cast<double>(step - warmup_steps) / static_cast<double>(span));
+  double shape = 1.0;
+  if (decay == "cosine") {
+    shape = 0.5 * (1.0 + std::cos(M_PI * t));
+  } else if (decay == "linear") {
+    shape = 1.0 - t;
+  }
+  return lr * (min_lr_ratio + (1.0 - min_lr_ratio) * shape);
+}
+
+// ---------------------------------------------------------------------------------------
+// Optimizer
+
+Optimizer::Optimizer(const TrainConfig& cfg,
+                     std::vector<std::pair<std::string, torch::Tensor>> params)
+    : cfg_(cfg), params_(std::move(params)) {
+  for (const auto& [name, p] : params_) {
+    m_.push_back(torch::zeros_like(p));
+    v_.push_back(torch::zeros_like(p));
+  }
+}
+
+void Optimizer::zero_grad() {
+  for (auto& [name, p] : params_) {
+    if (p.grad().defined()) {
+      p.mutable_grad().zero_();
+    }
+  }
+}
+
+void Optimizer::step(double lr) {
+  torch::NoGradGuard no_grad;
+  ++t_;
+  const double bc1 = 1.0 - std::pow(cfg_.beta1, static_cast<double>(t_));
+  const double bc2 = 1.0 - std::pow(cfg_.beta2, static_cast<double>(t_));
+  const bool decoupled = cfg_.optimizer == "adamw";
+  for (size_t i = 0; i < params_.size(); ++i) {
+    torch::Tensor& p = params_[i].second;
+    if (!p.grad().defined()) {
+      continue;
+    }
+    torch::Tensor g = p.grad();
+    if (cfg_.weight_decay != 0) {
+      if (decoupled) {
+        p.mul_(1.0 - lr * cfg_.weight_decay);
+      } else {
+        g = g.add(p, cfg_.weight_decay);
+      }
+    }
+    m_[i].mul_(cfg_.beta1).add_(g, 1.0 - cfg_.beta1);
+    v_[i].mul_(cfg_.beta2).addcmul_(g, g, 1.0 - cfg_.beta2);
+    auto denom = (v_[i].sqrt() / std::sqrt(bc2)).add_(cfg_.eps);
+    p.addcdiv_(m_[i], denom, -lr / bc1);
+  }
+}
+
+std::vector<std::pair<std::string, torch::Tensor>> Optimizer::state() const {
+  std::vector<std::pair<std::string, torch::Tensor>> out;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    out.emplace_back("optimizer.exp_avg." + params_[i].first, m_[i]);
+    out.emplace_back("optimizer.exp_avg_sq." + params_[i].first, v_[i]);
+  }
+  return out;
+}
+
+void Optimizer::load_state(const std::vector<std::pair<std::string, torch::Tensor>>& tensors,
+                           int64_t step) {
+  std::map<std::string, torch::Tensor> by_name(tensors.begin(), tensors.end());
+  torch::NoGradGuard no_grad;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    for (auto [prefix, dst] : {std::pair<std::string, torch::Tensor*>{"optimizer.exp_avg.", &m_[i]},
+                               {"optimizer.exp_avg_sq.", &v_[i]}}) {
+      auto it = by_name.find(prefix + params_[i].first);
+      LENGEN_CHECK(it != by_name.end(), "checkpoint has no optimizer state '{}{}'", prefix,
+                   params_[i].first);
+      LENGEN_CHECK(it->second.sizes() == dst->sizes(),
+                   "checkpoint optimizer state '{}' has shape {} but the model needs {}",
+                   it->first, shape(it->second), shape(*dst));
+      dst->copy_(it->second);
+    }
+  }
+  t_ = step;
+}
+
+double clip_grad_norm(const std::vector<torch::Tensor>& params, double max_norm) {
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> norms;
+  for (const auto& p : params) {
+    if (p.grad().defined()) {
+      norms.push_back(p.grad().norm());
+    }
+  }
+  if (norms.empty()) {
+    return 0.0;
+  }
+  const double total = torch::stack(norms).norm().item<double>();
+  if (max_norm > 0 && total > max_norm) {
+    const double coef = max_norm / (total + 1e-6);
+    for (const auto& p : params) {
+      if (p.grad().defined()) {
+        p.grad().mul_(coef);
+      }
+    }
+  }
+  return total;
+}
+
+// ---------------------------------------------------------------------------------------
+// Batches
+
+Batch Batch::to(const torch::Device& device) const {
+  if (device.is_cpu()) {
+    return *this;
+  }
+  Batch b = *this;
+  b.inputs = inputs.to(device, /*non_blocking=*/true);
+  b.targets = targets.to(device, true);
+  b.mask = mask.to(device, true);
+  b.ids = ids.to(device, true);
+  return b;
+}
+
+Batch make_batch(const std::vector<Example>& examples, int64_t pad_id) {
+  LENGEN_CHECK(!examples.empty(), "make_batch: no examples");
+  const int64_t B = static_cast<int64_t>(examples.size());
+  const int64_t L = static_cast<int64_t>(examples[0].position_ids.size());
+  int64_t T = 0;
+  for (const auto& e : examples) {
+    T = std::max(T, e.length());
+  }
+  const int64_t Tm = T - 1;
+  auto inputs = torch::full({B, Tm}, pad_id, torch::kInt64);
+  auto targets = torch::full({B, Tm}, pad_id, torch::kInt64);
+  auto mask = torch::zeros({B, Tm}, torch::kFloat32);
+  auto ids = torch::zeros({L, B, Tm}, torch::kInt64);
+  auto in_a = inputs.accessor<int64_t, 2>();
+  auto tg_a = targets.accessor<int64_t, 2>();
+  auto mk_a = mask.accessor<float, 2>();
+  auto id_a = ids.accessor<int64_t, 3>();
+  int64_t tokens = 0;
+  for (int64_t b = 0; b < B; ++b) {
+    const Example& e = examples[b];
+    LENGEN_CHECK(static_cast<int64_t>(e.position_ids.size()) == L,
+                 "make_batch: examples disagree on position levels ({} vs {})",
+                 e.position_ids.size(), L);
+    const int64_t n = e.length();
+    for (int64_t t = 0; t + 1 < n; ++t) {
+      in_a[b][t] = e.tokens[t];
+      tg_a[b][t] = e.tokens[t + 1];
+      mk_a[b][t] = e.loss_mask[t + 1] ? 1.0f : 0.0f;
+      for (int64_t l = 0; l < L; ++l) {
+        id_a[l][b][t] = e.position_ids[l][t];
+      }
+    }
+    tokens += n - 1;
+  }
+  return Batch{inputs, targets, mask, ids, tokens};
+}
+
+// ---------------------------------------------------------------------------------------
+// Weights
+
+std::vector<std::pair<std::string, torch::Tensor>> named_weights(Transformer& model) {
+  std::vector<std::pair<std::string, torch::Tensor>> out;
+  for (const auto& item : model->named_parameters()) {
+    out.emplace_back(item.key(), item.value());
+  }
+  return out;
+}
+
+namespace {
+
+void copy_weights(Transformer& model, const TensorFile& file, const std::string& path) {
+  torch::NoGradGuard no_grad;
+  for (auto& [name, p] : named_weights(model)) {
+    const torch::Tensor* t = file.find(name);
+    LENGEN_CHECK(t != nullptr, "{}: no tensor '{}' (is this a checkpoint of the same model?)",
+                 path, name);
+    LENGEN_CHECK(t->sizes() == p.sizes(), "{}: tensor '{}' has shape {} but the model needs {}",
+                 path, name, shape(*t), shape(p));
+    p.copy_(*t);
+  }
+}
+
+}  // namespace
+
+void load_weights(Transformer& model, const std::string& path) {
+  copy_weights(model, load_safetensors(path), path);
+}
+
+// ---------------------------------------------------------------------------------------
+// Trainer
+
+Trainer::Trainer(TrainConfig cfg,
+                 uint64_t seed,
+                 const Task& task,
+                 Transformer model,
+                 torch::Device device,
+                 std::string run_dir)
+    : cfg_(std::move(cfg)),
+      seed_(seed),
+      task_(task),
+      model_(std::move(model)),
+      device_(device),
+      run_dir_(std::move(run_dir)),
+      optimizer_(cfg_, named_weights(model_)) {
+  if (cfg_.dataset_size > 0) {
+    Rng rng(mix_seed(seed_, {0xDA7A}));
+    dataset_.reserve(static_cast<size_t>(cfg_.dataset_size));
+    for (int64_t i = 0; i < cfg_.dataset_size; ++i) {
+      dataset_.push_back(task_.sample_train(rng));
+    }
+  }
+}
+
+Batch Trainer::batch_for_step(int64_t step_index) {
+  std::vector<Example> examples;
+  examples.reserve(static_cast<size_t>(cfg_.batch_size));
+  if (dataset_.empty()) {
+    Rng rng(mix_seed(seed_, {static_cast<uint64_t>(step_index), 1}));
+    for (int64_t i = 0; i < cfg_.batch_size; ++i) {
+      examples.push_back(task_.sample_train(rng));
+    }
+  } else {
+    // Epochs over the fixed set, each a permutation seeded by (seed, epoch).
+    const int64_t N = static_cast<int64_t>(dataset_.size());
+    static thread_local std::vector<int64_t> perm;
+    static thread_local int64_t perm_epoch = -1;
+    static thread_local uint64_t perm_seed = 0;
+    for (int64_t i = 0; i < cfg_.batch_size; ++i) {
+      const int64_t g = step_index * cfg_.batch_size + i;
+      const int64_t epoch = g / N;
+      if (epoch != perm_epoch || perm_seed != seed_ || static_cast<int64_t>(perm.size()) != N) {
+        perm.resize(static_cast<size_t>(N));
+        for (int64_t j = 0; j < N; ++j) {
+          perm[j] = j;
+        }
+        Rng rng(mix_seed(seed_, {static_cast<uint64_t>(epoch), 2}));
+        for (int64_t j = N - 1; j > 0; --j) {
+          std::swap(perm[j], perm[rng.uniform_int(0, j)]);
+        }
+        perm_epoch = epoch;
+        perm_seed = seed_;
+      }
+      examples.push_back(dataset_[static_cast<size_t>(perm[g % N])]);
+    }
+  }
+  return make_batch(examples, task_.vocabulary().pad()).to(device_);
+}
+
+double Trainer::step(const Batch& batch, int64_t step_index) {
+  model_->train();
+  // Dropout and scheme-side randomness (random offsets) draw from torch's generator, which
+  // is re-seeded per step so that a resumed run replays exactly.
+  torch::manual_seed(mix_seed(seed_, {static_cast<uint64_t>(step_index), 3}));
+  optimizer_.zero_grad();
+  auto logits = model_->forward(batch.inputs, batch.ids);  // [B, T, V]
+  const int64_t V = logits.size(-1);
+  auto per_token = torch::nn::functional::cross_entropy(
+      logits.reshape({-1, V}).to(torch::kFloat32), batch.targets.reshape({-1}),
+      torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));  // [B*T]
+  auto mask = batch.mask.reshape({-1});                                           // [B*T]
+  auto loss = (per_token * mask).sum() / mask.sum().clamp_min(1.0);
+  loss.backward();
+  const double loss_value = loss.item<double>();
+  if (!std::isfinite(loss_value)) {
+    throw Error(fmt::format("training diverged: loss is {} at step {} (lr {:.3g}); the last "
+                            "checkpoint is kept. Lower train.optimizer.lr, raise the warm-up or "
+                            "set train.grad_clip",
+                            loss_value, step_index, cfg_.lr_at(step_index)));
+  }
+  if (cfg_.grad_clip > 0) {
+    std::vector<torch::Tensor> params;
+    for (auto& [n, p] : named_weights(model_)) {
+      params.push_back(p);
+    }
+    clip_grad_norm(params, cfg_.grad_clip);
+  }
+  optimizer_.step(cfg_.lr_at(step_index));
+  return loss_value;
+}
+
+std::string Trainer::latest_checkpoint() const {
+  fs::path dir = fs::path(run_dir_) / "checkpoints";
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    return "";
+  }
+  std::string best;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    std::string f = e.path().filename().string();
+    if (f.rfind("step-", 0) == 0 && e.path().extension() == ".safetensors" && f > fs::path(best).filename().string()) {
+      best = e.path().string();
+    }
+  }
+  return best;
+}
+
+void Trainer::save_checkpoint(int64_t step) {
+  fs::path dir = fs::path(run_dir_) / "checkpoints";
+  auto tensors = named_weights(model_);
+  for (auto& s : optimizer_.state()) {
+    tensors.push_back(s);
+  }
+  std::map<std::string, std::string> meta{{"format", "lengen-checkpoint-1"},
+                                          {"step", std::to_string(step)},
+                                          {"seed", std::to_string(seed_)},
+                                          {"torch", torch_version()}};
+  std::string path = (dir / fmt::format("step-{:08d}.safetensors", step)).string();
+  save_safetensors(path, tensors, meta);
+  // Keep the newest keep_checkpoints files (names sort by step).
+  std::vector<std::string> all;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    std::string f = e.path().filename().string();
+    if (f.rfind("step-", 0) == 0 && e.path().extension() == ".safetensors") {
+      all.push_back(e.path().string());
+    }
+  }
+  std::sort(all.begin(), all.end());
+  for (size_t i = 0; i + static_cast<size_t>(cfg_.keep_checkpoints) < all.size(); ++i) {
+    fs::remove(all[i], ec);
+  }
+}
+
+int64_t Trainer::load_checkpoint(const std::string& path) {
+  TensorFile file = load_safetensors(path);
+  auto it = file.metadata.find("step");
+  LENGEN_CHECK(it != file.metadata.end(), "{}: not a lengen training checkpoint (no step)", path);
+  const int64_t step = std::stoll(it->second);
+  copy_weights(model_, file, path);
+  optimizer_.load_state(file.tensors, step);
+  return step;
+}
+
+namespace {
+
+std::string format_duration(double seconds) {
+  const int64_t s = static_cast<int64_t>(std::llround(std::max(0.0, seconds)));
+  if (s >= 3600) {
+    return fmt::format("{}h{:02d}m", s / 3600, (s % 3600) / 60);
+  }
+  return fmt::format("{}m{:02d}s", s / 60, s % 60);
+}
+
+// Keeps the metrics records of steps <= `step` (a resumed run rewrites what follows).
+void truncate_metrics(const std::string& path, int64_t step) {
+  std::ifstream in(path);
+  if (!in) {
+    return;
+  }
+  std::string line, kept;
+  while (std::getline(in, line)) {
+    try {
+      auto j = nlohmann::json::parse(line);
+      if (j.value("step", int64_t{0}) <= step) {
+        kept += line + "\n";
+      }
+    } catch (const std::exception&) {
+      // A torn last line from a killed run is dropped.
+    }
+  }
+  write_file_atomic(path, kept);
+}
+
+}  // namespace
+
+TrainResult Trainer::run(bool resume) {
+  auto log = logger("train");
+  int64_t start = 0;
+  const std::string metrics_path = (fs::path(run_dir_) / "metrics.jsonl").string();
+  std::string latest = latest_checkpoint();
+  if (resume && !latest.empty()) {
+    start = load_checkpoint(latest);
+    log->info("resumed from {} (step {})", latest, start);
+    truncate_metrics(metrics_path, start);
+  } else if (!latest.empty()) {
+    throw Error(fmt::format("{} already holds checkpoints ({}); pass --resume to continue that "
+                            "run or --fresh to discard it",
+                            run_dir_, latest));
+  } else {
+    fs::remove(metrics_path);
+  }
+  std::ofstream metrics(metrics_path, std::ios::app);
+  LENGEN_CHECK(metrics.good(), "{}: cannot open for writing", metrics_path);
+
+  TrainResult result;
+  result.steps = start;
+  if (start >= cfg_.steps) {
+    return result;
+  }
+  using clock = std::chrono::steady_clock;
+  const auto t0 = clock::now();
+  auto window_start = t0;
+  double window_loss = 0;
+  int64_t window_steps = 0, window_tokens = 0, total_tokens = 0;
+  for (int64_t s = start; s < cfg_.steps; ++s) {
+    Batch batch = batch_for_step(s);
+    const double loss = step(batch, s);
+    window_loss += loss;
+    ++window_steps;
+    window_tokens += batch.tokens;
+    total_tokens += batch.tokens;
+    result.final_loss = loss;
+    result.steps = s + 1;
+    const bool last = s + 1 == cfg_.steps;
+    if ((s + 1) % cfg_.log_every == 0 || last) {
+      const auto now = clock::now();
+      const double dt = std::chrono::duration<double>(now - window_start).count();
+      const double elapsed = std::chrono::duration<double>(now - t0).count();
+      const double tps = static_cast<double>(window_tokens) / std::max(dt, 1e-9);
+      const double per_step = elapsed / static_cast<double>(s + 1 - start);
+      const double eta = per_step * static_cast<double>(cfg_.steps - s - 1);
+      const double mean_loss = window_loss / static_cast<double>(window_steps);
+      log->info("step {:>6}/{} loss {:.4f} lr {:.2e} {:>7.0f} tok/s {:.1f} ms/step ETA {}", s + 1,
+                cfg_.steps, mean_loss, cfg_.lr_at(s), tps, 1000.0 * dt / window_steps,
+                format_duration(eta));
+      nlohmann::json rec{{"step", s + 1},         {"loss", mean_loss},
+                         {"lr", cfg_.lr_at(s)},   {"tokens_per_s", tps},
+                         {"elapsed_s", elapsed},  {"ms_per_step", 1000.0 * dt / window_steps}};
+      metrics << rec.dump() << "\n" << std::flush;
+      window_start = now;
+      window_loss = 0;
+      window_steps = window_tokens = 0;
+    }
+    const bool periodic = cfg_.checkpoint_every > 0 && (s + 1) % cfg_.checkpoint_every == 0;
+    if (periodic || last || stop_requested()) {
+      save_checkpoint(s + 1);
+    }
+    if (stop_requested() && !last) {
+      throw Error(fmt::format("interrupted at step {}; checkpoint saved in {}/checkpoints; run "
+                              "again with --resume to continue",
+                              s + 1, run_dir_));
+    }
+  }
+  result.seconds = std::chrono::duration<double>(clock::now() - t0).count();
+  result.tokens_per_second = static_cast<double>(total_tokens) / std::max(result.seconds, 1e-9);
+  return result;
+}
+
+}  // namespace lengen

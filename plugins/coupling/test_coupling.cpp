@@ -1,0 +1,93 @@
+// Position Coupling: random offsets, per-level tables, refusal of out-of-range IDs.
+#include "helpers.h"
+
+using lengen::test::make_scheme;
+
+namespace {
+lengen::SchemeContext ctx(int64_t levels) {
+  lengen::SchemeContext c;
+  c.d_model = 16;
+  c.heads = 2;
+  c.head_dim = 8;
+  c.layers = 1;
+  c.position_levels = levels;
+  return c;
+}
+}  // namespace
+
+TEST_CASE("coupling: one table per level, summed", "[coupling]") {
+  auto s = make_scheme("{name: coupling, levels: 2, max_position: [10, 5]}", ctx(2));
+  auto params = s->named_parameters();
+  REQUIRE(params.size() == 2);
+  CHECK(params["level0"].sizes() == torch::IntArrayRef({11, 16}));
+  CHECK(params["level1"].sizes() == torch::IntArrayRef({6, 16}));
+  s->eval();
+  auto ids = torch::tensor({3, 4}, torch::kInt64).view({2, 1, 1});  // level0 = 3, level1 = 4
+  auto got = s->embed(s->transform_ids(ids, 0, false));             // [1, 1, 16]
+  auto expect = params["level0"][3] + params["level1"][4];
+  CHECK(lengen::test::max_abs_diff(got.view({16}), expect) < 1e-6);
+}
+
+TEST_CASE("coupling: sinusoidal initialisation", "[coupling]") {
+  auto s = make_scheme("{name: coupling, max_position: 20, init_scale: 0.5}", ctx(1));
+  auto w = s->named_parameters()["level0"];
+  auto table = lengen::sinusoidal_table(21, 16) * 0.5;
+  CHECK(lengen::test::max_abs_diff(w, table) < 1e-6);
+  // Row p: (sin p, cos p, sin p w1, cos p w1, ...)
+  CHECK(table[3][0].item<double>() == Approx(0.5 * std::sin(3.0)).epsilon(1e-5));
+  CHECK(table[3][1].item<double>() == Approx(0.5 * std::cos(3.0)).epsilon(1e-5));
+}
+
+TEST_CASE("coupling: random offsets shift non-zero IDs per sample and level", "[coupling]") {
+  auto s = make_scheme("{name: coupling, levels: 2, max_position: [12, 9]}", ctx(2));
+  // Two samples; level-0 max ID 5, level-1 max ID 3; zeros (BOS/EOS/pad) must stay zero.
+  auto ids = torch::tensor({0, 1, 2, 5, 0, 0, 3, 4, 1, 0,  //
+                            0, 1, 1, 3, 0, 0, 2, 2, 1, 0},
+                           torch::kInt64)
+                 .view({2, 2, 5});
+  torch::manual_seed(3);
+  std::set<int64_t> deltas0;
+  for (int trial = 0; trial < 400; ++trial) {
+    auto out = s->transform_ids(ids, 0, /*training=*/true);  // [2, 2, 5]
+    CHECK(out.max().item<int64_t>() <= 12);
+    CHECK(out[1].max().item<int64_t>() <= 9);
+    CHECK(((ids == 0) == (out == 0)).all().item<bool>());
+    auto d = out - ids;  // constant over the non-zero tokens of a (level, sample)
+    for (int l = 0; l < 2; ++l) {
+      for (int b = 0; b < 2; ++b) {
+        auto nz = ids[l][b] != 0;
+        auto dl = d[l][b].masked_select(nz);
+        CHECK((dl == dl[0]).all().item<bool>());
+        if (l == 0 && b == 0) {
+          deltas0.insert(dl[0].item<int64_t>());
+        }
+      }
+    }
+  }
+  // Level 0, sample 0: max ID 5, max_position 12 -> delta uniform over 0..7, all reached.
+  CHECK(deltas0 == std::set<int64_t>{0, 1, 2, 3, 4, 5, 6, 7});
+  // Evaluation leaves the task's IDs untouched.
+  CHECK(torch::equal(s->transform_ids(ids, 0, false), ids));
+}
+
+TEST_CASE("coupling: an evaluation ID above max_position is refused with names", "[coupling]") {
+  auto s = make_scheme("{name: coupling, max_position: 8}", ctx(1));
+  auto ok = torch::tensor({0, 8, 1}, torch::kInt64).view({1, 1, 3});
+  CHECK_NOTHROW(s->check_ids(ok));
+  auto bad = torch::tensor({0, 9, 1}, torch::kInt64).view({1, 1, 3});
+  CHECK_THROWS_WITH(s->check_ids(bad), Catch::Contains("position ID 9 at level 0") &&
+                                           Catch::Contains("max_position is 8"));
+  s->eval();
+  CHECK_THROWS_WITH(s->embed(bad), Catch::Contains("max_position is 8"));
+  CHECK_THROWS_WITH(s->transform_ids(bad, 0, /*training=*/true),
+                    Catch::Contains("training sample needs position ID 9"));
+}
+
+TEST_CASE("coupling: option errors", "[coupling]") {
+  CHECK_THROWS_WITH(make_scheme("{name: coupling, levels: 3}", ctx(1)),
+                    Catch::Contains("emits 1 level"));
+  CHECK_THROWS_WITH(make_scheme("{name: coupling, levels: 2, max_position: [4, 5, 6]}", ctx(2)),
+                    Catch::Contains("3 values for 2 levels"));
+  CHECK_THROWS_WITH(make_scheme("{name: coupling, max_positon: 4}", ctx(1)),
+                    Catch::Contains("did you mean 'max_position'"));
+}

@@ -1,0 +1,77 @@
+#!/usr/bin/python3
+"""Plot a lengen evaluation grid (eval/grid.csv) as a PNG.
+
+One grid axis: exact-match accuracy against that axis with the 95% interval as a band.
+Two axes: a heatmap (first axis on x, second on y).
+
+Usage: plot_grid.py GRID_CSV OUT_PNG [--title TEXT] [--train-max N]
+Needs Debian's python3-matplotlib (run with /usr/bin/python3).
+"""
+import argparse
+import csv
+import os
+import sys
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("grid_csv")
+    ap.add_argument("out_png")
+    ap.add_argument("--title", default=None)
+    ap.add_argument("--train-max", type=float, default=None,
+                    help="draw a line at the longest trained length")
+    args = ap.parse_args()
+
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    with open(args.grid_csv) as f:
+        rows = list(csv.DictReader(f))
+    if not rows:
+        sys.exit(f"{args.grid_csv}: no rows")
+    stats = {"samples", "correct", "accuracy", "ci_low", "ci_high"}
+    axes = [k for k in rows[0].keys() if k not in stats]
+    title = args.title or os.path.basename(os.path.dirname(os.path.dirname(os.path.abspath(args.grid_csv))))
+    os.makedirs(os.path.dirname(os.path.abspath(args.out_png)), exist_ok=True)
+
+    if len(axes) == 1:
+        a = axes[0]
+        x = [int(r[a]) for r in rows]
+        y = [100 * float(r["accuracy"]) for r in rows]
+        lo = [100 * float(r["ci_low"]) for r in rows]
+        hi = [100 * float(r["ci_high"]) for r in rows]
+        fig, ax = plt.subplots(figsize=(7, 3.6))
+        ax.fill_between(x, lo, hi, alpha=0.25, label="95% interval")
+        ax.plot(x, y, marker="o", ms=3, label="exact match")
+        if args.train_max:
+            ax.axvline(args.train_max + 0.5, color="gray", ls="--", lw=1, label="trained lengths")
+        ax.set_xlabel(a)
+        ax.set_ylabel("exact match (%)")
+        ax.set_ylim(-2, 102)
+        ax.grid(alpha=0.3)
+        ax.legend(loc="lower left")
+    elif len(axes) == 2:
+        import numpy as np
+        xa, ya = axes
+        xs = sorted({int(r[xa]) for r in rows})
+        ys = sorted({int(r[ya]) for r in rows})
+        m = np.full((len(ys), len(xs)), np.nan)
+        for r in rows:
+            m[ys.index(int(r[ya])), xs.index(int(r[xa]))] = 100 * float(r["accuracy"])
+        fig, ax = plt.subplots(figsize=(7, 6))
+        im = ax.imshow(m, origin="lower", vmin=0, vmax=100, cmap="viridis", aspect="auto",
+                       extent=[xs[0] - 0.5, xs[-1] + 0.5, ys[0] - 0.5, ys[-1] + 0.5])
+        fig.colorbar(im, ax=ax, label="exact match (%)")
+        ax.set_xlabel(xa)
+        ax.set_ylabel(ya)
+    else:
+        sys.exit(f"{args.grid_csv}: cannot plot {len(axes)} axes")
+    ax.set_title(title)
+    fig.tight_layout()
+    fig.savefig(args.out_png, dpi=120)
+    print(args.out_png)
+
+
+if __name__ == "__main__":
+    main()

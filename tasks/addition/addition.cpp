@@ -1,0 +1,317 @@
+// Multi-operand addition without scratchpad, single-level coupled IDs (Cho et al. 2024,
+// arXiv:2405.20671 for 2 operands; Cho et al. 2025 §4.3, arXiv:2410.15787).
+// Sequence: `$ a_1 + ... + a_m = s $` ($ is both BOS and EOS). Options: zero padding (to the
+// answer's maximal length or to the longest operand), reversed answer, coupled or sequential IDs.
+// Coupled IDs (start s = 1 at test time): the k-th least significant digit of every number has
+// ID s+k; `+` and `=` have s; BOS/EOS 0. Example (pad_to: answer): `057+048=501` -> 43214321234.
+// Causal IDs count digits since the last separator, so decoding never sees the reference.
+#include "lengen/core/error.h"
+#include "lengen/plugin/plugin.h"
+#include "lengen/task/task.h"
+
+#include <algorithm>
+
+namespace {
+
+using lengen::Example;
+using lengen::OptionSpec;
+using lengen::PositionIds;
+
+// Decimal strings, most significant digit first, no sign.
+std::string add_decimal(const std::vector<std::string>& xs) {
+  size_t n = 0;
+  for (const auto& x : xs) {
+    n = std::max(n, x.size());
+  }
+  std::string out;
+  int carry = 0;
+  for (size_t k = 0; k < n || carry; ++k) {
+    int s = carry;
+    for (const auto& x : xs) {
+      if (k < x.size()) {
+        s += x[x.size() - 1 - k] - '0';
+      }
+    }
+    out.push_back(static_cast<char>('0' + s % 10));
+    carry = s / 10;
+  }
+  while (out.size() > 1 && out.back() == '0') {
+    out.pop_back();
+  }
+  std::reverse(out.begin(), out.end());
+  return out;
+}
+
+std::string strip_zeros(const std::string& x) {
+  size_t i = x.find_first_not_of('0');
+  return i == std::string::npos ? "0" : x.substr(i);
+}
+
+std::string pad_left(const std::string& x, size_t n) {
+  return x.size() >= n ? x : std::string(n - x.size(), '0') + x;
+}
+
+// Length of the longest possible sum of m operands of at most `digits` digits:
+// len((10^digits - 1) * m).
+size_t max_sum_length(size_t digits, size_t m) {
+  return add_decimal(std::vector<std::string>(m, std::string(digits, '9'))).size();
+}
+
+class Addition final : public lengen::Task {
+ public:
+  static lengen::ComponentSpec spec() {
+    return {
+        "task",
+        "addition",
+        "m-operand integer addition `a+b=s` with zero padding, reversed answer and coupled IDs",
+        {OptionSpec::integer("operands", "number of operands m").with_default(2).at_least(2),
+         OptionSpec::int_list("train_digits", "[lo, hi]: operand lengths seen in training")
+             .with_default(std::vector<int64_t>{1, 10})
+             .at_least(1),
+         OptionSpec::boolean("same_length", "training operands share one length (else independent)")
+             .with_default(false),
+         OptionSpec::int_list("eval_digits", "[lo, hi]: default range of the 'digits' grid axis")
+             .with_default(std::vector<int64_t>{1, 30})
+             .at_least(1),
+         OptionSpec::boolean("zero_pad", "left-pad numbers with zeros").with_default(true),
+         OptionSpec::string("pad_to",
+                            "operand: operands to the longest operand, answer to its maximal "
+                            "length; answer: every number to the answer's maximal length")
+             .with_default("operand")
+             .one_of({"operand", "answer"}),
+         OptionSpec::boolean("reverse_output", "write the answer least significant digit first")
+             .with_default(true),
+         OptionSpec::string("position_ids", "coupled: equal significance, equal ID; "
+                                            "sequential: 0, 1, 2, ...")
+             .with_default("coupled")
+             .one_of({"coupled", "sequential"})}};
+  }
+
+  Addition(const lengen::Options& o, const lengen::TaskContext&)
+      : operands_(o.get_int("operands")),
+        same_length_(o.get_bool("same_length")),
+        zero_pad_(o.get_bool("zero_pad")),
+        pad_to_answer_(o.get_string("pad_to") == "answer"),
+        reverse_(o.get_bool("reverse_output")),
+        coupled_(o.get_string("position_ids") == "coupled"),
+        vocab_({"<pad>", "$", "0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "+", "="},
+               "<pad>", "$", "$") {
+    train_ = range_option(o, "train_digits");
+    eval_ = range_option(o, "eval_digits");
+    if (coupled_ && !reverse_ && !zero_pad_) {
+      o.fail("reverse_output",
+             "coupled IDs of an unpadded, most-significant-first answer depend on the answer's "
+             "length, which decoding cannot know (it would leak the answer); set "
+             "reverse_output: true, zero_pad: true or position_ids: sequential");
+    }
+    plus_ = vocab_.id("+");
+    eq_ = vocab_.id("=");
+  }
+
+  const lengen::Vocabulary& vocabulary() const override { return vocab_; }
+  int64_t position_levels() const override { return 1; }
+
+  Example sample_train(lengen::Rng& rng) const override {
+    std::vector<std::string> ops;
+    const int64_t shared = rng.uniform_int(train_.first, train_.second);
+    for (int64_t i = 0; i < operands_; ++i) {
+      ops.push_back(random_number(same_length_ ? shared : rng.uniform_int(train_.first, train_.second), rng));
+    }
+    return make_example(ops);
+  }
+
+  std::vector<lengen::GridAxis> grid_axes() const override {
+    return {{"digits", "length of every operand", eval_.first, eval_.second}};
+  }
+
+  Example sample_eval(const lengen::GridCell& cell, lengen::Rng& rng) const override {
+    auto it = cell.find("digits");
+    LENGEN_CHECK(it != cell.end(), "addition: grid cell has no 'digits'");
+    LENGEN_CHECK(it->second >= 1, "addition: digits must be >= 1, got {}", it->second);
+    std::vector<std::string> ops;
+    for (int64_t i = 0; i < operands_; ++i) {
+      ops.push_back(random_number(it->second, rng));
+    }
+    return make_example(ops);
+  }
+
+  Example parse_query(const std::string& text) const override {
+    std::string q;
+    for (char c : text) {
+      if (c != ' ') {
+        q += c;
+      }
+    }
+    if (!q.empty() && q.back() == '=') {
+      q.pop_back();
+    }
+    std::vector<std::string> ops;
+    size_t start = 0;
+    while (true) {
+      size_t plus = q.find('+', start);
+      std::string part = q.substr(start, plus == std::string::npos ? std::string::npos : plus - start);
+      if (part.empty() || part.find_first_not_of("0123456789") != std::string::npos) {
+        throw lengen::Error(fmt::format("addition: '{}' is not a query like 57+48 (operands are "
+                                        "decimal digits separated by '+')",
+                                        text));
+      }
+      ops.push_back(strip_zeros(part));
+      if (plus == std::string::npos) {
+        break;
+      }
+      start = plus + 1;
+    }
+    LENGEN_CHECK(static_cast<int64_t>(ops.size()) == operands_,
+                 "addition: '{}' has {} operands but the task is configured for {}", text,
+                 ops.size(), operands_);
+    return make_example(ops);
+  }
+
+  PositionIds causal_position_ids(const std::vector<int64_t>& tokens,
+                                  int64_t prompt_length) const override {
+    const int64_t T = static_cast<int64_t>(tokens.size());
+    PositionIds ids(1, std::vector<int64_t>(static_cast<size_t>(T), 0));
+    if (!coupled_) {
+      for (int64_t t = 0; t < T; ++t) {
+        ids[0][t] = t;
+      }
+      return ids;
+    }
+    const int64_t s = 1;
+    // Query: a digit's ID is s + (digits from it to the end of its run).
+    const int64_t qlen = std::min(prompt_length, T);
+    int64_t longest = 0;
+    for (int64_t t = 1; t < qlen;) {
+      if (is_digit(tokens[t])) {
+        int64_t end = t;
+        while (end < qlen && is_digit(tokens[end])) {
+          ++end;
+        }
+        for (int64_t u = t; u < end; ++u) {
+          ids[0][u] = s + (end - u);
+        }
+        longest = std::max(longest, end - t);
+        t = end;
+      } else {
+        ids[0][t] = (tokens[t] == plus_ || tokens[t] == eq_) ? s : 0;
+        ++t;
+      }
+    }
+    // Response: k-th generated digit (1-based). Reversed: LSD first -> s + k. Plain and padded:
+    // the answer length A is fixed by the query -> s + A - k + 1.
+    const int64_t A = answer_length_for(longest);
+    int64_t k = 0;
+    for (int64_t t = prompt_length; t < T; ++t) {
+      if (!is_digit(tokens[t])) {
+        ids[0][t] = 0;  // EOS (or anything else the model emits)
+        continue;
+      }
+      ++k;
+      ids[0][t] = reverse_ ? s + k : std::max<int64_t>(0, s + A - k + 1);
+    }
+    return ids;
+  }
+
+  int64_t max_response_length(const std::vector<int64_t>& prompt) const override {
+    int64_t longest = 0, run = 0;
+    for (int64_t t : prompt) {
+      run = is_digit(t) ? run + 1 : 0;
+      longest = std::max(longest, run);
+    }
+    return answer_length_for(longest) + 1;  // digits + EOS
+  }
+
+ private:
+  static std::pair<int64_t, int64_t> range_option(const lengen::Options& o, const char* key) {
+    auto v = o.get_int_list(key);
+    if (v.size() == 1) {
+      v.push_back(v[0]);
+    }
+    if (v.size() != 2 || v[0] > v[1]) {
+      o.fail(key, "expected [lo, hi] with lo <= hi");
+    }
+    return {v[0], v[1]};
+  }
+
+  bool is_digit(int64_t tok) const { return tok >= 2 && tok <= 11; }  // ids of "0".."9"
+
+  static std::string random_number(int64_t digits, lengen::Rng& rng) {
+    // Uniform among numbers with exactly `digits` digits; 1 digit includes 0.
+    std::string x;
+    x.push_back(static_cast<char>('0' + rng.uniform_int(digits == 1 ? 0 : 1, 9)));
+    for (int64_t i = 1; i < digits; ++i) {
+      x.push_back(static_cast<char>('0' + rng.uniform_int(0, 9)));
+    }
+    return x;
+  }
+
+  // Answer digits written for a query whose longest (padded) operand run has `longest` digits.
+  int64_t answer_length_for(int64_t longest) const {
+    // With pad_to answer the runs already have the answer's length.
+    if (zero_pad_ && pad_to_answer_) {
+      return longest;
+    }
+    return static_cast<int64_t>(max_sum_length(static_cast<size_t>(longest), operands_));
+  }
+
+  // Builds the sequence and its IDs from the numbers (the "template" form; the causal form above
+  // must agree with it on every correct response, which the tests check).
+  Example make_example(const std::vector<std::string>& ops) const {
+    size_t longest = 0;
+    for (const auto& x : ops) {
+      longest = std::max(longest, x.size());
+    }
+    const std::string sum = add_decimal(ops);
+    const size_t answer_len = max_sum_length(longest, ops.size());
+    const size_t op_width = zero_pad_ ? (pad_to_answer_ ? answer_len : longest) : 0;
+    std::string answer = zero_pad_ ? pad_left(sum, answer_len) : sum;
+
+    Example ex;
+    ex.position_ids.assign(1, {});
+    auto push = [&](int64_t tok, int64_t id, bool loss) {
+      ex.tokens.push_back(tok);
+      ex.position_ids[0].push_back(id);
+      ex.loss_mask.push_back(loss ? 1 : 0);
+    };
+    const int64_t s = 1;
+    push(vocab_.bos(), 0, false);
+    for (size_t i = 0; i < ops.size(); ++i) {
+      std::string x = pad_left(ops[i], op_width);
+      for (size_t j = 0; j < x.size(); ++j) {
+        push(digit_id(x[j]), s + static_cast<int64_t>(x.size() - j), false);
+      }
+      push(i + 1 < ops.size() ? plus_ : eq_, s, false);
+    }
+    ex.prompt_length = ex.length();
+    ex.answer_begin = ex.prompt_length;
+    for (size_t k = 0; k < answer.size(); ++k) {
+      // k-th written digit; its significance (1 = least) depends on the direction.
+      size_t pos = reverse_ ? answer.size() - 1 - k : k;
+      int64_t significance = static_cast<int64_t>(answer.size() - pos);
+      push(digit_id(answer[pos]), s + significance, true);
+    }
+    push(vocab_.eos(), 0, true);
+    if (!coupled_) {
+      for (int64_t t = 0; t < ex.length(); ++t) {
+        ex.position_ids[0][t] = t;
+      }
+    }
+    ex.meta["digits"] = static_cast<int64_t>(longest);
+    ex.meta["operands"] = static_cast<int64_t>(ops.size());
+    return ex;
+  }
+
+  int64_t digit_id(char c) const { return 2 + (c - '0'); }
+
+  int64_t operands_;
+  bool same_length_, zero_pad_, pad_to_answer_, reverse_, coupled_;
+  std::pair<int64_t, int64_t> train_, eval_;
+  lengen::Vocabulary vocab_;
+  int64_t plus_ = 0, eq_ = 0;
+};
+
+void register_addition(lengen::Registrar& r) { r.add_task<Addition>(); }
+
+}  // namespace
+
+LENGEN_PLUGIN("addition", "0.1.0", register_addition)

@@ -1,0 +1,176 @@
+// The command line end to end: run, eval, decode, example, plugins, logits, bench; errors
+// exit non-zero with file/line; a run killed with SIGKILL resumes to the same final weights.
+#include "helpers.h"
+#include "lengen/train/checkpoint.h"
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+using namespace lengen;
+using Catch::Contains;
+namespace fs = std::filesystem;
+
+namespace {
+
+const char* kCli = R"(name: cli
+seed: 2
+task: {name: addition, train_digits: [1, 3], eval_digits: [1, 5]}
+model: {layers: 1, heads: 2, d_model: 32, d_ff: 64}
+position: [{name: coupling, max_position: 16}]
+train:
+  steps: 40
+  batch_size: 16
+  optimizer: {name: adam, lr: 0.003}
+  log_every: 10
+  checkpoint_every: 20
+eval: {samples: 20}
+)";
+
+std::string cli() { return LENGEN_CLI; }
+
+std::string sh(const std::string& args, int* rc = nullptr) {
+  std::string out;
+  int code = test::run_command(cli() + " " + args, &out);
+  if (rc) {
+    *rc = code;
+  } else {
+    INFO(out);
+    REQUIRE(code == 0);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("cli: run writes the run directory; eval, decode, logits read it", "[cli]") {
+  test::TempDir tmp;
+  test::write_text(tmp.file("cli.yaml"), kCli);
+  const std::string out_dir = tmp.file("runs");
+  std::string log = sh(fmt::format("run {} --set output_dir={}", tmp.file("cli.yaml"), out_dir));
+  CHECK_THAT(log, Contains("step") && Contains("tok/s") && Contains("ETA"));
+  CHECK_THAT(log, Contains("accuracy") && Contains("95% interval"));
+  const fs::path run = fs::path(out_dir) / "cli" / "2";
+  for (const char* f : {"config.yaml", "metrics.jsonl", "eval/grid.csv", "eval/summary.json",
+                        "checkpoints/step-00000040.safetensors"}) {
+    INFO(f);
+    CHECK(fs::exists(run / f));
+  }
+  // metrics.jsonl: one record per log period.
+  std::ifstream m(run / "metrics.jsonl");
+  int lines = 0;
+  for (std::string line; std::getline(m, line); ++lines) {
+    auto j = nlohmann::json::parse(line);
+    CHECK(j.contains("loss"));
+    CHECK(j.contains("tokens_per_s"));
+  }
+  CHECK(lines == 4);
+  // grid.csv: header + 5 cells.
+  std::ifstream g(run / "eval" / "grid.csv");
+  std::string header;
+  std::getline(g, header);
+  CHECK(header == "digits,samples,correct,accuracy,ci_low,ci_high");
+
+  SECTION("a second run without --resume refuses to overwrite") {
+    int rc = 0;
+    std::string err = sh(fmt::format("run {} --set output_dir={}", tmp.file("cli.yaml"), out_dir), &rc);
+    CHECK(rc == 1);
+    CHECK_THAT(err, Contains("already holds checkpoints"));
+  }
+  SECTION("eval with true decoding gives the same table as teacher forcing") {
+    std::ifstream before(run / "eval" / "grid.csv");
+    std::string tf((std::istreambuf_iterator<char>(before)), {});
+    sh(fmt::format("eval {} --decode", run.string()));
+    std::ifstream after(run / "eval" / "grid.csv");
+    std::string dec((std::istreambuf_iterator<char>(after)), {});
+    CHECK(tf == dec);
+  }
+  SECTION("decode prints the output and the IDs") {
+    std::string d = sh(fmt::format("decode {} 57+48 --ids", run.string()));
+    CHECK_THAT(d, Contains("reference: $57+48=501$"));
+    CHECK_THAT(d, Contains("token") && Contains("ids"));
+  }
+  SECTION("logits prints one value per vocabulary token") {
+    auto j = nlohmann::json::parse(sh(fmt::format("logits {} 12+34", run.string())));
+    CHECK(j["logits"].size() == j["vocabulary"].size());
+    CHECK(j["prompt_tokens"].size() == 7);
+  }
+}
+
+TEST_CASE("cli: example, plugins and bench need no trained model", "[cli]") {
+  test::TempDir tmp;
+  test::write_text(tmp.file("cli.yaml"), kCli);
+  std::string text = sh(fmt::format("example {} --query 57+48", tmp.file("cli.yaml")));
+  CHECK_THAT(text, Contains("$57+48=501$"));
+  auto j = nlohmann::json::parse(
+      sh(fmt::format("example {} --eval digits=4 -n 2 --json", tmp.file("cli.yaml"))));
+  REQUIRE(j.size() == 2);
+  CHECK(j[0]["tokens"].size() == 1 + 4 + 1 + 4 + 1 + 5 + 1);
+  CHECK(j[0]["position_ids"][0][1] == 5);  // most significant digit of a 4-digit operand
+  std::string plugins = sh("plugins");
+  for (const char* n : {"nope", "ape", "sinusoidal", "coupling", "addition"}) {
+    CHECK_THAT(plugins, Contains(n));
+  }
+  CHECK_THAT(sh("plugins --describe coupling"), Contains("max_position") && Contains("random_offset"));
+  auto b = nlohmann::json::parse(sh(fmt::format("bench {} --steps 3 --warmup 1", tmp.file("cli.yaml"))));
+  CHECK(b["median_ms_per_step"].get<double>() > 0);
+  CHECK(b["tokens_per_s"].get<double>() > 0);
+}
+
+TEST_CASE("cli: bad input exits 1 with a clear message", "[cli]") {
+  test::TempDir tmp;
+  std::string bad = kCli;
+  bad.replace(bad.find("d_ff: 64"), 8, "d_fff: 64");
+  test::write_text(tmp.file("bad.yaml"), bad);
+  int rc = 0;
+  std::string err = sh(fmt::format("run {}", tmp.file("bad.yaml")), &rc);
+  CHECK(rc == 1);
+  CHECK_THAT(err, Contains("bad.yaml:4:37") && Contains("did you mean 'd_ff'"));
+  CHECK_THAT(err, !Contains("terminate"));
+  err = sh(fmt::format("run {}", tmp.file("missing.yaml")), &rc);
+  CHECK(rc == 1);
+  CHECK_THAT(err, Contains("missing.yaml: cannot open"));
+}
+
+TEST_CASE("cli: a run killed with SIGKILL resumes to the same final weights", "[cli][resume]") {
+  test::TempDir tmp;
+  std::string cfg = kCli;
+  cfg.replace(cfg.find("steps: 40"), 9, "steps: 400");
+  cfg.replace(cfg.find("checkpoint_every: 20"), 20, "checkpoint_every: 50");
+  test::write_text(tmp.file("k.yaml"), cfg);
+  const std::string a = tmp.file("a"), b = tmp.file("b");
+  sh(fmt::format("run {} --no-eval --set output_dir={}", tmp.file("k.yaml"), a));
+  // Start b in the background and kill it hard once a checkpoint exists.
+  const fs::path ckpt_dir = fs::path(b) / "cli" / "2" / "checkpoints";
+  std::string pid_file = tmp.file("pid");
+  std::system(fmt::format("{} run {} --no-eval --set output_dir={} > /dev/null 2>&1 & echo $! > {}",
+                          cli(), tmp.file("k.yaml"), b, pid_file)
+                  .c_str());
+  std::string pid;
+  std::ifstream(pid_file) >> pid;
+  bool killed = false;
+  for (int i = 0; i < 600 && !killed; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(ckpt_dir, ec)) {
+      if (e.path().extension() == ".safetensors") {
+        std::system(("kill -9 " + pid).c_str());
+        killed = true;
+        break;
+      }
+    }
+  }
+  REQUIRE(killed);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  CHECK(!fs::exists(ckpt_dir / "step-00000400.safetensors"));
+  sh(fmt::format("run {} --no-eval --resume --set output_dir={}", tmp.file("k.yaml"), b));
+  auto fa = load_safetensors((fs::path(a) / "cli" / "2" / "checkpoints" / "step-00000400.safetensors").string());
+  auto fb = load_safetensors((ckpt_dir / "step-00000400.safetensors").string());
+  REQUIRE(fa.tensors.size() == fb.tensors.size());
+  for (size_t i = 0; i < fa.tensors.size(); ++i) {
+    INFO(fa.tensors[i].first);
+    CHECK(torch::equal(fa.tensors[i].second, fb.tensors[i].second));
+  }
+}

@@ -1,0 +1,77 @@
+#pragma once
+
+// Helpers shared by the tests: building components through the registries (never through
+// plugin symbols), temporary directories, tensor comparison with a useful message.
+
+#include "lengen/config/node.h"
+#include "lengen/position/scheme.h"
+#include "lengen/registry/registry.h"
+#include "lengen/task/task.h"
+
+#include <catch2/catch.hpp>
+#include <torch/torch.h>
+
+#include <filesystem>
+#include <random>
+#include <string>
+
+namespace lengen::test {
+
+/// Builds a task from inline YAML, e.g. make_task("{name: addition, zero_pad: false}").
+inline std::shared_ptr<Task> make_task(const std::string& yaml) {
+  return task_registry().create(load_config_string(yaml, "<test>"), TaskContext{});
+}
+
+/// Builds a position scheme from inline YAML.
+inline std::shared_ptr<PositionScheme> make_scheme(const std::string& yaml, SchemeContext ctx) {
+  return position_registry().create(load_config_string(yaml, "<test>"), ctx);
+}
+
+/// A fresh temporary directory, removed at scope exit.
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    std::random_device rd;
+    path = std::filesystem::temp_directory_path() /
+           ("lengen-test-" + std::to_string(rd()) + std::to_string(rd()));
+    std::filesystem::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  std::string str() const { return path.string(); }
+  std::string file(const std::string& name) const { return (path / name).string(); }
+};
+
+/// Max absolute difference, for messages.
+inline double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) {
+  return (a.to(torch::kFloat64) - b.to(torch::kFloat64)).abs().max().item<double>();
+}
+
+/// Writes text to a file.
+inline void write_text(const std::string& path, const std::string& text) {
+  std::ofstream(path) << text;
+}
+
+/// Runs a shell command, returning exit status and capturing stdout+stderr.
+inline int run_command(const std::string& cmd, std::string* output) {
+  std::string full = cmd + " 2>&1";
+  FILE* p = popen(full.c_str(), "r");
+  if (!p) {
+    return -1;
+  }
+  char buf[4096];
+  std::string out;
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) {
+    out.append(buf, n);
+  }
+  int rc = pclose(p);
+  if (output) {
+    *output = out;
+  }
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+}  // namespace lengen::test

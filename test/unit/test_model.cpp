@@ -1,0 +1,120 @@
+// Model: norms, feed-forward variants, head dimension, weight tying, parameter names.
+#include "helpers.h"
+#include "lengen/model/transformer.h"
+
+using namespace lengen;
+
+namespace {
+
+Transformer make_model(ModelConfig cfg, int64_t vocab = 14) {
+  SchemeContext sc{cfg.d_model, cfg.heads, cfg.head_dim(), cfg.layers, 1};
+  return Transformer(cfg, vocab, {test::make_scheme("nope", sc)});
+}
+
+ModelConfig base() {
+  ModelConfig c;
+  c.layers = 2;
+  c.heads = 4;
+  c.d_model = 32;
+  c.d_ff = 48;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("model: RMSNorm and LayerNorm", "[model]") {
+  auto x = torch::randn({3, 5, 8}, torch::kFloat64);
+  Norm rms("rmsnorm", 8, 1e-6);
+  rms->to(torch::kFloat64);
+  auto y = rms(x);
+  // Every row has unit root-mean-square.
+  CHECK(test::max_abs_diff(y.pow(2).mean(-1), torch::ones({3, 5}, torch::kFloat64)) < 1e-5);
+  CHECK(rms->named_parameters().size() == 1);
+  Norm ln("layernorm", 8, 1e-6);
+  ln->to(torch::kFloat64);
+  auto z = ln(x);
+  CHECK(z.mean(-1).abs().max().item<double>() < 1e-9);
+  CHECK(ln->named_parameters().size() == 2);
+}
+
+TEST_CASE("model: parameter names and shapes follow the documented layout", "[model]") {
+  ModelConfig c = base();
+  c.d_head = 10;  // independent of d_model / heads
+  c.activation = "geglu";
+  c.norm_position = "pre_post";
+  auto m = make_model(c);
+  auto p = m->named_parameters();
+  CHECK(p["tok_emb.weight"].sizes() == torch::IntArrayRef({14, 32}));
+  CHECK(p["blocks.1.attn.qkv.weight"].sizes() == torch::IntArrayRef({3 * 4 * 10, 32}));
+  CHECK(p["blocks.1.attn.out.weight"].sizes() == torch::IntArrayRef({32, 40}));
+  // GEGLU: two d_ff-wide input projections (gate, linear) fused, as in Cho et al.'s count.
+  CHECK(p["blocks.0.ff.up.weight"].sizes() == torch::IntArrayRef({2 * 48, 32}));
+  CHECK(p["blocks.0.ff.down.weight"].sizes() == torch::IntArrayRef({32, 48}));
+  for (const char* n : {"norm_attn_pre", "norm_attn_post", "norm_ff_pre", "norm_ff_post"}) {
+    CHECK(p.contains(fmt::format("blocks.0.{}.weight", n)));
+  }
+  CHECK(p.contains("norm_final.weight"));
+  CHECK(p.contains("lm_head.weight"));
+  CHECK(!p.contains("blocks.0.attn.qkv.bias"));
+
+  c.norm_position = "post";
+  auto post = make_model(c)->named_parameters();
+  CHECK(!post.contains("blocks.0.norm_attn_pre.weight"));
+  CHECK(!post.contains("norm_final.weight"));
+
+  c.tie_embeddings = true;
+  c.bias = true;
+  auto tied = make_model(c)->named_parameters();
+  CHECK(!tied.contains("lm_head.weight"));
+  CHECK(tied.contains("blocks.0.attn.qkv.bias"));
+
+  c.shared_layers = true;
+  auto shared = make_model(c)->named_parameters();
+  CHECK(!shared.contains("blocks.1.attn.qkv.weight"));
+}
+
+TEST_CASE("model: tied head computes logits with the token embedding", "[model]") {
+  ModelConfig c = base();
+  c.tie_embeddings = true;
+  c.layers = 1;
+  auto m = make_model(c);
+  m->eval();
+  torch::NoGradGuard ng;
+  auto tokens = torch::tensor({{1, 2, 3}}, torch::kInt64);
+  auto ids = torch::arange(3).view({1, 1, 3});
+  auto logits = m->forward(tokens, ids);  // [1, 3, V]
+  CHECK(logits.sizes() == torch::IntArrayRef({1, 3, 14}));
+  // Perturbing a token's embedding row changes that token's logit column.
+  auto before = logits.select(-1, 5).clone();
+  m->named_parameters()["tok_emb.weight"][5].add_(1.0);
+  CHECK(test::max_abs_diff(before, m->forward(tokens, ids).select(-1, 5)) > 1e-3);
+}
+
+TEST_CASE("model: every activation trains a step without NaN", "[model]") {
+  for (const char* act : {"relu", "gelu", "geglu", "swiglu"}) {
+    DYNAMIC_SECTION(act) {
+      ModelConfig c = base();
+      c.activation = act;
+      c.dropout = 0.1;
+      auto m = make_model(c);
+      m->train();
+      auto tokens = torch::randint(0, 14, {2, 6}, torch::kInt64);
+      auto ids = torch::arange(6).view({1, 1, 6}).expand({1, 2, 6});
+      auto loss = m->forward(tokens, ids).logsumexp(-1).mean();
+      loss.backward();
+      CHECK(std::isfinite(loss.item<double>()));
+    }
+  }
+}
+
+TEST_CASE("model: config validation", "[model]") {
+  auto parse = [](const std::string& y) {
+    return ModelConfig::from_config(load_config_string(y, "m.yaml"));
+  };
+  CHECK(parse("{layers: 3, d_model: 64, heads: 4}").head_dim() == 16);
+  CHECK(parse("{d_model: 64, heads: 3, d_head: 20}").head_dim() == 20);
+  CHECK_THROWS_WITH(parse("{d_model: 64, heads: 3}"), Catch::Contains("not divisible"));
+  CHECK_THROWS_WITH(parse("{activation: gelu2}"), Catch::Contains("did you mean 'gelu'"));
+  CHECK_THROWS_WITH(parse("{dropout: 1.5}"), Catch::Contains("model.dropout must be in [0, 1)"));
+  CHECK_THROWS_WITH(parse("{layres: 2}"), Catch::Contains("did you mean 'layers'"));
+}

@@ -1,0 +1,168 @@
+// Training pieces: schedule, optimizers against LibTorch's, clipping, batches, safetensors,
+// Wilson intervals.
+#include "helpers.h"
+#include "lengen/train/batch.h"
+#include "lengen/train/checkpoint.h"
+#include "lengen/train/evaluator.h"
+#include "lengen/train/trainer.h"
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+
+using namespace lengen;
+using Catch::Contains;
+
+TEST_CASE("train: warm-up then cosine decay to the minimum ratio", "[train]") {
+  TrainConfig c;
+  c.steps = 1000;
+  c.lr = 1e-2;
+  c.warmup_steps = 100;
+  c.min_lr_ratio = 0.1;
+  CHECK(c.lr_at(0) == Approx(1e-4));
+  CHECK(c.lr_at(49) == Approx(5e-3));
+  CHECK(c.lr_at(99) == Approx(1e-2));
+  CHECK(c.lr_at(100) == Approx(1e-2));
+  CHECK(c.lr_at(550) == Approx(1e-2 * (0.1 + 0.9 * 0.5)));  // half-way: cos = 0
+  CHECK(c.lr_at(999) == Approx(1e-3).epsilon(1e-3));
+  c.decay = "linear";
+  CHECK(c.lr_at(550) == Approx(1e-2 * (0.1 + 0.9 * 0.5)));
+  c.decay = "constant";
+  CHECK(c.lr_at(900) == Approx(1e-2));
+  auto parsed = TrainConfig::from_config(load_config_string(
+      "{steps: 200, schedule: {warmup_fraction: 0.05}}", "t.yaml"));
+  CHECK(parsed.warmup_steps == 10);
+  CHECK_THROWS_WITH(TrainConfig::from_config(load_config_string(
+                        "{schedule: {warmup_steps: 5, warmup_fraction: 0.1}}", "t.yaml")),
+                    Contains("not both"));
+}
+
+TEST_CASE("train: Adam and AdamW match LibTorch's implementations", "[train]") {
+  for (const char* name : {"adam", "adamw"}) {
+    DYNAMIC_SECTION(name) {
+      TrainConfig c;
+      c.optimizer = name;
+      c.lr = 0.01;
+      c.weight_decay = 0.1;
+      torch::manual_seed(1);
+      auto w0 = torch::randn({4, 3}, torch::kFloat64);
+      auto a = w0.clone().set_requires_grad(true);
+      auto b = w0.clone().set_requires_grad(true);
+      Optimizer mine(c, {{"w", a}});
+      std::unique_ptr<torch::optim::Optimizer> ref;
+      if (std::string(name) == "adam") {
+        ref = std::make_unique<torch::optim::Adam>(
+            std::vector<torch::Tensor>{b}, torch::optim::AdamOptions(0.01).weight_decay(0.1));
+      } else {
+        ref = std::make_unique<torch::optim::AdamW>(
+            std::vector<torch::Tensor>{b}, torch::optim::AdamWOptions(0.01).weight_decay(0.1));
+      }
+      auto target = torch::randn({4, 3}, torch::kFloat64);
+      for (int s = 0; s < 25; ++s) {
+        mine.zero_grad();
+        ref->zero_grad();
+        (a - target).pow(3).abs().sum().backward();
+        (b - target).pow(3).abs().sum().backward();
+        mine.step(0.01);
+        ref->step();
+      }
+      CHECK(test::max_abs_diff(a, b) < 1e-12);
+    }
+  }
+}
+
+TEST_CASE("train: gradient clipping matches LibTorch", "[train]") {
+  auto a = torch::randn({5}, torch::kFloat64).set_requires_grad(true);
+  auto b = a.detach().clone().set_requires_grad(true);
+  (a * 7).sum().backward();
+  (b * 7).sum().backward();
+  const double norm = clip_grad_norm({a}, 1.0);
+  torch::nn::utils::clip_grad_norm_(std::vector<torch::Tensor>{b}, 1.0);
+  CHECK(norm == Approx(7 * std::sqrt(5.0)));
+  CHECK(test::max_abs_diff(a.grad(), b.grad()) < 1e-12);
+  CHECK(a.grad().norm().item<double>() == Approx(1.0).epsilon(1e-5));
+}
+
+TEST_CASE("train: batches pad on the right and shift targets", "[train]") {
+  Example e1{{1, 5, 6, 7, 1}, {{0, 2, 1, 2, 0}}, {0, 0, 0, 1, 1}, 3, 3, {}};
+  Example e2{{1, 5, 1}, {{0, 1, 0}}, {0, 1, 1}, 2, 2, {}};
+  Batch b = make_batch({e1, e2}, /*pad_id=*/0);
+  CHECK(b.inputs.sizes() == torch::IntArrayRef({2, 4}));
+  CHECK(torch::equal(b.inputs[1], torch::tensor({1, 5, 0, 0}, torch::kInt64)));
+  CHECK(torch::equal(b.targets[0], torch::tensor({5, 6, 7, 1}, torch::kInt64)));
+  CHECK(torch::equal(b.mask[0], torch::tensor({0.f, 0.f, 1.f, 1.f})));
+  CHECK(torch::equal(b.mask[1], torch::tensor({1.f, 1.f, 0.f, 0.f})));
+  CHECK(torch::equal(b.ids[0][0], torch::tensor({0, 2, 1, 2}, torch::kInt64)));
+  CHECK(b.tokens == 4 + 2);
+}
+
+TEST_CASE("train: safetensors files", "[train]") {
+  test::TempDir dir;
+  const std::string path = dir.file("w.safetensors");
+  auto a = torch::randn({3, 4});
+  auto b = torch::arange(5, torch::kInt64);
+  auto c = torch::randn({2}, torch::kFloat64);
+  save_safetensors(path, {{"a", a}, {"b.c", b}, {"d", c}}, {{"step", "7"}});
+  SECTION("round trip") {
+    TensorFile f = load_safetensors(path);
+    CHECK(f.metadata.at("step") == "7");
+    REQUIRE(f.tensors.size() == 3);
+    CHECK(torch::equal(*f.find("a"), a));
+    CHECK(torch::equal(*f.find("b.c"), b));
+    CHECK(torch::equal(*f.find("d"), c));
+  }
+  SECTION("layout: u64 header length, JSON header, 8-byte aligned data") {
+    std::ifstream in(path, std::ios::binary);
+    unsigned char len[8];
+    in.read(reinterpret_cast<char*>(len), 8);
+    uint64_t n = 0;
+    for (int i = 7; i >= 0; --i) {
+      n = (n << 8) | len[i];
+    }
+    CHECK(n % 8 == 0);
+    std::string h(n, '\0');
+    in.read(h.data(), static_cast<std::streamsize>(n));
+    auto j = nlohmann::json::parse(h);
+    CHECK(j["a"]["dtype"] == "F32");
+    CHECK(j["a"]["shape"] == nlohmann::json::array({3, 4}));
+    CHECK(j["a"]["data_offsets"] == nlohmann::json::array({0, 48}));
+    CHECK(j["b.c"]["dtype"] == "I64");
+    CHECK(j["__metadata__"]["step"] == "7");
+  }
+  SECTION("no temporary file is left behind; an unwritable path fails with its name") {
+    int files = 0;
+    for (auto& e : std::filesystem::directory_iterator(dir.path)) {
+      (void)e;
+      ++files;
+    }
+    CHECK(files == 1);
+    CHECK_THROWS_WITH(save_safetensors("/proc/no/such/dir/w.safetensors", {{"a", a}}),
+                      Contains("/proc/no/such/dir/w.safetensors"));
+    // The earlier file is intact.
+    CHECK(torch::equal(*load_safetensors(path).find("a"), a));
+  }
+  SECTION("truncated and malformed files are reported") {
+    std::string bytes;
+    {
+      std::ifstream in(path, std::ios::binary);
+      bytes.assign(std::istreambuf_iterator<char>(in), {});
+    }
+    test::write_text(dir.file("cut.safetensors"), bytes.substr(0, bytes.size() - 10));
+    CHECK_THROWS_WITH(load_safetensors(dir.file("cut.safetensors")), Contains("truncated"));
+    test::write_text(dir.file("junk.safetensors"), std::string("\x04\0\0\0\0\0\0\0{{{{", 12));
+    CHECK_THROWS_WITH(load_safetensors(dir.file("junk.safetensors")),
+                      Contains("malformed safetensors header"));
+  }
+}
+
+TEST_CASE("eval: Wilson score interval", "[eval]") {
+  auto [lo, hi] = wilson_interval(50, 100);
+  CHECK(lo == Approx(0.4038).epsilon(1e-3));
+  CHECK(hi == Approx(0.5962).epsilon(1e-3));
+  auto [lo1, hi1] = wilson_interval(100, 100);
+  CHECK(hi1 == Approx(1.0));
+  CHECK(lo1 == Approx(0.9630).epsilon(1e-3));
+  auto [lo0, hi0] = wilson_interval(0, 10);
+  CHECK(lo0 == 0.0);
+  CHECK(hi0 == Approx(0.2775).epsilon(1e-3));
+}
