@@ -7,6 +7,7 @@
 #include "lengen/train/batch.h"
 
 using namespace lengen;
+using Schemes = std::vector<std::shared_ptr<PositionScheme>>;
 
 namespace {
 
@@ -60,7 +61,7 @@ TEST_CASE("position contract: every registered scheme", "[contract][position]") 
         SchemeContext sc{cfg.d_model, cfg.heads, cfg.head_dim(), cfg.layers, 1};
         auto scheme = test::make_scheme(scheme_yaml(*entry), sc);
         CHECK(entry->spec.summary.size() > 0);
-        Transformer model(cfg, task->vocabulary().size(), {scheme});
+        Transformer model(cfg, task->vocabulary().size(), Schemes{scheme});
         model->to(torch::kFloat64);
 
         // Training forward: shapes and finite gradients.
@@ -107,7 +108,7 @@ TEST_CASE("position contract: attention weights are causal distributions", "[con
   ModelConfig cfg = tiny_model("pre", "gelu");
   SchemeContext sc{cfg.d_model, cfg.heads, cfg.head_dim(), cfg.layers, 1};
   Transformer model(cfg, task->vocabulary().size(),
-                    {test::make_scheme("{name: coupling, max_position: 64}", sc)});
+                    Schemes{test::make_scheme("{name: coupling, max_position: 64}", sc)});
   model->eval();
   torch::NoGradGuard ng;
   Batch b = make_batch(examples(*task, 3), task->vocabulary().pad());

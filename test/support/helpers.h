@@ -12,6 +12,9 @@
 #include <torch/torch.h>
 
 #include <filesystem>
+#include <fstream>
+#include <set>
+#include <sys/wait.h>
 #include <random>
 #include <string>
 

@@ -31,6 +31,14 @@ std::string ConfigNode::where() const {
   return file + key;
 }
 
+ConfigNode& ConfigNode::operator=(const ConfigNode& other) {
+  if (this != &other) {
+    this->~ConfigNode();
+    new (this) ConfigNode(other);
+  }
+  return *this;
+}
+
 void ConfigNode::fail(const std::string& message) const {
   throw Error(fmt::format("{}: {}", where(), message));
 }
@@ -40,14 +48,33 @@ ConfigNode ConfigNode::child(const std::string& key) const {
   if (!node_.IsMap()) {
     return ConfigNode(YAML::Node(YAML::NodeType::Undefined), source_, p);
   }
-  // Lookup on a const copy so a missing key is not inserted into the tree.
-  const YAML::Node n = node_;
-  return ConfigNode(n[key], source_, p);
+  // Iterate rather than index: indexing a missing key yields an invalid ("zombie") node and a
+  // non-const index would insert the key into the tree.
+  for (const auto& kv : node_) {
+    if (kv.first.IsScalar() && kv.first.Scalar() == key) {
+      return ConfigNode(kv.second, source_, p);
+    }
+  }
+  return ConfigNode(YAML::Node(YAML::NodeType::Undefined), source_, p);
+}
+
+ConfigNode ConfigNode::key_node(const std::string& key) const {
+  std::string p = path_.empty() ? key : path_ + "." + key;
+  for (const auto& kv : node_) {
+    if (kv.first.IsScalar() && kv.first.Scalar() == key) {
+      return ConfigNode(kv.first, source_, p);
+    }
+  }
+  return ConfigNode(YAML::Node(YAML::NodeType::Undefined), source_, p);
 }
 
 ConfigNode ConfigNode::at(size_t index) const {
+  std::string p = fmt::format("{}[{}]", path_, index);
+  if (!node_.IsSequence() || index >= node_.size()) {
+    return ConfigNode(YAML::Node(YAML::NodeType::Undefined), source_, p);
+  }
   const YAML::Node n = node_;
-  return ConfigNode(n[index], source_, fmt::format("{}[{}]", path_, index));
+  return ConfigNode(n[index], source_, p);
 }
 
 std::vector<std::string> ConfigNode::keys() const {
@@ -235,7 +262,7 @@ void MapReader::finish() const {
   for (const auto& key : node_.keys()) {
     if (std::find(known_.begin(), known_.end(), key) == known_.end()) {
       // Point at the offending key itself.
-      node_.child(key).fail(fmt::format("unknown key '{}'{}; valid keys here: {}", key,
+      node_.key_node(key).fail(fmt::format("unknown key '{}'{}; valid keys here: {}", key,
                                         did_you_mean(key, known_), join(known_)));
     }
   }
@@ -279,7 +306,8 @@ ConfigNode load_config_string(const std::string& text, const std::string& name) 
 
 ConfigNode apply_overrides(const ConfigNode& root, const std::vector<std::string>& assignments) {
   auto source = std::make_shared<ConfigSource>(root.source() ? *root.source() : ConfigSource{});
-  YAML::Node tree = YAML::Clone(root.yaml());
+  // Edit the loaded tree in place (a clone would lose the line marks of every node).
+  YAML::Node tree = root.yaml();
   for (const auto& text : assignments) {
     auto eq = text.find('=');
     if (eq == std::string::npos || eq == 0) {
@@ -443,7 +471,8 @@ Options Options::validate(const ComponentSpec& spec,
                           const std::vector<std::string>& skip) {
   Options o;
   o.component_ = fmt::format("{} '{}'", spec.kind, spec.name);
-  if (node.defined() && !node.is_map()) {
+  // A bare name (scalar) selects the component with default options.
+  if (node.defined() && !node.is_map() && !node.is_scalar()) {
     node.fail(fmt::format("expected a map of options for {}", o.component_));
   }
   std::vector<std::string> known;
@@ -455,7 +484,7 @@ Options Options::validate(const ComponentSpec& spec,
       continue;
     }
     if (std::find(known.begin(), known.end(), key) == known.end()) {
-      node.child(key).fail(fmt::format("unknown option '{}' for {}{}; its options are: {}", key,
+      node.key_node(key).fail(fmt::format("unknown option '{}' for {}{}; its options are: {}", key,
                                        o.component_, did_you_mean(key, known),
                                        known.empty() ? "none" : join(known)));
     }

@@ -97,7 +97,17 @@ std::vector<std::string> plugin_search_path() {
   if (!exe.empty()) {
     out.push_back((fs::path(exe) / ".." / "lib" / "lengen" / "plugins").lexically_normal().string());
   }
-  return out;
+  // Drop repeats (the build folder and <exe>/../lib/lengen/plugins coincide in a build tree).
+  std::vector<std::string> unique;
+  for (const auto& d : out) {
+    std::error_code ec;
+    std::string canon = fs::weakly_canonical(d, ec).string();
+    std::string key = ec ? d : canon;
+    if (std::find(unique.begin(), unique.end(), key) == unique.end()) {
+      unique.push_back(key);
+    }
+  }
+  return unique;
 }
 
 const LoadedPlugin& load_plugin(const std::string& path_in) {

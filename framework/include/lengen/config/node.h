@@ -27,6 +27,9 @@ class LENGEN_API ConfigNode {
  public:
   ConfigNode() = default;
   ConfigNode(YAML::Node node, std::shared_ptr<const ConfigSource> source, std::string path);
+  ConfigNode(const ConfigNode&) = default;
+  /// Rebinds (YAML::Node's own operator= writes through to the referenced node instead).
+  ConfigNode& operator=(const ConfigNode& other);
 
   const YAML::Node& yaml() const { return node_; }
   const std::string& path() const { return path_; }
@@ -45,6 +48,8 @@ class LENGEN_API ConfigNode {
 
   /// Child of a map (undefined node when absent). `key` is appended to the path.
   ConfigNode child(const std::string& key) const;
+  /// The key itself (for errors about the key rather than its value).
+  ConfigNode key_node(const std::string& key) const;
   /// Element of a sequence.
   ConfigNode at(size_t index) const;
   size_t size() const { return node_.size(); }

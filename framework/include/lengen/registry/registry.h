@@ -93,7 +93,6 @@ class Registry {
   /// Validates `node` against the component's schema and builds it.
   std::shared_ptr<Base> create(const ConfigNode& node, const Context& ctx) const {
     std::string name;
-    ConfigNode options_node;
     if (node.is_scalar()) {
       name = node.as_string();
     } else if (node.is_map()) {
@@ -102,13 +101,12 @@ class Registry {
         node.fail(fmt::format("a {} needs a 'name:' key", kind_));
       }
       name = n.as_string();
-      options_node = node;
     } else {
       node.fail(fmt::format("expected a {} name or a map with 'name:', got {}", kind_,
                             node.defined() ? "a list" : "nothing"));
     }
     const Entry& entry = lookup(name, node);
-    Options opts = Options::validate(entry.spec, options_node.defined() ? options_node : node);
+    Options opts = Options::validate(entry.spec, node);
     return entry.make(opts, ctx);
   }
 
@@ -116,7 +114,7 @@ class Registry {
   Options options_of(const ConfigNode& node) const {
     std::string name = node.is_scalar() ? node.as_string() : node.child("name").as_string();
     const Entry& entry = lookup(name, node);
-    return Options::validate(entry.spec, node.is_map() ? node : ConfigNode());
+    return Options::validate(entry.spec, node);
   }
 
   std::vector<std::string> names() const {

@@ -12,7 +12,7 @@
 namespace lengen {
 
 /// Tensors and string metadata of one safetensors file.
-struct TensorFile {
+struct LENGEN_API TensorFile {
   std::vector<std::pair<std::string, torch::Tensor>> tensors;  ///< in file order
   std::map<std::string, std::string> metadata;
   const torch::Tensor* find(const std::string& name) const;
