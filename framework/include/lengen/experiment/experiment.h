@@ -57,7 +57,9 @@ struct LENGEN_API Experiment {
   torch::Dtype torch_dtype() const;
 };
 
-/// Sets LibTorch's intra-op thread count: `threads` > 0, else the hardware concurrency.
+/// Prepares the process for training: LibTorch's intra-op thread count (`threads` > 0, else
+/// the hardware concurrency) and allocator settings that keep per-step activation buffers on
+/// the heap instead of mmap'ing them afresh each step. Returns the thread count.
 LENGEN_API int64_t configure_threads(int64_t threads);
 
 }  // namespace lengen
