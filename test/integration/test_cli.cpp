@@ -127,7 +127,7 @@ TEST_CASE("cli: bad input exits 1 with a clear message", "[cli]") {
   int rc = 0;
   std::string err = sh(fmt::format("run {}", tmp.file("bad.yaml")), &rc);
   CHECK(rc == 1);
-  CHECK_THAT(err, Contains("bad.yaml:4:37") && Contains("did you mean 'd_ff'"));
+  CHECK_THAT(err, Contains("bad.yaml:4:43") && Contains("did you mean 'd_ff'"));
   CHECK_THAT(err, !Contains("terminate"));
   err = sh(fmt::format("run {}", tmp.file("missing.yaml")), &rc);
   CHECK(rc == 1);

@@ -458,11 +458,15 @@ int main(int argc, char** argv) {
       Transformer model = exp.build_model(device);
       fs::path tmp = fs::temp_directory_path() / fmt::format("lengen-bench-{}", ::getpid());
       Trainer trainer(exp.train, exp.seed, *exp.task, model, device, tmp.string());
-      std::vector<double> ms;
+      std::vector<double> ms, data_ms;
       int64_t tokens = 0;
       for (int64_t s = 0; s < bn_warmup + bn_steps; ++s) {
+        auto d0 = std::chrono::steady_clock::now();
         Batch b = trainer.batch_for_step(s);
         auto t0 = std::chrono::steady_clock::now();
+        if (s >= bn_warmup) {
+          data_ms.push_back(std::chrono::duration<double, std::milli>(t0 - d0).count());
+        }
         trainer.step(b, s);
         if (device.is_cuda()) {
           torch::cuda::synchronize();
@@ -485,6 +489,10 @@ int main(int argc, char** argv) {
                        {"tokens_per_step", mean_tokens},
                        {"steps", bn_steps},
                        {"median_ms_per_step", median},
+                       {"median_data_ms_per_step", [&] {
+                          std::sort(data_ms.begin(), data_ms.end());
+                          return data_ms[data_ms.size() / 2];
+                        }()},
                        {"min_ms_per_step", sorted.front()},
                        {"max_ms_per_step", sorted.back()},
                        {"tokens_per_s", mean_tokens / (median / 1000.0)},

@@ -449,11 +449,16 @@ OptionSpec OptionSpec::float_list(std::string key, std::string doc) {
 std::string OptionSpec::describe_type() const {
   std::string s = option_type_name(type);
   if (!choices.empty()) {
-    s = "one of " + join(choices, "|");
+    s = "one of {" + join(choices, ", ") + "}";
   }
   if (default_value) {
-    s += ", default " + (default_value->IsScalar() ? default_value->Scalar()
-                                                  : YAML::Dump(*default_value));
+    std::string d = default_value->Scalar();
+    if (!default_value->IsScalar()) {
+      YAML::Emitter e;
+      e << YAML::Flow << *default_value;
+      d = e.c_str();
+    }
+    s += ", default " + d;
   } else {
     s += ", required";
   }

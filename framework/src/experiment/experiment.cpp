@@ -159,6 +159,9 @@ Experiment Experiment::load(const std::string& path, const std::vector<std::stri
 }
 
 Transformer Experiment::build_model(const torch::Device& device) const {
+  // Initialisation draws from torch's generator, which LibTorch seeds non-deterministically:
+  // derive it from the experiment seed so a run (and a killed-and-resumed run) is reproducible.
+  torch::manual_seed(mix_seed(seed, {0x1A17}));
   auto schemes = build_schemes(position_nodes, scheme_context(model, task->position_levels()));
   Transformer m(model, task->vocabulary().size(), schemes);
   m->to(device);

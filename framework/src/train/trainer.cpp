@@ -498,6 +498,7 @@ void truncate_metrics(const std::string& path, int64_t step) {
 
 TrainResult Trainer::run(bool resume) {
   auto log = logger("train");
+  fs::create_directories(run_dir_);
   int64_t start = 0;
   const std::string metrics_path = (fs::path(run_dir_) / "metrics.jsonl").string();
   std::string latest = latest_checkpoint();

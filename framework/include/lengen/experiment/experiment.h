@@ -43,7 +43,8 @@ struct LENGEN_API Experiment {
   /// (e.g. no ID above max_position) before any training starts.
   static Experiment load(const std::string& path, const std::vector<std::string>& overrides = {});
 
-  /// Builds the model on `device` (schemes created from their YAML entries).
+  /// Builds the model on `device` (schemes created from their YAML entries), initialised from
+  /// a generator seeded by the experiment seed.
   Transformer build_model(const torch::Device& device) const;
 
   /// runs/<name>/<seed>
