@@ -30,7 +30,7 @@ if(NOT last_output MATCHES "KERPLE log bias")
 endif()
 # The in-tree contract suite runs over every scheme on the path, the new one included.
 set(ENV{LENGEN_PLUGIN_PATH} "${work}/build")
-run("${BINARY_DIR}/test/lengen_unit_tests" "position contract: every registered scheme")
+run("${BINARY_DIR}/bin/lengen_unit_tests" "position contract: every registered scheme")
 if(NOT last_output MATCHES "All tests passed")
   message(FATAL_ERROR "contract tests did not pass with the plugin:\n${last_output}")
 endif()

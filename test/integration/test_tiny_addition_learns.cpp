@@ -16,11 +16,11 @@ task: {name: addition, train_digits: [1, 4], eval_digits: [1, 8]}
 model: {layers: 1, heads: 2, d_model: 64, d_ff: 128, norm: rmsnorm, activation: gelu}
 position: [{name: coupling, max_position: 16}]
 train:
-  steps: 900
-  batch_size: 64
-  optimizer: {name: adam, lr: 0.003}
+  steps: 2000
+  batch_size: 128
+  optimizer: {name: adam, lr: 0.006}
   schedule: {warmup_steps: 60, decay: cosine}
-  log_every: 300
+  log_every: 500
   checkpoint_every: 0
 eval: {samples: 150}
 )";
@@ -34,7 +34,7 @@ TEST_CASE("integration: a tiny coupled model learns addition; verdicts agree", "
   Transformer model = exp.build_model(torch::kCPU);
   Trainer trainer(exp.train, exp.seed, *exp.task, model, torch::kCPU, exp.run_dir());
   TrainResult tr = trainer.run(false);
-  CHECK(tr.steps == 900);
+  CHECK(tr.steps == 2000);
   CHECK(tr.final_loss < 0.05);
 
   auto results = evaluate_grid(model, *exp.task, exp.eval, torch::kCPU);
