@@ -14,59 +14,35 @@ using lengen::OptionSpec;
 class LearnedApe final : public lengen::PositionScheme {
  public:
   static lengen::ComponentSpec spec() {
-    return {"position",
-            "ape",
-            "learned absolute position embedding, E[p] added to the token embedding",
-            {OptionSpec::integer("max_position", "largest position that can be embedded")
-                 .with_default(512)
-                 .at_least(1),
-             OptionSpec::string("ids", "index: sequence index 0..T-1; task: the task's IDs")
-                 .with_default("index")
-                 .one_of({"index", "task"}),
-             OptionSpec::integer("level", "which level of the task's IDs (ids: task)")
-                 .with_default(0)
-                 .at_least(0),
-             OptionSpec::string("init", "table initialisation")
-                 .with_default("normal")
-                 .one_of({"normal", "sinusoidal"}),
-             OptionSpec::number("init_std", "std of the normal initialisation")
-                 .with_default(1.0)
-                 .at_least(0),
-             OptionSpec::number("init_scale", "scale of the sinusoidal initialisation")
-                 .with_default(1.0)}};
+    lengen::ComponentSpec spec{
+        "position",
+        "ape",
+        "learned absolute position embedding, E[p] added to the token embedding",
+        {OptionSpec::integer("max_position", "largest position that can be embedded")
+             .with_default(512)
+             .at_least(1)}};
+    for (const auto& extra :
+         {lengen::PositionSource::options(), lengen::PositionTables::init_options("normal")}) {
+      spec.options.insert(spec.options.end(), extra.begin(), extra.end());
+    }
+    return spec;
   }
 
   LearnedApe(const lengen::Options& o, const lengen::SchemeContext& ctx)
-      : use_index_(o.get_string("ids") == "index"), level_(o.get_int("level")) {
-    if (!use_index_ && level_ >= ctx.position_levels) {
-      o.fail("level", fmt::format("the task emits {} level(s) of IDs; level {} does not exist",
-                                  ctx.position_levels, level_));
-    }
-    tables_ = lengen::PositionTables(*this, {o.get_int("max_position")}, ctx.d_model,
-                                     o.get_string("init"), o.get_float("init_std"),
-                                     o.get_float("init_scale"));
-  }
+      : source_(o, ctx), tables_(*this, {o.get_int("max_position")}, ctx.d_model, o) {}
 
   uint32_t hooks() const override { return lengen::kHookInputEmbedding; }
 
   torch::Tensor transform_ids(const torch::Tensor& ids, int64_t offset, bool) override {
-    if (!use_index_) {
-      return ids.slice(0, level_, level_ + 1);  // [1, B, T]
-    }
-    const int64_t B = ids.size(1), T = ids.size(2);
-    auto idx = torch::arange(offset, offset + T, ids.options());  // [T]
-    return idx.view({1, 1, T}).expand({1, B, T});                 // [1, B, T]
+    return source_.select(ids, offset);  // [1, B, T]
   }
 
-  void check_ids(const torch::Tensor& ids) const override {
-    tables_.check(const_cast<LearnedApe*>(this)->transform_ids(ids, 0, false));
-  }
+  void check_ids(const torch::Tensor& ids) const override { tables_.check(source_.select(ids, 0)); }
 
   torch::Tensor embed(const torch::Tensor& ids) override { return tables_.embed(ids); }
 
  private:
-  bool use_index_;
-  int64_t level_;
+  lengen::PositionSource source_;
   lengen::PositionTables tables_;
 };
 

@@ -16,7 +16,8 @@ using lengen::OptionSpec;
 class Coupling final : public lengen::PositionScheme {
  public:
   static lengen::ComponentSpec spec() {
-    return {"position",
+    lengen::ComponentSpec spec{
+            "position",
             "coupling",
             "Position Coupling: learned tables over the task's coupled IDs, one per level, "
             "with random training offsets",
@@ -29,15 +30,10 @@ class Coupling final : public lengen::PositionScheme {
                  .with_default(64)
                  .at_least(1),
              OptionSpec::boolean("random_offset", "shift IDs randomly per sample in training")
-                 .with_default(true),
-             OptionSpec::string("init", "table initialisation")
-                 .with_default("sinusoidal")
-                 .one_of({"normal", "sinusoidal"}),
-             OptionSpec::number("init_std", "std of the normal initialisation")
-                 .with_default(1.0)
-                 .at_least(0),
-             OptionSpec::number("init_scale", "scale of the sinusoidal initialisation")
-                 .with_default(1.0)}};
+                 .with_default(true)}};
+    auto init = lengen::PositionTables::init_options("sinusoidal");
+    spec.options.insert(spec.options.end(), init.begin(), init.end());
+    return spec;
   }
 
   Coupling(const lengen::Options& o, const lengen::SchemeContext& ctx)
@@ -57,8 +53,7 @@ class Coupling final : public lengen::PositionScheme {
     if (static_cast<int64_t>(max_pos.size()) != levels) {
       o.fail("max_position", fmt::format("gives {} values for {} levels", max_pos.size(), levels));
     }
-    tables_ = lengen::PositionTables(*this, max_pos, ctx.d_model, o.get_string("init"),
-                                     o.get_float("init_std"), o.get_float("init_scale"));
+    tables_ = lengen::PositionTables(*this, max_pos, ctx.d_model, o);
   }
 
   uint32_t hooks() const override { return lengen::kHookInputEmbedding; }

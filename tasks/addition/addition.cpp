@@ -121,7 +121,8 @@ class Addition final : public lengen::Task {
   }
 
   std::vector<lengen::GridAxis> grid_axes() const override {
-    return {{"digits", "length of every operand", eval_.first, eval_.second}};
+    return {{"digits", "length of every operand", eval_.first, eval_.second, train_.first,
+             train_.second}};
   }
 
   Example sample_eval(const lengen::GridCell& cell, lengen::Rng& rng) const override {

@@ -130,15 +130,16 @@ std::string plot_script() {
   return "";
 }
 
-void plot(const std::string& run_dir) {
+void plot(const std::string& run_dir, const std::string& title, int64_t train_max) {
   std::string script = plot_script();
   const char* py = "/usr/bin/python3";
   if (script.empty() || !fs::exists(py)) {
     logger()->info("plotting tools not found; eval/grid.csv is written (see scripts/plot_grid.py)");
     return;
   }
-  std::string cmd = fmt::format("{} '{}' '{}/eval/grid.csv' '{}/plots/grid.png' 2>&1", py, script,
-                                run_dir, run_dir);
+  std::string cmd = fmt::format("{} '{}' '{}/eval/grid.csv' '{}/plots/grid.png' --title '{}'{} 2>&1",
+                                py, script, run_dir, run_dir, title,
+                                train_max > 0 ? fmt::format(" --train-max {}", train_max) : "");
   int rc = std::system(cmd.c_str());
   if (rc == 0) {
     logger()->info("plot written to {}/plots/grid.png", run_dir);
@@ -160,7 +161,8 @@ std::vector<CellResult> run_eval(LoadedRun& r) {
                        r.exp.eval.greedy_decode ? "greedy decoding" : "teacher-forced exact match");
   write_grid_results((fs::path(r.dir) / "eval").string(), results, r.exp.eval.axes());
   print_table(results, r.exp.eval.axes());
-  plot(r.dir);
+  const auto axes = r.exp.task->grid_axes();
+  plot(r.dir, fmt::format("{} (seed {})", r.exp.name, r.exp.seed), axes.empty() ? 0 : axes[0].train_hi);
   return results;
 }
 
@@ -272,6 +274,7 @@ int main(int argc, char** argv) {
       logger()->info("{}: {} parameters, device {}, {} threads, run directory {}", exp.name,
                      model->parameter_count(), device.str(), threads, dir);
       Trainer trainer(exp.train, exp.seed, *exp.task, model, device, dir);
+      trainer.set_bf16_autocast(exp.bf16_autocast(device));
       TrainResult tr = trainer.run(resume);
       if (tr.seconds > 0) {
         logger("train")->info("trained {} steps in {:.1f}s ({:.0f} tokens/s), final loss {:.4f}",
@@ -458,6 +461,7 @@ int main(int argc, char** argv) {
       Transformer model = exp.build_model(device);
       fs::path tmp = fs::temp_directory_path() / fmt::format("lengen-bench-{}", ::getpid());
       Trainer trainer(exp.train, exp.seed, *exp.task, model, device, tmp.string());
+      trainer.set_bf16_autocast(exp.bf16_autocast(device));
       std::vector<double> ms, data_ms;
       int64_t tokens = 0;
       for (int64_t s = 0; s < bn_warmup + bn_steps; ++s) {

@@ -188,6 +188,18 @@ torch::Device Experiment::torch_device() const {
   return torch::Device(torch::kCPU);
 }
 
+bool Experiment::bf16_autocast(const torch::Device& dev) const {
+  if (dtype != "bfloat16") {
+    return false;
+  }
+  if (!dev.is_cuda()) {
+    logger()->warn("{}: dtype bfloat16 is autocast on CUDA only; training in float32 on {}", file,
+                   dev.str());
+    return false;
+  }
+  return true;
+}
+
 torch::Dtype Experiment::torch_dtype() const {
   return dtype == "float64" ? torch::kFloat64 : torch::kFloat32;
 }

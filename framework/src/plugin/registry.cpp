@@ -294,13 +294,51 @@ torch::Tensor sinusoidal_table(int64_t rows, int64_t dim) {
 }
 
 
+std::vector<OptionSpec> PositionSource::options() {
+  return {OptionSpec::string("ids", "index: sequence index 0..T-1; task: the task's IDs")
+              .with_default("index")
+              .one_of({"index", "task"}),
+          OptionSpec::integer("level", "which level of the task's IDs (ids: task)")
+              .with_default(0)
+              .at_least(0)};
+}
+
+PositionSource::PositionSource(const Options& o, const SchemeContext& ctx)
+    : index_(o.get_string("ids") == "index"), level_(o.get_int("level")) {
+  if (!index_ && level_ >= ctx.position_levels) {
+    o.fail("level", fmt::format("the task emits {} level(s) of IDs; level {} does not exist",
+                                ctx.position_levels, level_));
+  }
+}
+
+torch::Tensor PositionSource::select(const torch::Tensor& ids, int64_t offset) const {
+  if (!index_) {
+    return ids.slice(0, level_, level_ + 1);  // [1, B, T]
+  }
+  const int64_t B = ids.size(1), T = ids.size(2);
+  auto idx = torch::arange(offset, offset + T, ids.options());  // [T]
+  return idx.view({1, 1, T}).expand({1, B, T});                 // [1, B, T]
+}
+
+std::vector<OptionSpec> PositionTables::init_options(const std::string& default_init) {
+  return {OptionSpec::string("init", "table initialisation")
+              .with_default(default_init)
+              .one_of({"normal", "sinusoidal"}),
+          OptionSpec::number("init_std", "std of the normal initialisation")
+              .with_default(1.0)
+              .at_least(0),
+          OptionSpec::number("init_scale", "scale of the sinusoidal initialisation")
+              .with_default(1.0)};
+}
+
 PositionTables::PositionTables(torch::nn::Module& owner,
                                const std::vector<int64_t>& max_position,
                                int64_t d_model,
-                               const std::string& init,
-                               double init_std,
-                               double init_scale)
+                               const Options& o)
     : max_position_(max_position) {
+  const std::string init = o.get_string("init");
+  const double init_std = o.get_float("init_std");
+  const double init_scale = o.get_float("init_scale");
   for (size_t l = 0; l < max_position.size(); ++l) {
     const int64_t rows = max_position[l] + 1;  // IDs 0..max_position
     torch::Tensor w = init == "sinusoidal" ? sinusoidal_table(rows, d_model) * init_scale

@@ -3,6 +3,7 @@
 #include "lengen/core/error.h"
 #include "lengen/core/log.h"
 #include "lengen/core/rng.h"
+#include "lengen/core/torch_compat.h"
 #include "lengen/core/version.h"
 #include "lengen/train/checkpoint.h"
 
@@ -13,6 +14,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <numeric>
 #include <sstream>
 
 namespace fs = std::filesystem;
@@ -355,25 +357,19 @@ Batch Trainer::batch_for_step(int64_t step_index) {
   } else {
     // Epochs over the fixed set, each a permutation seeded by (seed, epoch).
     const int64_t N = static_cast<int64_t>(dataset_.size());
-    static thread_local std::vector<int64_t> perm;
-    static thread_local int64_t perm_epoch = -1;
-    static thread_local uint64_t perm_seed = 0;
     for (int64_t i = 0; i < cfg_.batch_size; ++i) {
       const int64_t g = step_index * cfg_.batch_size + i;
       const int64_t epoch = g / N;
-      if (epoch != perm_epoch || perm_seed != seed_ || static_cast<int64_t>(perm.size()) != N) {
-        perm.resize(static_cast<size_t>(N));
-        for (int64_t j = 0; j < N; ++j) {
-          perm[j] = j;
-        }
+      if (epoch != perm_epoch_) {
+        perm_.resize(static_cast<size_t>(N));
+        std::iota(perm_.begin(), perm_.end(), 0);
         Rng rng(mix_seed(seed_, {static_cast<uint64_t>(epoch), 2}));
         for (int64_t j = N - 1; j > 0; --j) {
-          std::swap(perm[j], perm[rng.uniform_int(0, j)]);
+          std::swap(perm_[j], perm_[rng.uniform_int(0, j)]);
         }
-        perm_epoch = epoch;
-        perm_seed = seed_;
+        perm_epoch_ = epoch;
       }
-      examples.push_back(dataset_[static_cast<size_t>(perm[g % N])]);
+      examples.push_back(dataset_[static_cast<size_t>(perm_[g % N])]);
     }
   }
   return make_batch(examples, task_.vocabulary().pad()).to(device_);
@@ -385,7 +381,11 @@ double Trainer::step(const Batch& batch, int64_t step_index) {
   // is re-seeded per step so that a resumed run replays exactly.
   torch::manual_seed(mix_seed(seed_, {static_cast<uint64_t>(step_index), 3}));
   optimizer_.zero_grad();
-  auto logits = model_->forward(batch.inputs, batch.ids);  // [B, T, V]
+  torch::Tensor logits;
+  {
+    compat::CudaAutocast autocast(bf16_autocast_ && device_.is_cuda());
+    logits = model_->forward(batch.inputs, batch.ids);  // [B, T, V]
+  }
   const int64_t V = logits.size(-1);
   auto per_token = torch::nn::functional::cross_entropy(
       logits.reshape({-1, V}).to(torch::kFloat32), batch.targets.reshape({-1}),

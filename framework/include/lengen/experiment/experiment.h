@@ -56,6 +56,9 @@ struct LENGEN_API Experiment {
   /// The device to use: "auto" picks CUDA when available.
   torch::Device torch_device() const;
   torch::Dtype torch_dtype() const;
+  /// Whether training on `device` runs under bfloat16 autocast (dtype: bfloat16 on CUDA; on
+  /// CPU a warning says float32 is used instead).
+  bool bf16_autocast(const torch::Device& device) const;
 };
 
 /// Prepares the process for training: LibTorch's intra-op thread count (`threads` > 0, else

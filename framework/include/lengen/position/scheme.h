@@ -80,19 +80,39 @@ class LENGEN_API PositionScheme : public torch::nn::Module {
                                         const AttentionContext& ctx);
 };
 
+/// Which positions an absolute scheme consumes: the sequence index 0..T-1 (`ids: index`, the
+/// usual APE) or one level of the task's IDs (`ids: task`, `level: l`). Shared by the APE and
+/// sinusoidal plugins; declare options() in the scheme's spec.
+class LENGEN_API PositionSource {
+ public:
+  /// The options `ids` (index | task) and `level`.
+  static std::vector<OptionSpec> options();
+  PositionSource() = default;
+  /// Fails naming `level` when the task emits fewer levels.
+  PositionSource(const Options& o, const SchemeContext& ctx);
+  /// ids [L, B, T] -> [1, B, T]; `offset` is the absolute index of column 0.
+  torch::Tensor select(const torch::Tensor& ids, int64_t offset) const;
+
+ private:
+  bool index_ = true;
+  int64_t level_ = 0;
+};
+
 /// One learned embedding table per position level, summed: the storage behind learned APE and
 /// Position Coupling. Parameters "level<l>.weight" [max_position_l + 1, C].
 class LENGEN_API PositionTables {
  public:
   PositionTables() = default;
-  /// Registers the tables on `owner`. init: "normal" (N(0, init_std)) or "sinusoidal"
-  /// (sinusoidal_table * init_scale).
+  /// The initialisation options `init` (normal | sinusoidal, default `default_init`),
+  /// `init_std` and `init_scale`.
+  static std::vector<OptionSpec> init_options(const std::string& default_init);
+
+  /// Registers one table per entry of `max_position` on `owner`, initialised as the
+  /// init_options() in `o` say: N(0, init_std) or sinusoidal_table * init_scale.
   PositionTables(torch::nn::Module& owner,
                  const std::vector<int64_t>& max_position,
                  int64_t d_model,
-                 const std::string& init,
-                 double init_std,
-                 double init_scale);
+                 const Options& o);
 
   /// ids [L, B, T] -> sum over levels of table_l[ids_l], [B, T, C].
   torch::Tensor embed(const torch::Tensor& ids) const;

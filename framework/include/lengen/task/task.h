@@ -22,6 +22,8 @@ struct GridAxis {
   std::string doc;
   int64_t lo = 1;  ///< default range (inclusive); experiments may override it
   int64_t hi = 1;
+  int64_t train_lo = 0;  ///< range seen in training (0, 0 when not meaningful); plots mark it
+  int64_t train_hi = 0;
 };
 
 /// A point of the grid: axis name -> value.

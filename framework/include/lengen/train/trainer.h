@@ -96,6 +96,10 @@ class LENGEN_API Trainer {
   /// The training batch of step `step_index` (deterministic in seed and step).
   Batch batch_for_step(int64_t step_index);
 
+  /// Runs forward passes under bfloat16 autocast (CUDA only; weights and optimizer stay
+  /// float32). Set from the experiment's `dtype: bfloat16`.
+  void set_bf16_autocast(bool on) { bf16_autocast_ = on; }
+
   /// Newest checkpoint in run_dir, or "" when none.
   std::string latest_checkpoint() const;
   void save_checkpoint(int64_t step);
@@ -110,7 +114,10 @@ class LENGEN_API Trainer {
   torch::Device device_;
   std::string run_dir_;
   Optimizer optimizer_;
+  bool bf16_autocast_ = false;
   std::vector<Example> dataset_;  ///< fixed training set when dataset_size > 0
+  std::vector<int64_t> perm_;     ///< visiting order of dataset_ in epoch perm_epoch_
+  int64_t perm_epoch_ = -1;
 };
 
 /// Asks a running Trainer to write a checkpoint and stop after the current step. Safe to call
