@@ -124,3 +124,41 @@ TEST_CASE("position contract: attention weights are causal distributions", "[con
   // Returning weights takes the explicit path; logits must not change.
   CHECK(test::max_abs_diff(logits, model->forward(b.inputs, b.ids)) < 1e-5);
 }
+
+TEST_CASE("position contract: composed schemes over coupled IDs", "[contract][position]") {
+  load_all_plugins();
+  auto task = test::make_task("{name: addition}");
+  auto exs = examples(*task, 4);
+  ModelConfig cfg = tiny_model("pre", "gelu");
+  SchemeContext sc{cfg.d_model, cfg.heads, cfg.head_dim(), cfg.layers, 1};
+  // RoPE driven by coupled IDs plus an ALiBi bias over them, on top of coupling tables.
+  for (const auto& list : std::vector<std::vector<std::string>>{
+           {"{name: coupling, max_position: 64}", "{name: rope, ids: task}"},
+           {"nope", "{name: alibi, ids: task}"},
+           {"{name: coupling, max_position: 64}", "{name: rope, ids: task}", "alibi"}}) {
+    DYNAMIC_SECTION(list.size() << " schemes: " << list.back()) {
+      Schemes schemes;
+      for (const auto& y : list) {
+        schemes.push_back(test::make_scheme(y, sc));
+      }
+      torch::manual_seed(1);
+      Transformer model(cfg, task->vocabulary().size(), schemes);
+      model->to(torch::kFloat64);
+      model->eval();
+      torch::NoGradGuard ng;
+      for (const auto& ex : exs) {
+        Batch one = make_batch({ex}, task->vocabulary().pad());
+        auto full = model->forward(one.inputs, one.ids);
+        KVCache cache;
+        const int64_t P = ex.prompt_length, T = one.inputs.size(1);
+        std::vector<torch::Tensor> rows{
+            model->forward(one.inputs.slice(1, 0, P), one.ids.slice(2, 0, P), &cache)};
+        for (int64_t t = P; t < T; ++t) {
+          rows.push_back(
+              model->forward(one.inputs.slice(1, t, t + 1), one.ids.slice(2, t, t + 1), &cache));
+        }
+        CHECK(test::max_abs_diff(full, torch::cat(rows, 1)) < 1e-9);
+      }
+    }
+  }
+}

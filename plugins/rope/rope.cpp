@@ -1,0 +1,105 @@
+// RoPE, rotary position embedding (Su et al. 2021, arXiv:2104.09864).
+// theta_k = base^(-2k/d_r), k < d_r/2; q'_i = R(p_i) q_i, k'_j = R(p_j) k_j, so q'.k' depends only
+// on p_i - p_j. Pairing "half" (GPT-NeoX / HF rotate_half: dims k and k + d_r/2) or
+// "interleaved" (RoFormer: dims 2k and 2k+1). p is the sequence index or one level of the
+// task's IDs (coupled IDs work). Hooks: q/k transform (keys are cached rotated). Limit: not
+// defined for cross attention (queries and keys live in different position spaces).
+#include "lengen/core/error.h"
+#include "lengen/plugin/plugin.h"
+#include "lengen/position/scheme.h"
+
+#include <cmath>
+
+namespace {
+
+using lengen::OptionSpec;
+
+class Rope final : public lengen::PositionScheme {
+ public:
+  static lengen::ComponentSpec spec() {
+    lengen::ComponentSpec spec{
+        "position",
+        "rope",
+        "rotary position embedding: rotates q and k by their positions (Su et al. 2021)",
+        {OptionSpec::number("base", "frequency base").with_default(10000.0).at_least(1),
+         OptionSpec::integer("dims", "rotated dimensions per head (even; 0 = all)")
+             .with_default(0)
+             .at_least(0),
+         OptionSpec::string("pairing", "half: (k, k + d/2) as in GPT-NeoX; interleaved: (2k, 2k+1)")
+             .with_default("half")
+             .one_of({"half", "interleaved"})}};
+    auto source = lengen::PositionSource::options();
+    spec.options.insert(spec.options.end(), source.begin(), source.end());
+    return spec;
+  }
+
+  Rope(const lengen::Options& o, const lengen::SchemeContext& ctx)
+      : source_(o, ctx),
+        dims_(o.get_int("dims") == 0 ? ctx.head_dim : o.get_int("dims")),
+        interleaved_(o.get_string("pairing") == "interleaved") {
+    if (dims_ % 2 != 0 || dims_ > ctx.head_dim) {
+      o.fail("dims", fmt::format("must be even and at most the head dimension {}, got {}",
+                                 ctx.head_dim, dims_));
+    }
+    auto k = torch::arange(dims_ / 2, torch::kFloat64);
+    inv_freq_ = register_buffer(
+        "inv_freq", torch::pow(o.get_float("base"), -2.0 * k / static_cast<double>(dims_))
+                        .to(torch::kFloat32));  // [d/2]
+  }
+
+  uint32_t hooks() const override { return lengen::kHookQKTransform; }
+
+  bool supports(lengen::AttentionKind kind) const override {
+    return kind != lengen::AttentionKind::kCross;
+  }
+
+  torch::Tensor transform_ids(const torch::Tensor& ids, int64_t offset, bool) override {
+    return source_.select(ids, offset);  // [1, B, T]
+  }
+
+  std::pair<torch::Tensor, torch::Tensor> transform_qk(const torch::Tensor& q,
+                                                       const torch::Tensor& k,
+                                                       const lengen::AttentionContext& ctx) override {
+    const int64_t T = q.size(2);
+    auto q_pos = ctx.query_ids[0];                                         // [B, T]
+    auto k_pos = ctx.key_ids[0].slice(1, ctx.key_ids.size(2) - T);         // [B, T] new keys
+    return {rotate(q, q_pos), rotate(k, k_pos)};
+  }
+
+  /// x [B, H, T, D] rotated by positions pos [B, T].
+  torch::Tensor rotate(const torch::Tensor& x, const torch::Tensor& pos) const {
+    auto angle = pos.to(inv_freq_.dtype()).unsqueeze(-1) * inv_freq_;  // [B, T, d/2]
+    auto cos = angle.cos().unsqueeze(1).to(x.dtype());                 // [B, 1, T, d/2]
+    auto sin = angle.sin().unsqueeze(1).to(x.dtype());                 // [B, 1, T, d/2]
+    auto rot = x.slice(-1, 0, dims_);                                  // [B, H, T, d]
+    torch::Tensor a, b;
+    if (interleaved_) {
+      auto pairs = rot.unflatten(-1, {dims_ / 2, 2});  // [B, H, T, d/2, 2]
+      a = pairs.select(-1, 0);
+      b = pairs.select(-1, 1);
+    } else {
+      a = rot.slice(-1, 0, dims_ / 2);      // [B, H, T, d/2]
+      b = rot.slice(-1, dims_ / 2, dims_);  // [B, H, T, d/2]
+    }
+    auto ra = a * cos - b * sin;  // [B, H, T, d/2]
+    auto rb = a * sin + b * cos;  // [B, H, T, d/2]
+    auto out = interleaved_ ? torch::stack({ra, rb}, -1).flatten(-2)  // [B, H, T, d]
+                            : torch::cat({ra, rb}, -1);               // [B, H, T, d]
+    if (dims_ == x.size(-1)) {
+      return out;
+    }
+    return torch::cat({out, x.slice(-1, dims_)}, -1);  // [B, H, T, D]
+  }
+
+ private:
+  lengen::PositionSource source_;
+  int64_t dims_;
+  bool interleaved_;
+  torch::Tensor inv_freq_;
+};
+
+void register_rope(lengen::Registrar& r) { r.add_position<Rope>(); }
+
+}  // namespace
+
+LENGEN_PLUGIN("rope", "0.1.0", register_rope)
