@@ -1,0 +1,50 @@
+// FIRE: the bias is a function of the normalised distance psi(i-j)/psi(max(L, i)), finite for
+// any length.
+#include "helpers.h"
+
+using lengen::test::make_scheme;
+
+namespace {
+
+lengen::SchemeContext ctx() {
+  lengen::SchemeContext c;
+  c.d_model = 16;
+  c.heads = 3;
+  c.head_dim = 8;
+  c.layers = 2;
+  return c;
+}
+
+torch::Tensor bias(lengen::PositionScheme& s, int64_t i, int64_t j, int64_t layer = 0) {
+  lengen::AttentionContext a;
+  a.layer = layer;
+  a.query_ids = torch::full({1, 1, 1}, i, torch::kInt64);
+  a.key_ids = torch::full({1, 1, 1}, j, torch::kInt64);
+  return s.additive_bias(a).flatten();  // [H]
+}
+
+}  // namespace
+
+TEST_CASE("fire: bias depends on the normalised distance only", "[fire]") {
+  auto s = make_scheme("{name: fire, ids: task, init_threshold: 100}", ctx());
+  s->to(torch::kFloat64);
+  torch::NoGradGuard ng;
+  // Below the threshold the normaliser is psi(L): translation invariance.
+  CHECK(lengen::test::max_abs_diff(bias(*s, 50, 40), bias(*s, 90, 80)) < 1e-12);
+  // Above it, the distance to position 0 normalises to 1 whatever the length.
+  CHECK(lengen::test::max_abs_diff(bias(*s, 300, 0), bias(*s, 100000, 0)) < 1e-5);
+  // ... and distance 0 normalises to 0.
+  CHECK(lengen::test::max_abs_diff(bias(*s, 7, 7), bias(*s, 5000, 5000)) < 1e-12);
+  // Finite for very long sequences; not constant.
+  CHECK(torch::isfinite(bias(*s, 10000000, 3)).all().item<bool>());
+  CHECK(lengen::test::max_abs_diff(bias(*s, 300, 0), bias(*s, 300, 299)) > 1e-6);
+  // One module per layer by default.
+  CHECK(lengen::test::max_abs_diff(bias(*s, 300, 0, 0), bias(*s, 300, 0, 1)) > 1e-6);
+}
+
+TEST_CASE("fire: shared module and attention kinds", "[fire]") {
+  auto s = make_scheme("{name: fire, per_layer: false}", ctx());
+  CHECK(s->named_parameters()["w1"].size(0) == 1);
+  CHECK(s->supports(lengen::AttentionKind::kCausalSelf));
+  CHECK(!s->supports(lengen::AttentionKind::kCross));
+}
