@@ -4,7 +4,8 @@
 // threshold L = L_sqrt^2. The normalised distance lies in [0, 1] for any length, so the bias is
 // finite and defined everywhere. One module per layer (`per_layer`, as in Cho et al.'s code) or
 // shared. i, j are sequence indices or one level of the task's IDs (distance clamped at 0).
-// Hooks: additive bias. Limit: causal self-attention only.
+// Hooks: additive bias; the MLP runs once per distinct (query position, distance) pair.
+// Limit: causal self-attention only.
 #include "lengen/core/error.h"
 #include "lengen/plugin/plugin.h"
 #include "lengen/position/scheme.h"
@@ -54,17 +55,26 @@ class Fire final : public lengen::PositionScheme {
 
   torch::Tensor additive_bias(const lengen::AttentionContext& ctx) override {
     const int64_t l = per_layer_ ? ctx.layer : 0;
-    auto q = ctx.query_ids[0].to(w1_.dtype());                           // [B, T]
-    auto k = ctx.key_ids[0].to(w1_.dtype());                             // [B, S]
-    auto dist = (q.unsqueeze(2) - k.unsqueeze(1)).clamp_min(0);          // [B, T, S]
+    const int64_t B = ctx.query_ids.size(1), T = ctx.query_ids.size(2), S = ctx.key_ids.size(2);
+    // The MLP's input depends only on the integer pair (query position, distance), so evaluate
+    // it once per distinct pair (at most T*S of them, shared by the batch) and gather: the
+    // normalisation stays differentiable in c and L.
+    auto q = ctx.query_ids[0].clamp_min(0);                                   // [B, T]
+    auto dist = (q.unsqueeze(2) - ctx.key_ids[0].unsqueeze(1)).clamp_min(0);  // [B, T, S]
+    constexpr int64_t kShift = int64_t{1} << 31;
+    auto key = (q.unsqueeze(2) * kShift + dist).flatten();                    // [B*T*S]
+    auto [unique, inverse, counts] = at::_unique2(key, /*sorted=*/false, /*return_inverse=*/true,
+                                                  /*return_counts=*/false);
+    auto uq = at::div(unique, kShift, "floor").to(w1_.dtype());               // [U]
+    auto ud = at::remainder(unique, kShift).to(w1_.dtype());                  // [U]
     auto c = c_[l].abs();
     auto threshold = l_sqrt_[l] * l_sqrt_[l];
     auto psi = [&](const torch::Tensor& x) { return torch::log1p(c * x); };
-    auto denom = psi(torch::maximum(q, threshold)).unsqueeze(2) + 1e-6;  // [B, T, 1]
-    auto x = (psi(dist) / denom).unsqueeze(-1);                          // [B, T, S, 1]
-    auto h = torch::relu(torch::matmul(x, w1_[l].t()));                  // [B, T, S, W]
-    h = torch::relu(torch::matmul(h, w2_[l].t()));                       // [B, T, S, W]
-    return torch::matmul(h, w3_[l].t()).permute({0, 3, 1, 2});           // [B, H, T, S]
+    auto x = (psi(ud) / (psi(torch::maximum(uq, threshold)) + 1e-6)).unsqueeze(-1);  // [U, 1]
+    auto h = torch::relu(torch::matmul(x, w1_[l].t()));                       // [U, W]
+    h = torch::relu(torch::matmul(h, w2_[l].t()));                            // [U, W]
+    h = torch::matmul(h, w3_[l].t());                                         // [U, H]
+    return h.index_select(0, inverse).view({B, T, S, -1}).permute({0, 3, 1, 2});  // [B, H, T, S]
   }
 
  private:

@@ -48,3 +48,17 @@ TEST_CASE("fire: shared module and attention kinds", "[fire]") {
   CHECK(s->supports(lengen::AttentionKind::kCausalSelf));
   CHECK(!s->supports(lengen::AttentionKind::kCross));
 }
+
+TEST_CASE("fire: c and the threshold learn", "[fire]") {
+  auto s = make_scheme("{name: fire, init_threshold: 4}", ctx());
+  lengen::AttentionContext a;
+  a.query_ids = torch::arange(12).view({1, 1, 12});
+  a.key_ids = a.query_ids;
+  s->additive_bias(a).pow(2).sum().backward();
+  for (const char* p : {"c", "threshold_sqrt", "w1", "w3"}) {
+    INFO(p);
+    auto g = s->named_parameters()[p].grad();
+    REQUIRE(g.defined());
+    CHECK(g.abs().sum().item<double>() > 0);
+  }
+}
