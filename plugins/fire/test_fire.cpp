@@ -6,14 +6,8 @@ using lengen::test::make_scheme;
 
 namespace {
 
-lengen::SchemeContext ctx() {
-  lengen::SchemeContext c;
-  c.d_model = 16;
-  c.heads = 3;
-  c.head_dim = 8;
-  c.layers = 2;
-  return c;
-}
+// d_model, heads, head_dim, layers, levels
+lengen::SchemeContext ctx() { return lengen::SchemeContext{16, 3, 8, 2, 1}; }
 
 torch::Tensor bias(lengen::PositionScheme& s, int64_t i, int64_t j, int64_t layer = 0) {
   lengen::AttentionContext a;

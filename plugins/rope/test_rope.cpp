@@ -5,14 +5,8 @@ using lengen::test::make_scheme;
 
 namespace {
 
-lengen::SchemeContext ctx() {
-  lengen::SchemeContext c;
-  c.d_model = 32;
-  c.heads = 2;
-  c.head_dim = 16;
-  c.layers = 1;
-  return c;
-}
+// d_model, heads, head_dim, layers, levels
+lengen::SchemeContext ctx() { return lengen::SchemeContext{32, 2, 16, 1, 1}; }
 
 // Score of one query at position p and one key at position r under the scheme.
 double score(lengen::PositionScheme& s, const torch::Tensor& q, const torch::Tensor& k, int64_t p,

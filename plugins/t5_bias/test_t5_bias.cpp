@@ -5,14 +5,8 @@ using lengen::test::make_scheme;
 
 namespace {
 
-lengen::SchemeContext ctx() {
-  lengen::SchemeContext c;
-  c.d_model = 16;
-  c.heads = 1;
-  c.head_dim = 16;
-  c.layers = 2;
-  return c;
-}
+// d_model, heads, head_dim, layers, levels
+lengen::SchemeContext ctx() { return lengen::SchemeContext{16, 1, 16, 2, 1}; }
 
 // Bucket of (query position q, key position k): the table holds each bucket's own index.
 int64_t bucket_of(lengen::PositionScheme& s, int64_t q, int64_t k, lengen::AttentionKind kind) {
