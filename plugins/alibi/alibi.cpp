@@ -23,7 +23,7 @@ std::vector<double> power_of_two_slopes(int64_t n) {
   return out;
 }
 
-class Alibi final : public lengen::PositionScheme {
+class Alibi final : public lengen::SourcedPositionScheme {
  public:
   static lengen::ComponentSpec spec() {
     lengen::ComponentSpec spec{
@@ -50,7 +50,7 @@ class Alibi final : public lengen::PositionScheme {
     return out;
   }
 
-  Alibi(const lengen::Options& o, const lengen::SchemeContext& ctx) : source_(o, ctx) {
+  Alibi(const lengen::Options& o, const lengen::SchemeContext& ctx) : SourcedPositionScheme(o, ctx) {
     auto m = torch::tensor(slopes(ctx.heads), torch::kFloat64) * o.get_float("slope_scale");
     slopes_ = register_buffer("slopes", m.to(torch::kFloat32));  // [H]
   }
@@ -59,10 +59,6 @@ class Alibi final : public lengen::PositionScheme {
 
   bool supports(lengen::AttentionKind kind) const override {
     return kind != lengen::AttentionKind::kCross;
-  }
-
-  torch::Tensor transform_ids(const torch::Tensor& ids, int64_t offset, bool) override {
-    return source_.select(ids, offset);  // [1, B, T]
   }
 
   torch::Tensor additive_bias(const lengen::AttentionContext& ctx) override {
@@ -81,7 +77,6 @@ class Alibi final : public lengen::PositionScheme {
   }
 
  private:
-  lengen::PositionSource source_;
   torch::Tensor slopes_;
   torch::Tensor cached_, cached_q_, cached_k_;
 };

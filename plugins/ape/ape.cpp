@@ -11,7 +11,7 @@ namespace {
 
 using lengen::OptionSpec;
 
-class LearnedApe final : public lengen::PositionScheme {
+class LearnedApe final : public lengen::SourcedPositionScheme {
  public:
   static lengen::ComponentSpec spec() {
     lengen::ComponentSpec spec{
@@ -29,20 +29,15 @@ class LearnedApe final : public lengen::PositionScheme {
   }
 
   LearnedApe(const lengen::Options& o, const lengen::SchemeContext& ctx)
-      : source_(o, ctx), tables_(*this, {o.get_int("max_position")}, ctx.d_model, o) {}
+      : SourcedPositionScheme(o, ctx), tables_(*this, {o.get_int("max_position")}, ctx.d_model, o) {}
 
   uint32_t hooks() const override { return lengen::kHookInputEmbedding; }
-
-  torch::Tensor transform_ids(const torch::Tensor& ids, int64_t offset, bool) override {
-    return source_.select(ids, offset);  // [1, B, T]
-  }
 
   void check_ids(const torch::Tensor& ids) const override { tables_.check(source_.select(ids, 0)); }
 
   torch::Tensor embed(const torch::Tensor& ids) override { return tables_.embed(ids); }
 
  private:
-  lengen::PositionSource source_;
   lengen::PositionTables tables_;
 };
 

@@ -16,7 +16,7 @@ namespace {
 
 using lengen::OptionSpec;
 
-class Fire final : public lengen::PositionScheme {
+class Fire final : public lengen::SourcedPositionScheme {
  public:
   static lengen::ComponentSpec spec() {
     lengen::ComponentSpec spec{
@@ -34,7 +34,7 @@ class Fire final : public lengen::PositionScheme {
   }
 
   Fire(const lengen::Options& o, const lengen::SchemeContext& ctx)
-      : source_(o, ctx), per_layer_(o.get_bool("per_layer")) {
+      : SourcedPositionScheme(o, ctx), per_layer_(o.get_bool("per_layer")) {
     const int64_t n = per_layer_ ? ctx.layers : 1, w = o.get_int("hidden");
     w1_ = register_parameter("w1", torch::randn({n, w, 1}));
     w2_ = register_parameter("w2", torch::randn({n, w, w}) / std::sqrt(static_cast<double>(w)));
@@ -47,10 +47,6 @@ class Fire final : public lengen::PositionScheme {
 
   bool supports(lengen::AttentionKind kind) const override {
     return kind == lengen::AttentionKind::kCausalSelf;
-  }
-
-  torch::Tensor transform_ids(const torch::Tensor& ids, int64_t offset, bool) override {
-    return source_.select(ids, offset);  // [1, B, T]
   }
 
   torch::Tensor additive_bias(const lengen::AttentionContext& ctx) override {
@@ -78,7 +74,6 @@ class Fire final : public lengen::PositionScheme {
   }
 
  private:
-  lengen::PositionSource source_;
   bool per_layer_;
   torch::Tensor w1_, w2_, w3_, c_, l_sqrt_;
 };

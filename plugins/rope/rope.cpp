@@ -14,7 +14,7 @@ namespace {
 
 using lengen::OptionSpec;
 
-class Rope final : public lengen::PositionScheme {
+class Rope final : public lengen::SourcedPositionScheme {
  public:
   static lengen::ComponentSpec spec() {
     lengen::ComponentSpec spec{
@@ -34,7 +34,7 @@ class Rope final : public lengen::PositionScheme {
   }
 
   Rope(const lengen::Options& o, const lengen::SchemeContext& ctx)
-      : source_(o, ctx),
+      : SourcedPositionScheme(o, ctx),
         dims_(o.get_int("dims") == 0 ? ctx.head_dim : o.get_int("dims")),
         interleaved_(o.get_string("pairing") == "interleaved") {
     if (dims_ % 2 != 0 || dims_ > ctx.head_dim) {
@@ -51,10 +51,6 @@ class Rope final : public lengen::PositionScheme {
 
   bool supports(lengen::AttentionKind kind) const override {
     return kind != lengen::AttentionKind::kCross;
-  }
-
-  torch::Tensor transform_ids(const torch::Tensor& ids, int64_t offset, bool) override {
-    return source_.select(ids, offset);  // [1, B, T]
   }
 
   std::pair<torch::Tensor, torch::Tensor> transform_qk(const torch::Tensor& q,
@@ -92,7 +88,6 @@ class Rope final : public lengen::PositionScheme {
   }
 
  private:
-  lengen::PositionSource source_;
   int64_t dims_;
   bool interleaved_;
   torch::Tensor inv_freq_;

@@ -12,7 +12,7 @@ namespace {
 
 using lengen::OptionSpec;
 
-class Sinusoidal final : public lengen::PositionScheme {
+class Sinusoidal final : public lengen::SourcedPositionScheme {
  public:
   static lengen::ComponentSpec spec() {
     lengen::ComponentSpec spec{
@@ -25,7 +25,7 @@ class Sinusoidal final : public lengen::PositionScheme {
   }
 
   Sinusoidal(const lengen::Options& o, const lengen::SchemeContext& ctx)
-      : source_(o, ctx), scale_(o.get_float("scale")), d_model_(ctx.d_model) {
+      : SourcedPositionScheme(o, ctx), scale_(o.get_float("scale")), d_model_(ctx.d_model) {
     auto i = torch::arange((d_model_ + 1) / 2, torch::kFloat64);
     freq_ = register_buffer(
         "freq", torch::exp(-std::log(10000.0) * 2.0 * i / static_cast<double>(d_model_))
@@ -33,10 +33,6 @@ class Sinusoidal final : public lengen::PositionScheme {
   }
 
   uint32_t hooks() const override { return lengen::kHookInputEmbedding; }
-
-  torch::Tensor transform_ids(const torch::Tensor& ids, int64_t offset, bool) override {
-    return source_.select(ids, offset);  // [1, B, T]
-  }
 
   torch::Tensor embed(const torch::Tensor& ids) override {
     auto angle = ids[0].to(freq_.dtype()).unsqueeze(-1) * freq_;  // [B, T, 1] * [C/2] -> [B, T, C/2]
@@ -47,7 +43,6 @@ class Sinusoidal final : public lengen::PositionScheme {
   }
 
  private:
-  lengen::PositionSource source_;
   double scale_;
   int64_t d_model_;
   torch::Tensor freq_;

@@ -14,7 +14,7 @@ namespace {
 
 using lengen::OptionSpec;
 
-class T5Bias final : public lengen::PositionScheme {
+class T5Bias final : public lengen::SourcedPositionScheme {
  public:
   static lengen::ComponentSpec spec() {
     lengen::ComponentSpec spec{
@@ -36,7 +36,7 @@ class T5Bias final : public lengen::PositionScheme {
   }
 
   T5Bias(const lengen::Options& o, const lengen::SchemeContext& ctx)
-      : source_(o, ctx),
+      : SourcedPositionScheme(o, ctx),
         buckets_(o.get_int("buckets")),
         max_distance_(o.get_int("max_distance")),
         per_layer_(o.get_bool("per_layer")) {
@@ -50,10 +50,6 @@ class T5Bias final : public lengen::PositionScheme {
 
   bool supports(lengen::AttentionKind kind) const override {
     return kind != lengen::AttentionKind::kCross;
-  }
-
-  torch::Tensor transform_ids(const torch::Tensor& ids, int64_t offset, bool) override {
-    return source_.select(ids, offset);  // [1, B, T]
   }
 
   torch::Tensor additive_bias(const lengen::AttentionContext& ctx) override {
@@ -94,7 +90,6 @@ class T5Bias final : public lengen::PositionScheme {
   }
 
  private:
-  lengen::PositionSource source_;
   int64_t buckets_, max_distance_;
   bool per_layer_;
   torch::Tensor weight_;

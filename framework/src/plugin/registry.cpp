@@ -320,6 +320,17 @@ torch::Tensor PositionSource::select(const torch::Tensor& ids, int64_t offset) c
   return idx.view({1, 1, T}).expand({1, B, T});                 // [1, B, T]
 }
 
+SourcedPositionScheme::SourcedPositionScheme(const Options& o, const SchemeContext& ctx)
+    : source_(o, ctx) {}
+
+SourcedPositionScheme::~SourcedPositionScheme() = default;
+
+torch::Tensor SourcedPositionScheme::transform_ids(const torch::Tensor& ids,
+                                                   int64_t offset,
+                                                   bool /*training*/) {
+  return source_.select(ids, offset);  // [1, B, T]
+}
+
 std::vector<OptionSpec> PositionTables::init_options(const std::string& default_init) {
   return {OptionSpec::string("init", "table initialisation")
               .with_default(default_init)

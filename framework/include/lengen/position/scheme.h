@@ -98,6 +98,19 @@ class LENGEN_API PositionSource {
   int64_t level_ = 0;
 };
 
+/// Base for schemes that read one position per token from a PositionSource: it holds the
+/// source (declare PositionSource::options() in the spec) and implements transform_ids.
+class LENGEN_API SourcedPositionScheme : public PositionScheme {
+ public:
+  SourcedPositionScheme(const Options& o, const SchemeContext& ctx);
+  ~SourcedPositionScheme() override;
+  /// ids [L, B, T] -> the selected positions [1, B, T].
+  torch::Tensor transform_ids(const torch::Tensor& ids, int64_t offset, bool training) override;
+
+ protected:
+  PositionSource source_;
+};
+
 /// One learned embedding table per position level, summed: the storage behind learned APE and
 /// Position Coupling. Parameters "level<l>.weight" [max_position_l + 1, C].
 class LENGEN_API PositionTables {
