@@ -1,10 +1,30 @@
 // Catch2 runner shared by every lengen test executable: points the plugin loader at the
-// build tree's plugin folder and uses the machine's cores.
+// build tree's plugin folder, uses the machine's cores, and seeds torch's global generator
+// from each test case's name, so that a test's random draws do not depend on which tests
+// ran before it and a failure reproduces exactly.
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
+#include <torch/utils.h>
+
+#include <functional>
+#include <string>
+
 #include "lengen/experiment/experiment.h"
 #include "lengen/plugin/loader.h"
+
+namespace {
+
+struct SeedEachTestCase : Catch::TestEventListenerBase {
+  using TestEventListenerBase::TestEventListenerBase;
+  void testCaseStarting(const Catch::TestCaseInfo& info) override {
+    torch::manual_seed(static_cast<uint64_t>(std::hash<std::string>{}(info.name) & 0xffffffffu));
+  }
+};
+
+}  // namespace
+
+CATCH_REGISTER_LISTENER(SeedEachTestCase)
 
 int main(int argc, char** argv) {
   lengen::set_build_plugin_dir(LENGEN_BUILD_PLUGIN_DIR);

@@ -24,12 +24,15 @@ ModelConfig base() {
 }  // namespace
 
 TEST_CASE("model: RMSNorm and LayerNorm", "[model]") {
+  torch::manual_seed(7);
   auto x = torch::randn({3, 5, 8}, torch::kFloat64);
-  Norm rms("rmsnorm", 8, 1e-6);
+  const double eps = 1e-6;
+  Norm rms("rmsnorm", 8, eps);
   rms->to(torch::kFloat64);
   auto y = rms(x);
-  // Every row has unit root-mean-square.
-  CHECK(test::max_abs_diff(y.pow(2).mean(-1), torch::ones({3, 5}, torch::kFloat64)) < 1e-5);
+  // Every row has root-mean-square ms / (ms + eps) exactly (1 up to eps), whatever its scale.
+  auto ms = x.pow(2).mean(-1);
+  CHECK(test::max_abs_diff(y.pow(2).mean(-1), ms / (ms + eps)) < 1e-12);
   CHECK(rms->named_parameters().size() == 1);
   Norm ln("layernorm", 8, 1e-6);
   ln->to(torch::kFloat64);
