@@ -36,6 +36,8 @@ function(lengen_add_plugin)
       lengen_set_warnings(${target})
     endif()
     install(TARGETS ${target} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/lengen/plugins)
+    # Test executables load every in-tree plugin at run time: they depend on this list.
+    set_property(GLOBAL APPEND PROPERTY LENGEN_PLUGIN_TARGETS ${target})
   endif()
   if(P_TESTS AND TARGET lengen_unit_test_main)
     # Co-located plugin tests. They reach the plugin through the registry (the loader finds

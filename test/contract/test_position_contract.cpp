@@ -135,8 +135,11 @@ TEST_CASE("position contract: composed schemes over coupled IDs", "[contract][po
   for (const auto& list : std::vector<std::vector<std::string>>{
            {"{name: coupling, max_position: 64}", "{name: rope, ids: task}"},
            {"nope", "{name: alibi, ids: task}"},
-           {"{name: coupling, max_position: 64}", "{name: rope, ids: task}", "alibi"}}) {
+           {"{name: coupling, max_position: 64}", "{name: rope, ids: task}", "alibi"},
+           {"{name: rpe_k, values: true, k: 5}"},
+           {"{name: coupling, max_position: 64}", "{name: rpe_kq, ids: task, values: true}"}}) {
     DYNAMIC_SECTION(list.size() << " schemes: " << list.back()) {
+      INFO(join(list, " + "));
       Schemes schemes;
       for (const auto& y : list) {
         schemes.push_back(test::make_scheme(y, sc));
@@ -159,6 +162,56 @@ TEST_CASE("position contract: composed schemes over coupled IDs", "[contract][po
         }
         CHECK(test::max_abs_diff(full, torch::cat(rows, 1)) < 1e-9);
       }
+    }
+  }
+}
+
+TEST_CASE("position contract: bidirectional self-attention and cross-attention", "[contract][position]") {
+  load_all_plugins();
+  ModelConfig cfg = tiny_model("pre", "gelu");
+  SchemeContext sc{cfg.d_model, cfg.heads, cfg.head_dim(), cfg.layers, 1};
+  const int64_t B = 2, T = 7;
+  for (const auto* entry : position_registry().list()) {
+    DYNAMIC_SECTION(entry->spec.name) {
+      auto scheme = test::make_scheme(scheme_yaml(*entry), sc);
+      scheme->to(torch::kFloat64);
+      scheme->eval();
+      // Where a scheme has no meaning, building a model that would use it there is refused
+      // with the scheme's place in `position:` and the attention kind.
+      for (auto kind : {AttentionKind::kBidirectionalSelf, AttentionKind::kCross}) {
+        if (!scheme->supports(kind)) {
+          CHECK_THROWS_WITH(check_position_support(Schemes{test::make_scheme("nope", sc), scheme},
+                                                   kind, "encoder_decoder"),
+                            Catch::Contains("position[1]") &&
+                                Catch::Contains(attention_kind_name(kind)));
+        }
+      }
+      if (!scheme->supports(AttentionKind::kBidirectionalSelf)) {
+        return;
+      }
+      check_position_support(Schemes{scheme}, AttentionKind::kBidirectionalSelf, "encoder");
+      torch::manual_seed(3);
+      Attention attn(cfg, 0, AttentionKind::kBidirectionalSelf);
+      attn->to(torch::kFloat64);
+      attn->eval();
+      torch::NoGradGuard ng;
+      auto ids = scheme->transform_ids(torch::arange(T).expand({1, B, T}).contiguous(), 0, false);
+      auto x = torch::randn({B, T, cfg.d_model}, torch::kFloat64);
+      torch::Tensor weights;
+      auto y = attn->forward(x, Schemes{scheme}, {ids}, {ids}, nullptr, nullptr, &weights);
+      CHECK(y.sizes() == x.sizes());
+      CHECK(torch::isfinite(y).all().item<bool>());
+      // Every query sees every key: the weights are full rows, and the first query's output
+      // moves when only the last token changes.
+      CHECK(weights.min().item<double>() > 0);
+      CHECK(test::max_abs_diff(weights.sum(-1), torch::ones({B, cfg.heads, T})) < 1e-12);
+      auto x2 = x.clone();
+      x2.select(1, T - 1).add_(1.0);
+      auto y2 = attn->forward(x2, Schemes{scheme}, {ids}, {ids}, nullptr, nullptr, nullptr);
+      CHECK(test::max_abs_diff(y.select(1, 0), y2.select(1, 0)) > 1e-9);
+      // The explicit path (weights requested) and the default path agree.
+      CHECK(test::max_abs_diff(y, attn->forward(x, Schemes{scheme}, {ids}, {ids}, nullptr, nullptr,
+                                                nullptr)) < 1e-12);
     }
   }
 }

@@ -382,9 +382,30 @@ int main(int argc, char** argv) {
       for (const auto& e : errors) {
         logger("plugin")->error("{}", e);
       }
+      // Where a position scheme applies: asked of an instance built with default options.
+      auto applies_in = [](const std::string& name) -> std::string {
+        const auto* p = position_registry().find(name);
+        if (!p) return "";
+        try {
+          auto s = position_registry().create(load_config_string(name, "<describe>"),
+                                              SchemeContext{16, 2, 8, 1, 3});
+          std::vector<std::string> kinds;
+          for (auto k : {AttentionKind::kCausalSelf, AttentionKind::kBidirectionalSelf,
+                         AttentionKind::kCross}) {
+            if (s->supports(k)) kinds.push_back(attention_kind_name(k));
+          }
+          return join(kinds, ", ");
+        } catch (const Error&) {
+          return "";  // needs options to be built; nothing to say
+        }
+      };
       auto print_entry = [&](const auto& e, bool full) {
+        const std::string kinds = applies_in(e->spec.name);
         if (markdown) {
           fmt::print("### `{}` ({})\n\n{}\n\n", e->spec.name, e->spec.kind, e->spec.summary);
+          if (!kinds.empty()) {
+            fmt::print("Applies in: {} attention.\n\n", kinds);
+          }
           if (!e->spec.options.empty()) {
             fmt::print("| option | type | description |\n| --- | --- | --- |\n");
             for (const auto& o : e->spec.options) {
@@ -397,6 +418,9 @@ int main(int argc, char** argv) {
         fmt::print("  {:<12} {}\n", e->spec.name, e->spec.summary);
         if (full) {
           fmt::print("  from {} ({} {})\n", e->origin.library, e->origin.plugin, e->origin.version);
+          if (!kinds.empty()) {
+            fmt::print("  applies in: {} attention\n", kinds);
+          }
           for (const auto& o : e->spec.options) {
             fmt::print("    {:<14} {}\n    {:<14} ({})\n", o.key, o.doc, "", o.describe_type());
           }

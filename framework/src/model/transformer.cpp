@@ -94,6 +94,19 @@ torch::Tensor NormImpl::forward(const torch::Tensor& x) {
 // ---------------------------------------------------------------------------------------
 // Attention
 
+void check_position_support(const std::vector<std::shared_ptr<PositionScheme>>& schemes,
+                            AttentionKind kind,
+                            const std::string& arch) {
+  for (size_t i = 0; i < schemes.size(); ++i) {
+    if (!schemes[i]->supports(kind)) {
+      throw Error(fmt::format("position[{}] has no meaning in {} attention, which the '{}' "
+                              "architecture uses; choose a scheme that supports it (`lengen "
+                              "plugins --describe NAME` lists where each applies)",
+                              i, attention_kind_name(kind), arch));
+    }
+  }
+}
+
 AttentionImpl::AttentionImpl(const ModelConfig& cfg, int64_t layer, AttentionKind kind)
     : layer_(layer),
       heads_(cfg.heads),
@@ -125,6 +138,11 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x,
                                      torch::Tensor* cache_v,
                                      torch::Tensor* attn_out) {
   const int64_t B = x.size(0), T = x.size(1);
+  for (const auto& s : schemes) {
+    LENGEN_CHECK(s->supports(kind_), "internal: a position scheme was called for {} attention, "
+                 "which it does not support (check_position_support not called)",
+                 attention_kind_name(kind_));
+  }
   auto qkv = qkv_(x)                                     // [B, T, 3*H*D]
                  .view({B, T, 3, heads_, head_dim_})     // [B, T, 3, H, D]
                  .permute({2, 0, 3, 1, 4});              // [3, B, H, T, D]
@@ -180,9 +198,14 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x,
     }
   }
 
+  bool value_hooks = false;
+  for (const auto& s : schemes) {
+    value_hooks = value_hooks || (s->hooks() & kHookRelativeValues);
+  }
+
   const double p = is_training() ? dropout_ : 0.0;
   torch::Tensor y;
-  if (!extra.defined() && attn_out == nullptr) {
+  if (!extra.defined() && !value_hooks && attn_out == nullptr) {
     y = compat::fused_attention(q, k, v, causal, offset, p, scale);  // [B, H, T, D] or undefined
   }
   if (!y.defined()) {
@@ -202,6 +225,13 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x,
       probs = torch::dropout(probs, p, /*train=*/true);
     }
     y = torch::matmul(probs, v);  // [B, H, T, S] x [B, H, S, D] -> [B, H, T, D]
+    for (size_t i = 0; i < schemes.size(); ++i) {
+      if (schemes[i]->hooks() & kHookRelativeValues) {
+        ctx.query_ids = query_ids[i];
+        ctx.key_ids = key_ids[i];
+        y = y + schemes[i]->relative_values(probs, ctx);  // [B, H, T, D]
+      }
+    }
   }
   y = y.transpose(1, 2).reshape({B, T, heads_ * head_dim_});  // [B, T, H*D]
   return out_(y);                                            // [B, T, C]
@@ -288,13 +318,7 @@ TransformerImpl::TransformerImpl(ModelConfig cfg,
                                  int64_t vocab_size,
                                  std::vector<std::shared_ptr<PositionScheme>> schemes)
     : cfg_(std::move(cfg)), vocab_size_(vocab_size), schemes_(std::move(schemes)) {
-  for (size_t i = 0; i < schemes_.size(); ++i) {
-    if (!schemes_[i]->supports(AttentionKind::kCausalSelf)) {
-      throw Error(fmt::format("position[{}] has no meaning in causal self-attention, which the "
-                              "'{}' architecture uses",
-                              i, cfg_.arch));
-    }
-  }
+  check_position_support(schemes_, AttentionKind::kCausalSelf, cfg_.arch);
   tok_emb_ = register_module("tok_emb", torch::nn::Embedding(vocab_size, cfg_.d_model));
   auto plist = torch::nn::ModuleList();
   for (auto& s : schemes_) {

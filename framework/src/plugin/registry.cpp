@@ -284,6 +284,10 @@ torch::Tensor PositionScheme::relative_logits(const torch::Tensor&,
   missing_hook("relative_logits");
 }
 
+torch::Tensor PositionScheme::relative_values(const torch::Tensor&, const AttentionContext&) {
+  missing_hook("relative_values");
+}
+
 torch::Tensor sinusoidal_table(int64_t rows, int64_t dim) {
   auto pos = torch::arange(rows, torch::kFloat64).unsqueeze(1);                        // [P, 1]
   auto i = torch::arange((dim + 1) / 2, torch::kFloat64);                              // [C/2]
@@ -396,6 +400,74 @@ torch::Tensor PositionTables::random_offsets(const torch::Tensor& ids) const {
                    .clamp_max(room);                                         // [L, B]
   auto shifted = used + delta.unsqueeze(2) * (used != 0).to(torch::kInt64);  // [L, B, T]
   return shifted;
+}
+
+// ---------------------------------------------------------------------------------------
+// RelativeVectors
+
+std::vector<OptionSpec> RelativeVectors::options() {
+  return {OptionSpec::integer("k", "clip distance: |p_i - p_j| > k shares the vector of k")
+              .with_default(16)
+              .at_least(1),
+          OptionSpec::boolean("per_layer", "one table per layer (Shaw) instead of one shared")
+              .with_default(true),
+          OptionSpec::boolean("values", "also learned relative value vectors (Shaw's a^V)")
+              .with_default(false),
+          OptionSpec::number("init_std", "std of the normal initialisation").with_default(0.02).at_least(0)};
+}
+
+RelativeVectors::RelativeVectors(torch::nn::Module& owner, const Options& o, const SchemeContext& ctx)
+    : k_(o.get_int("k")), per_layer_(o.get_bool("per_layer")) {
+  const int64_t tables = per_layer_ ? ctx.layers : 1;
+  const double std = o.get_float("init_std");
+  keys_ = owner.register_parameter("key_vectors",
+                                   torch::randn({tables, 2 * k_ + 1, ctx.head_dim}) * std);
+  if (o.get_bool("values")) {
+    values_ = owner.register_parameter("value_vectors",
+                                       torch::randn({tables, 2 * k_ + 1, ctx.head_dim}) * std);
+  }
+}
+
+const torch::Tensor& RelativeVectors::index(const AttentionContext& ctx) {
+  // The IDs tensors are shared by every layer of one forward pass; holding them keeps their
+  // storage alive, so identity cannot be confused with a later batch's.
+  if (!(ctx.query_ids.is_same(cached_q_) && ctx.key_ids.is_same(cached_k_))) {
+    auto dist = ctx.query_ids[0].unsqueeze(2) - ctx.key_ids[0].unsqueeze(1);  // [B, T, S]
+    cached_index_ = dist.clamp(-k_, k_) + k_;
+    cached_q_ = ctx.query_ids;
+    cached_k_ = ctx.key_ids;
+  }
+  return cached_index_;
+}
+
+torch::Tensor RelativeVectors::table(const torch::Tensor& t, const AttentionContext& ctx) const {
+  return t[per_layer_ ? ctx.layer : 0];  // [R, D]
+}
+
+torch::Tensor RelativeVectors::query_term(const torch::Tensor& q, const AttentionContext& ctx) {
+  const auto& idx = index(ctx);                                        // [B, T, S]
+  auto per_row = torch::matmul(q, table(keys_, ctx).t().to(q.dtype()));  // [B, H, T, R]
+  auto gather_idx = idx.unsqueeze(1).expand({q.size(0), q.size(1), idx.size(1), idx.size(2)});
+  const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
+  return per_row.gather(-1, gather_idx) * scale;                      // [B, H, T, S]
+}
+
+torch::Tensor RelativeVectors::key_term(const torch::Tensor& k, const AttentionContext& ctx) {
+  const auto& idx = index(ctx);                                            // [B, T, S]
+  auto per_key = torch::matmul(table(keys_, ctx).to(k.dtype()), k.transpose(-2, -1));  // [B, H, R, S]
+  auto gather_idx = idx.unsqueeze(1).expand({k.size(0), k.size(1), idx.size(1), idx.size(2)});
+  const double scale = 1.0 / std::sqrt(static_cast<double>(k.size(-1)));
+  return per_key.gather(2, gather_idx) * scale;                            // [B, H, T, S]
+}
+
+torch::Tensor RelativeVectors::value_term(const torch::Tensor& probs, const AttentionContext& ctx) {
+  LENGEN_CHECK(values_.defined(), "internal: value_term without value vectors");
+  const auto& idx = index(ctx);                                          // [B, T, S]
+  auto scatter_idx = idx.unsqueeze(1).expand(probs.sizes());              // [B, H, T, S]
+  auto sizes = probs.sizes().vec();
+  sizes.back() = 2 * k_ + 1;
+  auto mass = torch::zeros(sizes, probs.options()).scatter_add(-1, scatter_idx, probs);  // [B, H, T, R]
+  return torch::matmul(mass, table(values_, ctx).to(probs.dtype()));    // [B, H, T, D]
 }
 
 }  // namespace lengen

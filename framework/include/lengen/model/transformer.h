@@ -69,6 +69,13 @@ class LENGEN_API NormImpl : public torch::nn::Module {
 };
 TORCH_MODULE(Norm);
 
+/// Fails (lengen::Error) naming the scheme's position in `position:` and the attention kind
+/// when a scheme has no meaning in that kind of attention (PositionScheme::supports), which
+/// the architecture `arch` uses. Called when a model is built, before any training.
+LENGEN_API void check_position_support(const std::vector<std::shared_ptr<PositionScheme>>& schemes,
+                                       AttentionKind kind,
+                                       const std::string& arch);
+
 /// Multi-head attention that calls the position schemes' hooks. Self-attention (causal or
 /// bidirectional) and cross-attention share this class; the AttentionKind decides masking and
 /// which hooks apply. Parameters: qkv.weight [3*H*D, C] (rows: q, then k, then v), out.weight

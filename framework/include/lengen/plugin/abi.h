@@ -10,11 +10,13 @@
 // Version semantics (OpenCV style):
 //   LENGEN_PLUGIN_ABI  major; must be equal. Bumped on any incompatible change.
 //   LENGEN_PLUGIN_API  minor; a plugin built against API n loads in any host with API >= n.
+//
+// API history: 0 first release; 1 adds the relative_values hook (kHookRelativeValues).
 
 #include <cstdint>
 
 #define LENGEN_PLUGIN_ABI 1
-#define LENGEN_PLUGIN_API 0
+#define LENGEN_PLUGIN_API 1
 
 namespace lengen {
 class Registrar;

@@ -23,6 +23,7 @@ enum Hook : uint32_t {
   kHookQKTransform = 1u << 1,     ///< transform_qk(): rotates/transforms q and k (RoPE)
   kHookAdditiveBias = 1u << 2,    ///< additive_bias(): [B|1, H, T, S] added to the logits
   kHookRelativeLogits = 1u << 3,  ///< relative_logits(): q-dependent relative terms
+  kHookRelativeValues = 1u << 4,  ///< relative_values(): a term added to each query's output
 };
 
 /// Framework facts a scheme may need at construction (never the global config).
@@ -78,6 +79,11 @@ class LENGEN_API PositionScheme : public torch::nn::Module {
   virtual torch::Tensor relative_logits(const torch::Tensor& q,
                                         const torch::Tensor& k,
                                         const AttentionContext& ctx);
+
+  /// kHookRelativeValues (plugin API >= 1): probs [B, H, T, S] (the attention weights that
+  /// multiply the values, after dropout when training) -> [B, H, T, D] added to the attention output before the heads
+  /// are merged (Shaw et al.'s sum_j a_ij w^V_{ij}).
+  virtual torch::Tensor relative_values(const torch::Tensor& probs, const AttentionContext& ctx);
 };
 
 /// Which positions an absolute scheme consumes: the sequence index 0..T-1 (`ids: index`, the
@@ -143,6 +149,39 @@ class LENGEN_API PositionTables {
  private:
   std::vector<int64_t> max_position_;
   std::vector<torch::Tensor> tables_;
+};
+
+/// Learned relative-position vectors indexed by the clipped distance p_i - p_j between query
+/// and key positions (Shaw et al. 2018; Huang et al. 2020): the storage and arithmetic behind
+/// RPE_k and RPE_{k,q}. One table of 2k+1 head-width vectors per layer (or one shared), shared
+/// by the heads; optional value vectors. Parameters "key_vectors" [layers|1, 2k+1, D] and
+/// "value_vectors" (same shape, when enabled).
+class LENGEN_API RelativeVectors {
+ public:
+  RelativeVectors() = default;
+  /// The options `k`, `per_layer`, `values` and `init_std`.
+  static std::vector<OptionSpec> options();
+  /// Registers the tables on `owner` as the options in `o` say.
+  RelativeVectors(torch::nn::Module& owner, const Options& o, const SchemeContext& ctx);
+  /// Table row of each (query, key) pair: clip(p_i - p_j, -k, k) + k, [B, T, S], from the first
+  /// level of the context's IDs. Computed once per forward pass and reused by every layer.
+  const torch::Tensor& index(const AttentionContext& ctx);
+  /// q_i . r_ij / sqrt(D): q [B, H, T, D] -> [B, H, T, S].
+  torch::Tensor query_term(const torch::Tensor& q, const AttentionContext& ctx);
+  /// k_j . r_ij / sqrt(D): k [B, H, S, D] -> [B, H, T, S].
+  torch::Tensor key_term(const torch::Tensor& k, const AttentionContext& ctx);
+  /// sum_j probs_ij w^V_ij: probs [B, H, T, S] -> [B, H, T, D]. Only with `values: true`.
+  torch::Tensor value_term(const torch::Tensor& probs, const AttentionContext& ctx);
+  bool has_values() const { return values_.defined(); }
+  int64_t k() const { return k_; }
+
+ private:
+  torch::Tensor table(const torch::Tensor& t, const AttentionContext& ctx) const;
+
+  int64_t k_ = 0;
+  bool per_layer_ = true;
+  torch::Tensor keys_, values_;
+  torch::Tensor cached_q_, cached_k_, cached_index_;
 };
 
 /// Sinusoidal table [rows, dim]: row p = (sin(p w_0), cos(p w_0), sin(p w_1), ...),
