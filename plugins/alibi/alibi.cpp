@@ -2,8 +2,8 @@
 // bias_h(i, j) = -m_h |p_i - p_j| (for causal index positions this is the published -m_h (i - j)).
 // Slopes: for n heads, n a power of two, m_h = 2^(-8h/n), h = 1..n; otherwise the slopes of the
 // nearest lower power of two n', then every other slope of 2n', up to n. p is the sequence
-// index or one level of the task's IDs. Hooks: additive bias, computed once per forward and
-// shared by every layer. Limit: not defined for cross attention.
+// index or one level of the task's IDs. Hooks: additive bias, computed once per set of
+// positions and shared by every layer and step. Limit: not defined for cross attention.
 #include "lengen/core/error.h"
 #include "lengen/plugin/plugin.h"
 #include "lengen/position/scheme.h"
@@ -62,23 +62,18 @@ class Alibi final : public lengen::SourcedPositionScheme {
   }
 
   torch::Tensor additive_bias(const lengen::AttentionContext& ctx) override {
-    // The IDs tensors are shared by every layer of one forward pass: reuse the bias. Holding
-    // them keeps their storage alive, so identity cannot be confused with a later batch's.
-    if (cached_.defined() && ctx.query_ids.is_same(cached_q_) && ctx.key_ids.is_same(cached_k_)) {
-      return cached_;
-    }
-    auto q = ctx.query_ids[0].unsqueeze(2);                        // [B, T, 1]
-    auto k = ctx.key_ids[0].unsqueeze(1);                          // [B, 1, S]
-    auto dist = (q - k).abs().to(slopes_.dtype()).unsqueeze(1);    // [B, 1, T, S]
-    cached_ = -slopes_.view({1, -1, 1, 1}) * dist;                 // [B, H, T, S]
-    cached_q_ = ctx.query_ids;
-    cached_k_ = ctx.key_ids;
-    return cached_;
+    // Positions only: remembered across layers and steps while the positions stay the same.
+    return bias_.get(ctx, [&] {
+      auto q = ctx.query_ids[0].unsqueeze(2);                       // [B|1, T, 1]
+      auto k = ctx.key_ids[0].unsqueeze(1);                         // [B|1, 1, S]
+      auto dist = (q - k).abs().to(slopes_.dtype()).unsqueeze(1);   // [B|1, 1, T, S]
+      return -slopes_.view({1, -1, 1, 1}) * dist;                   // [B|1, H, T, S]
+    });
   }
 
  private:
   torch::Tensor slopes_;
-  torch::Tensor cached_, cached_q_, cached_k_;
+  lengen::PositionMemo<> bias_;
 };
 
 void register_alibi(lengen::Registrar& r) { r.add_position<Alibi>(); }

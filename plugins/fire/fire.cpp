@@ -51,18 +51,23 @@ class Fire final : public lengen::SourcedPositionScheme {
 
   torch::Tensor additive_bias(const lengen::AttentionContext& ctx) override {
     const int64_t l = per_layer_ ? ctx.layer : 0;
-    const int64_t B = ctx.query_ids.size(1), T = ctx.query_ids.size(2), S = ctx.key_ids.size(2);
     // The MLP's input depends only on the integer pair (query position, distance), so evaluate
     // it once per distinct pair (at most T*S of them, shared by the batch) and gather: the
-    // normalisation stays differentiable in c and L.
-    auto q = ctx.query_ids[0].clamp_min(0);                                   // [B, T]
-    auto dist = (q.unsqueeze(2) - ctx.key_ids[0].unsqueeze(1)).clamp_min(0);  // [B, T, S]
-    constexpr int64_t kShift = int64_t{1} << 31;
-    auto key = (q.unsqueeze(2) * kShift + dist).flatten();                    // [B*T*S]
-    auto [unique, inverse, counts] = at::_unique2(key, /*sorted=*/false, /*return_inverse=*/true,
-                                                  /*return_counts=*/false);
-    auto uq = at::div(unique, kShift, "floor").to(w1_.dtype());               // [U]
-    auto ud = at::remainder(unique, kShift).to(w1_.dtype());                  // [U]
+    // normalisation stays differentiable in c and L. The pairs depend on positions only.
+    const auto& pairs = pairs_.get(ctx, [&] {
+      auto q = ctx.query_ids[0].clamp_min(0);                                   // [B|1, T]
+      auto dist = (q.unsqueeze(2) - ctx.key_ids[0].unsqueeze(1)).clamp_min(0);  // [B|1, T, S]
+      constexpr int64_t kShift = int64_t{1} << 31;
+      auto key = (q.unsqueeze(2) * kShift + dist).flatten();                    // [B*T*S]
+      auto [unique, inverse, counts] = at::_unique2(key, /*sorted=*/false, /*return_inverse=*/true,
+                                                    /*return_counts=*/false);
+      return std::vector<torch::Tensor>{at::div(unique, kShift, "floor"),     // [U] query position
+                                        at::remainder(unique, kShift),        // [U] distance
+                                        inverse.view(dist.sizes())};          // [B|1, T, S]
+    });
+    auto uq = pairs[0].to(w1_.dtype());
+    auto ud = pairs[1].to(w1_.dtype());
+    const auto& inverse = pairs[2];
     auto c = c_[l].abs();
     auto threshold = l_sqrt_[l] * l_sqrt_[l];
     auto psi = [&](const torch::Tensor& x) { return torch::log1p(c * x); };
@@ -70,12 +75,15 @@ class Fire final : public lengen::SourcedPositionScheme {
     auto h = torch::relu(torch::matmul(x, w1_[l].t()));                       // [U, W]
     h = torch::relu(torch::matmul(h, w2_[l].t()));                            // [U, W]
     h = torch::matmul(h, w3_[l].t());                                         // [U, H]
-    return h.index_select(0, inverse).view({B, T, S, -1}).permute({0, 3, 1, 2});  // [B, H, T, S]
+    auto sizes = inverse.sizes().vec();
+    sizes.push_back(-1);
+    return h.index_select(0, inverse.flatten()).view(sizes).permute({0, 3, 1, 2});  // [B|1, H, T, S]
   }
 
  private:
   bool per_layer_;
   torch::Tensor w1_, w2_, w3_, c_, l_sqrt_;
+  lengen::PositionMemo<std::vector<torch::Tensor>> pairs_;
 };
 
 void register_fire(lengen::Registrar& r) { r.add_position<Fire>(); }

@@ -57,16 +57,22 @@ class Rope final : public lengen::SourcedPositionScheme {
                                                        const torch::Tensor& k,
                                                        const lengen::AttentionContext& ctx) override {
     const int64_t T = q.size(2);
-    auto q_pos = ctx.query_ids[0];                                         // [B, T]
-    auto k_pos = ctx.key_ids[0].slice(1, ctx.key_ids.size(2) - T);         // [B, T] new keys
-    return {rotate(q, q_pos), rotate(k, k_pos)};
+    // Angles depend on positions only: remembered across layers and steps.
+    const auto& trig = trig_.get(ctx, [&] {
+      auto q_pos = ctx.query_ids[0];                                  // [B|1, T]
+      auto k_pos = ctx.key_ids[0].slice(1, ctx.key_ids.size(2) - T);  // [B|1, T] new keys
+      auto q_angle = q_pos.to(inv_freq_.dtype()).unsqueeze(-1) * inv_freq_;  // [B|1, T, d/2]
+      auto k_angle = k_pos.to(inv_freq_.dtype()).unsqueeze(-1) * inv_freq_;  // [B|1, T, d/2]
+      return std::vector<torch::Tensor>{q_angle.cos().unsqueeze(1), q_angle.sin().unsqueeze(1),
+                                        k_angle.cos().unsqueeze(1), k_angle.sin().unsqueeze(1)};
+    });
+    return {rotate(q, trig[0], trig[1]), rotate(k, trig[2], trig[3])};
   }
 
-  /// x [B, H, T, D] rotated by positions pos [B, T].
-  torch::Tensor rotate(const torch::Tensor& x, const torch::Tensor& pos) const {
-    auto angle = pos.to(inv_freq_.dtype()).unsqueeze(-1) * inv_freq_;  // [B, T, d/2]
-    auto cos = angle.cos().unsqueeze(1).to(x.dtype());                 // [B, 1, T, d/2]
-    auto sin = angle.sin().unsqueeze(1).to(x.dtype());                 // [B, 1, T, d/2]
+  /// x [B, H, T, D] rotated by the angles whose cos and sin are [B|1, 1, T, d/2].
+  torch::Tensor rotate(const torch::Tensor& x, const torch::Tensor& cos_in, const torch::Tensor& sin_in) const {
+    auto cos = cos_in.to(x.dtype());
+    auto sin = sin_in.to(x.dtype());
     auto rot = x.slice(-1, 0, dims_);                                  // [B, H, T, d]
     torch::Tensor a, b;
     if (interleaved_) {
@@ -91,6 +97,7 @@ class Rope final : public lengen::SourcedPositionScheme {
   int64_t dims_;
   bool interleaved_;
   torch::Tensor inv_freq_;
+  lengen::PositionMemo<std::vector<torch::Tensor>> trig_;
 };
 
 void register_rope(lengen::Registrar& r) { r.add_position<Rope>(); }

@@ -3,7 +3,7 @@
 // buckets up to max_distance, one last bucket beyond. Causal attention uses unidirectional
 // buckets (only j <= i distinguished), bidirectional attention splits the buckets by sign.
 // W is shared by all layers (T5) or one per layer (`per_layer`). Hooks: additive bias; the
-// buckets are computed once per forward. Limit: T5 adds no bias to cross attention.
+// buckets are computed once per set of positions. Limit: T5 adds no bias to cross attention.
 #include "lengen/core/error.h"
 #include "lengen/plugin/plugin.h"
 #include "lengen/position/scheme.h"
@@ -54,17 +54,13 @@ class T5Bias final : public lengen::SourcedPositionScheme {
 
   torch::Tensor additive_bias(const lengen::AttentionContext& ctx) override {
     const bool bidirectional = ctx.kind != lengen::AttentionKind::kCausalSelf;
-    if (!(ctx.query_ids.is_same(cached_q_) && ctx.key_ids.is_same(cached_k_) &&
-          bidirectional == cached_bidirectional_)) {
-      auto rel = ctx.key_ids[0].unsqueeze(1) - ctx.query_ids[0].unsqueeze(2);  // [B, T, S]
-      cached_buckets_ = bucket(rel, bidirectional);                           // [B, T, S]
-      cached_q_ = ctx.query_ids;
-      cached_k_ = ctx.key_ids;
-      cached_bidirectional_ = bidirectional;
-    }
-    auto table = weight_[per_layer_ ? ctx.layer : 0];         // [Bk, H]
-    return torch::embedding(table, cached_buckets_)           // [B, T, S, H]
-        .permute({0, 3, 1, 2});                               // [B, H, T, S]
+    const auto& buckets = bucket_memo_.get(ctx, [&] {
+      auto rel = ctx.key_ids[0].unsqueeze(1) - ctx.query_ids[0].unsqueeze(2);  // [B|1, T, S]
+      return bucket(rel, bidirectional);                                      // [B|1, T, S]
+    }, bidirectional ? 1 : 0);
+    auto table = weight_[per_layer_ ? ctx.layer : 0];  // [Bk, H]
+    return torch::embedding(table, buckets)            // [B|1, T, S, H]
+        .permute({0, 3, 1, 2});                        // [B|1, H, T, S]
   }
 
   /// The published bucket function (HF `_relative_position_bucket`), rel = key - query.
@@ -93,8 +89,7 @@ class T5Bias final : public lengen::SourcedPositionScheme {
   int64_t buckets_, max_distance_;
   bool per_layer_;
   torch::Tensor weight_;
-  torch::Tensor cached_q_, cached_k_, cached_buckets_;
-  bool cached_bidirectional_ = false;
+  lengen::PositionMemo<> bucket_memo_;
 };
 
 void register_t5_bias(lengen::Registrar& r) { r.add_position<T5Bias>(); }

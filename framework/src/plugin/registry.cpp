@@ -319,9 +319,8 @@ torch::Tensor PositionSource::select(const torch::Tensor& ids, int64_t offset) c
   if (!index_) {
     return ids.slice(0, level_, level_ + 1);  // [1, B, T]
   }
-  const int64_t B = ids.size(1), T = ids.size(2);
-  auto idx = torch::arange(offset, offset + T, ids.options());  // [T]
-  return idx.view({1, 1, T}).expand({1, B, T});                 // [1, B, T]
+  // The same for every sample: batch dimension 1, broadcast by every hook.
+  return torch::arange(offset, offset + ids.size(2), ids.options()).view({1, 1, -1});  // [1, 1, T]
 }
 
 SourcedPositionScheme::SourcedPositionScheme(const Options& o, const SchemeContext& ctx)
@@ -403,7 +402,16 @@ torch::Tensor PositionTables::random_offsets(const torch::Tensor& ids) const {
 }
 
 // ---------------------------------------------------------------------------------------
-// RelativeVectors
+// PositionMemo, RelativeVectors
+
+bool same_positions(const torch::Tensor& a, const torch::Tensor& b) {
+  if (!a.defined() || !b.defined()) {
+    return a.defined() == b.defined();
+  }
+  // Holding the remembered IDs keeps their storage alive, so identity is never a stale match.
+  return a.is_same(b) || (a.sizes() == b.sizes() && a.device() == b.device() &&
+                          a.scalar_type() == b.scalar_type() && torch::equal(a, b));
+}
 
 std::vector<OptionSpec> RelativeVectors::options() {
   return {OptionSpec::integer("k", "clip distance: |p_i - p_j| > k shares the vector of k")
@@ -429,15 +437,10 @@ RelativeVectors::RelativeVectors(torch::nn::Module& owner, const Options& o, con
 }
 
 const torch::Tensor& RelativeVectors::index(const AttentionContext& ctx) {
-  // The IDs tensors are shared by every layer of one forward pass; holding them keeps their
-  // storage alive, so identity cannot be confused with a later batch's.
-  if (!(ctx.query_ids.is_same(cached_q_) && ctx.key_ids.is_same(cached_k_))) {
-    auto dist = ctx.query_ids[0].unsqueeze(2) - ctx.key_ids[0].unsqueeze(1);  // [B, T, S]
-    cached_index_ = dist.clamp(-k_, k_) + k_;
-    cached_q_ = ctx.query_ids;
-    cached_k_ = ctx.key_ids;
-  }
-  return cached_index_;
+  return index_.get(ctx, [&] {
+    auto dist = ctx.query_ids[0].unsqueeze(2) - ctx.key_ids[0].unsqueeze(1);  // [B|1, T, S]
+    return dist.clamp(-k_, k_) + k_;
+  });
 }
 
 torch::Tensor RelativeVectors::table(const torch::Tensor& t, const AttentionContext& ctx) const {

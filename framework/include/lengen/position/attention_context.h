@@ -33,8 +33,8 @@ struct AttentionContext {
   int64_t layer = 0;         ///< 0-based layer index within its stack
   int64_t heads = 0;         ///< H
   int64_t head_dim = 0;      ///< D
-  torch::Tensor query_ids;   ///< [L, B, T] int64
-  torch::Tensor key_ids;     ///< [L, B, S] int64
+  torch::Tensor query_ids;   ///< [L, B|1, T] int64 (batch 1: the same for every sample)
+  torch::Tensor key_ids;     ///< [L, B|1, S] int64
   int64_t query_length = 0;  ///< T
   int64_t key_length = 0;    ///< S
   int64_t cache_offset = 0;  ///< keys already cached before this call

@@ -54,7 +54,8 @@ class LENGEN_API PositionScheme : public torch::nn::Module {
   virtual bool supports(AttentionKind kind) const;
 
   /// Transforms the task's IDs before any hook sees them (random offsets during training,
-  /// cyclic indexing, level selection, sequence indices). ids: [L, B, T] int64 -> [L', B, T].
+  /// cyclic indexing, level selection, sequence indices). ids: [L, B, T] int64 -> [L', B, T], or
+  /// [L', 1, T] when the positions are the same for every sample (hooks broadcast over B).
   /// `offset` is the absolute sequence index of column 0 (the KV-cache length when decoding).
   /// Default: identity.
   virtual torch::Tensor transform_ids(const torch::Tensor& ids, int64_t offset, bool training);
@@ -96,7 +97,8 @@ class LENGEN_API PositionSource {
   PositionSource() = default;
   /// Fails naming `level` when the task emits fewer levels.
   PositionSource(const Options& o, const SchemeContext& ctx);
-  /// ids [L, B, T] -> [1, B, T]; `offset` is the absolute index of column 0.
+  /// ids [L, B, T] -> [1, B, T] (ids: task) or [1, 1, T] (ids: index, the same for every
+  /// sample); `offset` is the absolute index of column 0.
   torch::Tensor select(const torch::Tensor& ids, int64_t offset) const;
 
  private:
@@ -110,7 +112,7 @@ class LENGEN_API SourcedPositionScheme : public PositionScheme {
  public:
   SourcedPositionScheme(const Options& o, const SchemeContext& ctx);
   ~SourcedPositionScheme() override;
-  /// ids [L, B, T] -> the selected positions [1, B, T].
+  /// ids [L, B, T] -> the selected positions [1, B|1, T].
   torch::Tensor transform_ids(const torch::Tensor& ids, int64_t offset, bool training) override;
 
  protected:
@@ -151,6 +153,41 @@ class LENGEN_API PositionTables {
   std::vector<torch::Tensor> tables_;
 };
 
+/// True when `a` and `b` hold the same positions: the same tensor, or equal shape, device and
+/// content. The test behind PositionMemo.
+LENGEN_API bool same_positions(const torch::Tensor& a, const torch::Tensor& b);
+
+/// Remembers what a scheme computes from the positions of an attention call alone (ALiBi's
+/// bias, T5's buckets, FIRE's distance pairs, RoPE's angles, RPE's clipped indices), so every
+/// layer of a forward pass and every later step with the same positions reuse it instead of
+/// recomputing it. Never store anything that depends on parameters (it would go stale).
+///
+///   memo_.get(ctx, [&] { return expensive(ctx.query_ids, ctx.key_ids); })
+template <class Value = torch::Tensor>
+class PositionMemo {
+ public:
+  /// The remembered value for ctx's query and key IDs (and `variant`, e.g. causal or not),
+  /// computing and remembering it with `compute()` on a miss.
+  template <class Compute>
+  const Value& get(const AttentionContext& ctx, Compute&& compute, int64_t variant = 0) {
+    if (!(valid_ && variant == variant_ && same_positions(ctx.query_ids, query_ids_) &&
+          same_positions(ctx.key_ids, key_ids_))) {
+      value_ = compute();
+      query_ids_ = ctx.query_ids;
+      key_ids_ = ctx.key_ids;
+      variant_ = variant;
+      valid_ = true;
+    }
+    return value_;
+  }
+
+ private:
+  bool valid_ = false;
+  int64_t variant_ = 0;
+  torch::Tensor query_ids_, key_ids_;
+  Value value_{};
+};
+
 /// Learned relative-position vectors indexed by the clipped distance p_i - p_j between query
 /// and key positions (Shaw et al. 2018; Huang et al. 2020): the storage and arithmetic behind
 /// RPE_k and RPE_{k,q}. One table of 2k+1 head-width vectors per layer (or one shared), shared
@@ -163,8 +200,8 @@ class LENGEN_API RelativeVectors {
   static std::vector<OptionSpec> options();
   /// Registers the tables on `owner` as the options in `o` say.
   RelativeVectors(torch::nn::Module& owner, const Options& o, const SchemeContext& ctx);
-  /// Table row of each (query, key) pair: clip(p_i - p_j, -k, k) + k, [B, T, S], from the first
-  /// level of the context's IDs. Computed once per forward pass and reused by every layer.
+  /// Table row of each (query, key) pair: clip(p_i - p_j, -k, k) + k, [B|1, T, S], from the
+  /// first level of the context's IDs; remembered while the positions stay the same.
   const torch::Tensor& index(const AttentionContext& ctx);
   /// q_i . r_ij / sqrt(D): q [B, H, T, D] -> [B, H, T, S].
   torch::Tensor query_term(const torch::Tensor& q, const AttentionContext& ctx);
@@ -181,7 +218,7 @@ class LENGEN_API RelativeVectors {
   int64_t k_ = 0;
   bool per_layer_ = true;
   torch::Tensor keys_, values_;
-  torch::Tensor cached_q_, cached_k_, cached_index_;
+  PositionMemo<> index_;
 };
 
 /// Sinusoidal table [rows, dim]: row p = (sin(p w_0), cos(p w_0), sin(p w_1), ...),
