@@ -4,8 +4,11 @@
 // threshold L = L_sqrt^2. The normalised distance lies in [0, 1] for any length, so the bias is
 // finite and defined everywhere. One module per layer (`per_layer`, as in Cho et al.'s code) or
 // shared. i, j are sequence indices or one level of the task's IDs (distance clamped at 0).
-// Hooks: additive bias; the MLP runs once per distinct (query position, distance) pair.
-// Limit: causal self-attention only.
+// Bidirectional attention (not in the paper; lengen's extension): the signed input
+// sign(i - j) psi(|i - j|) / psi(max(L, i, j)) in [-1, 1], so keys after the query are told
+// apart from keys before it and the bias stays finite for any length.
+// Hooks: additive bias; the MLP runs once per distinct (normalising position, distance) pair.
+// Limit: no meaning in cross attention.
 #include "lengen/core/error.h"
 #include "lengen/plugin/plugin.h"
 #include "lengen/position/scheme.h"
@@ -46,32 +49,43 @@ class Fire final : public lengen::SourcedPositionScheme {
   uint32_t hooks() const override { return lengen::kHookAdditiveBias; }
 
   bool supports(lengen::AttentionKind kind) const override {
-    return kind == lengen::AttentionKind::kCausalSelf;
+    return kind != lengen::AttentionKind::kCross;
   }
 
   torch::Tensor additive_bias(const lengen::AttentionContext& ctx) override {
     const int64_t l = per_layer_ ? ctx.layer : 0;
-    // The MLP's input depends only on the integer pair (query position, distance), so evaluate
-    // it once per distinct pair (at most T*S of them, shared by the batch) and gather: the
-    // normalisation stays differentiable in c and L. The pairs depend on positions only.
+    // The MLP's input depends only on the integer pair (normalising position, signed
+    // distance), so evaluate it once per distinct pair (at most T*S of them, shared by the
+    // batch) and gather: the normalisation stays differentiable in c and L. The pairs depend
+    // on positions only.
+    const bool causal = ctx.kind == lengen::AttentionKind::kCausalSelf;
     const auto& pairs = pairs_.get(ctx, [&] {
-      auto q = ctx.query_ids[0].clamp_min(0);                                   // [B|1, T]
-      auto dist = (q.unsqueeze(2) - ctx.key_ids[0].unsqueeze(1)).clamp_min(0);  // [B|1, T, S]
-      constexpr int64_t kShift = int64_t{1} << 31;
-      auto key = (q.unsqueeze(2) * kShift + dist).flatten();                    // [B*T*S]
+      auto q = ctx.query_ids[0].clamp_min(0).unsqueeze(2);  // [B|1, T, 1]
+      auto k = ctx.key_ids[0].clamp_min(0).unsqueeze(1);    // [B|1, 1, S]
+      auto dist = q - k;                                    // [B|1, T, S]
+      torch::Tensor norm_pos;
+      if (causal) {
+        dist = dist.clamp_min(0);
+        norm_pos = q.expand_as(dist);
+      } else {
+        norm_pos = torch::maximum(q, k);
+      }
+      constexpr int64_t kShift = int64_t{1} << 32, kZero = int64_t{1} << 31;
+      auto key = (norm_pos * kShift + dist + kZero).flatten();  // [B*T*S]
       auto [unique, inverse, counts] = at::_unique2(key, /*sorted=*/false, /*return_inverse=*/true,
                                                     /*return_counts=*/false);
-      return std::vector<torch::Tensor>{at::div(unique, kShift, "floor"),     // [U] query position
-                                        at::remainder(unique, kShift),        // [U] distance
-                                        inverse.view(dist.sizes())};          // [B|1, T, S]
-    });
+      return std::vector<torch::Tensor>{at::div(unique, kShift, "floor"),      // [U] norm. position
+                                        at::remainder(unique, kShift) - kZero,  // [U] signed distance
+                                        inverse.view(dist.sizes())};           // [B|1, T, S]
+    }, causal ? 0 : 1);
     auto uq = pairs[0].to(w1_.dtype());
     auto ud = pairs[1].to(w1_.dtype());
     const auto& inverse = pairs[2];
     auto c = c_[l].abs();
     auto threshold = l_sqrt_[l] * l_sqrt_[l];
     auto psi = [&](const torch::Tensor& x) { return torch::log1p(c * x); };
-    auto x = (psi(ud) / (psi(torch::maximum(uq, threshold)) + 1e-6)).unsqueeze(-1);  // [U, 1]
+    auto x = (ud.sign() * psi(ud.abs()) / (psi(torch::maximum(uq, threshold)) + 1e-6))
+                 .unsqueeze(-1);                                              // [U, 1]
     auto h = torch::relu(torch::matmul(x, w1_[l].t()));                       // [U, W]
     h = torch::relu(torch::matmul(h, w2_[l].t()));                            // [U, W]
     h = torch::matmul(h, w3_[l].t());                                         // [U, H]

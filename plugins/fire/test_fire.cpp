@@ -40,7 +40,28 @@ TEST_CASE("fire: shared module and attention kinds", "[fire]") {
   auto s = make_scheme("{name: fire, per_layer: false}", ctx());
   CHECK(s->named_parameters()["w1"].size(0) == 1);
   CHECK(s->supports(lengen::AttentionKind::kCausalSelf));
+  CHECK(s->supports(lengen::AttentionKind::kBidirectionalSelf));
   CHECK(!s->supports(lengen::AttentionKind::kCross));
+}
+
+TEST_CASE("fire: bidirectional input is the signed normalised distance", "[fire]") {
+  auto s = make_scheme("{name: fire, ids: task, init_threshold: 4}", ctx());
+  s->to(torch::kFloat64);
+  torch::NoGradGuard ng;
+  auto bidir = [&](int64_t i, int64_t j) {
+    lengen::AttentionContext a;
+    a.kind = lengen::AttentionKind::kBidirectionalSelf;
+    a.query_ids = torch::full({1, 1, 1}, i, torch::kInt64);
+    a.key_ids = torch::full({1, 1, 1}, j, torch::kInt64);
+    return s->additive_bias(a).flatten();  // [H]
+  };
+  // Keys before the query: the causal bias exactly.
+  CHECK(lengen::test::max_abs_diff(bidir(90, 20), bias(*s, 90, 20)) < 1e-12);
+  // Keys after the query normalise by the key's position: the farthest key maps to -1 at any
+  // length, and the two directions are told apart.
+  CHECK(lengen::test::max_abs_diff(bidir(0, 300), bidir(0, 100000)) < 1e-5);
+  CHECK(lengen::test::max_abs_diff(bidir(0, 300), bidir(300, 0)) > 1e-6);
+  CHECK(torch::isfinite(bidir(3, 10000000)).all().item<bool>());
 }
 
 TEST_CASE("fire: c and the threshold learn", "[fire]") {
