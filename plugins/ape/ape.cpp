@@ -20,7 +20,7 @@ class LearnedApe final : public lengen::SourcedPositionScheme {
         "learned absolute position embedding, E[p] added to the token embedding",
         {OptionSpec::integer("max_position", "largest position that can be embedded")
              .with_default(512)
-             .at_least(1)}};
+             .at_least(0)}};
     for (const auto& extra :
          {lengen::PositionSource::options(), lengen::PositionTables::init_options("normal")}) {
       spec.options.insert(spec.options.end(), extra.begin(), extra.end());

@@ -20,12 +20,14 @@ ModelConfig ModelConfig::from_config(const ConfigNode& node) {
   c.d_model = r.get_int("d_model", c.d_model);
   c.d_head = r.get_int("d_head", c.d_head);
   c.d_ff = r.get_int("d_ff", c.d_ff);
-  c.norm = r.get_choice("norm", c.norm, {"layernorm", "rmsnorm"});
+  c.norm = r.get_choice("norm", c.norm, {"layernorm", "rmsnorm", "taotp_layernorm"});
   c.norm_position = r.get_choice("norm_position", c.norm_position, {"pre", "post", "pre_post"});
   c.activation = r.get_choice("activation", c.activation, {"relu", "gelu", "geglu", "swiglu"});
   c.dropout = r.get_float("dropout", c.dropout);
   c.norm_eps = r.get_float("norm_eps", c.norm_eps);
   c.bias = r.get_bool("bias", c.bias);
+  c.attention_bias = r.get_bool("attention_bias", c.bias);
+  c.ff_bias = r.get_bool("ff_bias", c.bias);
   c.tie_embeddings = r.get_bool("tie_embeddings", c.tie_embeddings);
   c.shared_layers = r.get_bool("shared_layers", c.shared_layers);
   r.finish();
@@ -34,7 +36,9 @@ ModelConfig ModelConfig::from_config(const ConfigNode& node) {
       node.child(key).fail(fmt::format("model.{} must be at least 1, got {}", key, v));
     }
   };
-  positive("layers", c.layers);
+  if (c.layers < 0) {
+    node.child("layers").fail(fmt::format("model.layers must be >= 0, got {}", c.layers));
+  }
   positive("heads", c.heads);
   positive("d_model", c.d_model);
   if (c.d_ff < 0) {
@@ -67,6 +71,8 @@ YAML::Node ModelConfig::to_yaml() const {
   n["dropout"] = dropout;
   n["norm_eps"] = norm_eps;
   n["bias"] = bias;
+  n["attention_bias"] = attention_bias;
+  n["ff_bias"] = ff_bias;
   n["tie_embeddings"] = tie_embeddings;
   n["shared_layers"] = shared_layers;
   return n;
@@ -76,7 +82,7 @@ YAML::Node ModelConfig::to_yaml() const {
 // Norm
 
 NormImpl::NormImpl(const std::string& kind, int64_t dim, double eps)
-    : rms_(kind == "rmsnorm"), eps_(eps) {
+    : rms_(kind == "rmsnorm"), eps_on_std_(kind == "taotp_layernorm"), eps_(eps) {
   weight_ = register_parameter("weight", torch::ones({dim}));
   if (!rms_) {
     bias_ = register_parameter("bias", torch::zeros({dim}));
@@ -87,6 +93,12 @@ torch::Tensor NormImpl::forward(const torch::Tensor& x) {
   if (rms_) {
     auto inv = torch::rsqrt(x.pow(2).mean(-1, /*keepdim=*/true) + eps_);  // [..., 1]
     return x * inv * weight_;                                             // [..., C]
+  }
+  if (eps_on_std_) {
+    // TAOTP (Figure 1.1): population standard deviation, epsilon added to it.
+    auto centred = x - x.mean(-1, /*keepdim=*/true);                                // [..., C]
+    auto std = centred.pow(2).mean(-1, /*keepdim=*/true).sqrt();                     // [..., 1]
+    return centred / (std + eps_) * weight_ + bias_;                                 // [..., C]
   }
   return torch::layer_norm(x, {x.size(-1)}, weight_, bias_, eps_);
 }
@@ -115,9 +127,9 @@ AttentionImpl::AttentionImpl(const ModelConfig& cfg, int64_t layer, AttentionKin
       dropout_(cfg.dropout) {
   const int64_t inner = heads_ * head_dim_;
   qkv_ = register_module(
-      "qkv", torch::nn::Linear(torch::nn::LinearOptions(cfg.d_model, 3 * inner).bias(cfg.bias)));
+      "qkv", torch::nn::Linear(torch::nn::LinearOptions(cfg.d_model, 3 * inner).bias(cfg.attention_bias)));
   out_ = register_module(
-      "out", torch::nn::Linear(torch::nn::LinearOptions(inner, cfg.d_model).bias(cfg.bias)));
+      "out", torch::nn::Linear(torch::nn::LinearOptions(inner, cfg.d_model).bias(cfg.attention_bias)));
 }
 
 namespace {
@@ -244,9 +256,9 @@ FeedForwardImpl::FeedForwardImpl(const ModelConfig& cfg)
     : activation_(cfg.activation), gated_(cfg.activation == "geglu" || cfg.activation == "swiglu") {
   const int64_t up_width = gated_ ? 2 * cfg.d_ff : cfg.d_ff;
   up_ = register_module(
-      "up", torch::nn::Linear(torch::nn::LinearOptions(cfg.d_model, up_width).bias(cfg.bias)));
+      "up", torch::nn::Linear(torch::nn::LinearOptions(cfg.d_model, up_width).bias(cfg.ff_bias)));
   down_ = register_module(
-      "down", torch::nn::Linear(torch::nn::LinearOptions(cfg.d_ff, cfg.d_model).bias(cfg.bias)));
+      "down", torch::nn::Linear(torch::nn::LinearOptions(cfg.d_ff, cfg.d_model).bias(cfg.ff_bias)));
 }
 
 torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {

@@ -21,17 +21,19 @@ namespace lengen {
 /// The model section of an experiment. Every field is a YAML key of `model:`.
 struct LENGEN_API ModelConfig {
   std::string arch = "decoder";        ///< decoder (encoder / encoder_decoder come later)
-  int64_t layers = 2;
+  int64_t layers = 2;                  ///< 0 is allowed (embeddings, final norm, output only)
   int64_t heads = 4;
   int64_t d_model = 128;               ///< C
   int64_t d_head = 0;                  ///< D; 0 means d_model / heads
   int64_t d_ff = 512;                  ///< hidden width of the feed-forward (per gate input)
-  std::string norm = "layernorm";      ///< layernorm | rmsnorm
+  std::string norm = "layernorm";      ///< layernorm | rmsnorm | taotp_layernorm (eps on the std)
   std::string norm_position = "pre";   ///< pre | post | pre_post
   std::string activation = "gelu";     ///< relu | gelu | geglu | swiglu
   double dropout = 0.0;
   double norm_eps = 1e-5;
-  bool bias = false;                   ///< biases in attention and feed-forward projections
+  bool bias = false;                   ///< default of attention_bias and ff_bias
+  bool attention_bias = false;         ///< biases in the q/k/v and output projections
+  bool ff_bias = false;                ///< biases in the feed-forward projections
   bool tie_embeddings = false;         ///< LM head shares the token embedding
   bool shared_layers = false;          ///< universal transformer: one block applied `layers` times
 
@@ -64,6 +66,7 @@ class LENGEN_API NormImpl : public torch::nn::Module {
 
  private:
   bool rms_;
+  bool eps_on_std_;
   double eps_;
   torch::Tensor weight_, bias_;
 };
