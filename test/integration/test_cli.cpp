@@ -174,3 +174,58 @@ TEST_CASE("cli: a run killed with SIGKILL resumes to the same final weights", "[
     CHECK(torch::equal(fa.tensors[i].second, fb.tensors[i].second));
   }
 }
+
+TEST_CASE("cli: taotp run, count and export", "[cli][taotp]") {
+  const std::string dir = std::string(LENGEN_SOURCE_DIR) + "/experiments/taotp/";
+  const std::string hello = dir + "hello_world.taotp", vocab = dir + "hello_world.vocab";
+  CHECK(sh(fmt::format("taotp run {} --vocab {} --input '<bos>' --eos '<eos>' --sep ''", hello, vocab)) ==
+        "Hello World!\n");
+  // Token indices in and out (the space token is index 2).
+  CHECK(sh(fmt::format("taotp run {} --ids --input 9 --eos 10", hello)) == "1 8 0 0 7 2 4 7 3 0 6 5\n");
+  std::string traced = sh(fmt::format("taotp run {} --vocab {} --input '<bos>' --steps 2 --trace", hello, vocab));
+  CHECK_THAT(traced, Contains("step 1: argmax 1 'H'") && Contains("step 2: argmax 8 'e'"));
+  std::string counted = sh("taotp count " + hello);
+  CHECK_THAT(counted, Contains("parameters: 72") && Contains("non-zero: 68"));
+
+  test::TempDir tmp;
+  int rc = 0;
+  test::write_text(tmp.file("bad.taotp"), "{'tok_emb': [[1, 2]],\n 'pos_emb': [[1, 2], [3]]}");
+  std::string err = sh("taotp count " + tmp.file("bad.taotp"), &rc);
+  CHECK(rc == 1);
+  CHECK_THAT(err, Contains("bad.taotp:2:") && Contains("rectangular"));
+  err = sh(fmt::format("taotp run {} --vocab {} --input 'x'", hello, vocab), &rc);
+  CHECK(rc == 1);
+  CHECK_THAT(err, Contains("token 'x' is not in"));
+  err = sh(fmt::format("taotp run {} --vocab {} --input '<bos>' --steps 20", hello, vocab), &rc);
+  CHECK(rc == 1);
+  CHECK_THAT(err, Contains("block_size"));
+
+  // A trained decoder exported as a program decodes like the model.
+  test::write_text(tmp.file("ape.yaml"), R"(name: ape
+seed: 3
+task: {name: addition, train_digits: [1, 3], eval_digits: [1, 3], position_ids: sequential}
+model: {layers: 1, heads: 2, d_model: 32, d_ff: 64, norm: layernorm, activation: relu}
+position: [{name: ape, max_position: 20}]
+train: {steps: 60, batch_size: 32, log_every: 60, checkpoint_every: 60}
+)");
+  sh(fmt::format("run {} --set output_dir={} --no-eval", tmp.file("ape.yaml"), tmp.file("runs")));
+  const std::string run = tmp.file("runs") + "/ape/3";
+  CHECK_THAT(sh("taotp export " + run), Contains("program.json") && Contains("vocab.json"));
+  for (const char* query : {"12+34", "7+5", "305+812"}) {  // equal lengths: no zero padding
+    std::string decoded = sh(fmt::format("decode {} {}", run, query));
+    // "$12+34=640$" -> "640"
+    std::string first = decoded.substr(0, decoded.find('\n'));
+    std::string answer = first.substr(first.find('=') + 1);
+    if (!answer.empty() && answer.back() == '$') answer.pop_back();
+    std::string input = "$";
+    for (char c : std::string(query) + "=") input += std::string(" ") + c;
+    std::string program_out =
+        sh(fmt::format("taotp run {0}/taotp/program.json --vocab {0}/taotp/vocab.json --input '{1}' --eos '$' --sep ''",
+                       run, input));
+    program_out.pop_back();  // newline
+    INFO(query << ": model " << answer << ", program " << program_out);
+    const size_t n = std::min(answer.size(), program_out.size());
+    CHECK(answer.substr(0, n) == program_out.substr(0, n));
+    CHECK(n > 0);
+  }
+}

@@ -45,6 +45,24 @@ TEST_CASE("config: a valid experiment loads", "[config]") {
   CHECK(e.resolved_yaml().find("liblengen-position-coupling.so") != std::string::npos);
 }
 
+TEST_CASE("config: model.bias sets both bias kinds; the specific keys win", "[config]") {
+  test::TempDir dir;
+  test::write_text(dir.file("exp.yaml"), kGood);
+  auto load = [&](const std::string& set) {
+    return Experiment::load(dir.file("exp.yaml"), {"model." + set}).model;
+  };
+  CHECK(!load("d_ff=32").attention_bias);
+  CHECK(!load("d_ff=32").ff_bias);
+  CHECK(load("bias=true").attention_bias);
+  CHECK(load("bias=true").ff_bias);
+  auto only_ff = Experiment::load(dir.file("exp.yaml"), {"model.bias=true", "model.attention_bias=false"}).model;
+  CHECK(!only_ff.attention_bias);
+  CHECK(only_ff.ff_bias);
+  CHECK(load("layers=0").layers == 0);
+  CHECK(load("norm=taotp_layernorm").norm == "taotp_layernorm");
+  CHECK_THROWS_WITH(load("layers=-1"), Contains("model.layers must be >= 0"));
+}
+
 TEST_CASE("config: errors name file, line and key", "[config]") {
   test::TempDir dir;
   auto load = [&](const std::string& text) {

@@ -39,6 +39,12 @@ TEST_CASE("model: RMSNorm and LayerNorm", "[model]") {
   auto z = ln(x);
   CHECK(z.mean(-1).abs().max().item<double>() < 1e-9);
   CHECK(ln->named_parameters().size() == 2);
+  // TAOTP's LayerNorm: epsilon added to the population standard deviation.
+  Norm book("taotp_layernorm", 8, 0.5);
+  book->to(torch::kFloat64);
+  auto centred = x - x.mean(-1, true);
+  auto expect = centred / (x.var(-1, /*unbiased=*/false, /*keepdim=*/true).sqrt() + 0.5);
+  CHECK(test::max_abs_diff(book(x), expect) < 1e-12);
 }
 
 TEST_CASE("model: parameter names and shapes follow the documented layout", "[model]") {
@@ -67,10 +73,11 @@ TEST_CASE("model: parameter names and shapes follow the documented layout", "[mo
   CHECK(!post.contains("norm_final.weight"));
 
   c.tie_embeddings = true;
-  c.bias = true;
+  c.attention_bias = true;
   auto tied = make_model(c)->named_parameters();
   CHECK(!tied.contains("lm_head.weight"));
   CHECK(tied.contains("blocks.0.attn.qkv.bias"));
+  CHECK(!tied.contains("blocks.0.ff.up.bias"));
 
   c.shared_layers = true;
   auto shared = make_model(c)->named_parameters();

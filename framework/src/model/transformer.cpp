@@ -25,9 +25,10 @@ ModelConfig ModelConfig::from_config(const ConfigNode& node) {
   c.activation = r.get_choice("activation", c.activation, {"relu", "gelu", "geglu", "swiglu"});
   c.dropout = r.get_float("dropout", c.dropout);
   c.norm_eps = r.get_float("norm_eps", c.norm_eps);
-  c.bias = r.get_bool("bias", c.bias);
-  c.attention_bias = r.get_bool("attention_bias", c.bias);
-  c.ff_bias = r.get_bool("ff_bias", c.bias);
+  // `bias` is YAML shorthand for both; the specific keys win.
+  const bool bias = r.get_bool("bias", false);
+  c.attention_bias = r.get_bool("attention_bias", bias);
+  c.ff_bias = r.get_bool("ff_bias", bias);
   c.tie_embeddings = r.get_bool("tie_embeddings", c.tie_embeddings);
   c.shared_layers = r.get_bool("shared_layers", c.shared_layers);
   r.finish();
@@ -70,7 +71,6 @@ YAML::Node ModelConfig::to_yaml() const {
   n["activation"] = activation;
   n["dropout"] = dropout;
   n["norm_eps"] = norm_eps;
-  n["bias"] = bias;
   n["attention_bias"] = attention_bias;
   n["ff_bias"] = ff_bias;
   n["tie_embeddings"] = tie_embeddings;

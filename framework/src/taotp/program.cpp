@@ -531,7 +531,6 @@ Built build_model(const Program& p, torch::Dtype dtype) {
   cfg.norm_position = "pre";
   cfg.activation = "relu";
   cfg.dropout = 0;
-  cfg.bias = false;
   cfg.attention_bias = false;
   cfg.ff_bias = ff_bias;
   cfg.tie_embeddings = p.tied();

@@ -18,7 +18,8 @@
 
 namespace lengen {
 
-/// The model section of an experiment. Every field is a YAML key of `model:`.
+/// The model section of an experiment. Every field is a YAML key of `model:`; the key `bias`
+/// sets attention_bias and ff_bias together.
 struct LENGEN_API ModelConfig {
   std::string arch = "decoder";        ///< decoder (encoder / encoder_decoder come later)
   int64_t layers = 2;                  ///< 0 is allowed (embeddings, final norm, output only)
@@ -31,7 +32,6 @@ struct LENGEN_API ModelConfig {
   std::string activation = "gelu";     ///< relu | gelu | geglu | swiglu
   double dropout = 0.0;
   double norm_eps = 1e-5;
-  bool bias = false;                   ///< default of attention_bias and ff_bias
   bool attention_bias = false;         ///< biases in the q/k/v and output projections
   bool ff_bias = false;                ///< biases in the feed-forward projections
   bool tie_embeddings = false;         ///< LM head shares the token embedding
