@@ -6,17 +6,21 @@
 #include "lengen/experiment/experiment.h"
 #include "lengen/plugin/loader.h"
 #include "lengen/registry/registry.h"
+#include "lengen/sweep/sweep.h"
 #include "lengen/taotp/program.h"
 #include "lengen/train/checkpoint.h"
 #include "lengen/train/evaluator.h"
 #include "lengen/train/trainer.h"
 
 #include <CLI/CLI.hpp>
+#include <torch/cuda.h>
 #include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <csignal>
 #include <filesystem>
+#include <map>
+#include <sstream>
 #include <iostream>
 
 namespace fs = std::filesystem;
@@ -118,12 +122,16 @@ void print_table(const std::vector<CellResult>& results, const std::vector<std::
   fmt::print("\n");
 }
 
-// The plot helper: installed under share/lengen/scripts, or in the source tree.
-std::string plot_script() {
+std::string self_exe() {
   std::error_code ec;
-  fs::path exe = fs::read_symlink("/proc/self/exe", ec).parent_path();
-  for (const fs::path& p : {exe / ".." / "share" / "lengen" / "scripts" / "plot_grid.py",
-                            fs::path(LENGEN_SOURCE_DIR) / "scripts" / "plot_grid.py"}) {
+  return fs::read_symlink("/proc/self/exe", ec).string();
+}
+
+// A plot helper: installed under share/lengen/scripts, or in the source tree.
+std::string plot_script(const std::string& name = "plot_grid.py") {
+  fs::path exe = fs::path(self_exe()).parent_path();
+  for (const fs::path& p : {exe / ".." / "share" / "lengen" / "scripts" / name,
+                            fs::path(LENGEN_SOURCE_DIR) / "scripts" / name}) {
     if (fs::exists(p)) {
       return p.lexically_normal().string();
     }
@@ -178,6 +186,101 @@ std::string ids_text(const PositionIds& ids, size_t t) {
 }
 
 }  // namespace
+
+void run_aggregate(const std::string& dir, double threshold, bool plots) {
+  const int64_t n = sweep::aggregate(dir, threshold);
+  const fs::path out = fs::path(dir) / "aggregate";
+  logger("sweep")->info("aggregated {} completed points into {}/results.csv and summary.csv", n, out.string());
+  std::string script = plot_script("plot_sweep.py");
+  const char* py = "/usr/bin/python3";
+  if (!plots || n == 0) return;
+  if (script.empty() || !fs::exists(py)) {
+    logger("sweep")->info("plotting tools not found; the CSV files are written (see scripts/plot_sweep.py)");
+    return;
+  }
+  int rc = std::system(fmt::format("{} '{}' '{}' 2>&1", py, script, out.string()).c_str());
+  if (rc == 0) {
+    logger("sweep")->info("heatmaps written to {}/*.png", out.string());
+  } else {
+    logger("sweep")->warn("plotting failed (exit {}); the CSV files are intact", rc);
+  }
+}
+
+int run_sweep(const std::string& file, const std::string& executor, int64_t jobs, const std::string& gpus_text,
+              bool dry, bool status, bool cancel, int64_t point, const std::string& job,
+              const std::vector<std::string>& sets) {
+  auto log = logger("sweep");
+  sweep::Sweep s = sweep::load_sweep(file, sets);
+  if (cancel) {
+    fmt::print("cancelled {} Slurm job(s) of {}\n", sweep::cancel_slurm(s), s.name);
+    return 0;
+  }
+  if (point >= 0) {
+    LENGEN_CHECK(point < static_cast<int64_t>(s.points.size()), "{}: there is no point {} (the sweep has {})",
+                 file, point, s.points.size());
+    const auto& p = s.points[static_cast<size_t>(point)];
+    if (!fs::exists(fs::path(p.run_dir) / "config.yaml")) sweep::write_plan(s);
+    if (sweep::point_state(p) == sweep::State::kDone) {
+      log->info("point {} ({}) is already done", point, p.name);
+      return 0;
+    }
+    log->info("point {} ({}) -> {}", point, p.name, p.run_dir);
+    return sweep::run_point(s, p, self_exe(), s.threads_per_run, job);
+  }
+  std::map<sweep::State, int64_t> counts;
+  std::vector<int64_t> todo;
+  for (const auto& p : s.points) {
+    auto st = sweep::point_state(p);
+    ++counts[st];
+    if (st != sweep::State::kDone && st != sweep::State::kRunning) todo.push_back(p.index);
+  }
+  if (status || (dry && executor == "local")) {
+    fmt::print("{} ({} points, folder {})\n", s.name, s.points.size(), s.dir);
+    for (const auto& p : s.points) {
+      fmt::print("  {:>4}  {:<12} {}\n", p.index, sweep::state_name(sweep::point_state(p)), p.name);
+    }
+    std::vector<std::string> parts;
+    for (auto st : {sweep::State::kDone, sweep::State::kRunning, sweep::State::kFailed, sweep::State::kInterrupted,
+                    sweep::State::kMissing}) {
+      parts.push_back(fmt::format("{} {}", counts[st], sweep::state_name(st)));
+    }
+    fmt::print("{}\n", join(parts, ", "));
+    return 0;
+  }
+  sweep::write_plan(s);
+  if (executor == "slurm") {
+    const fs::path dir = fs::path(s.dir) / "slurm";
+    fs::create_directories(dir);
+    const std::string script = sweep::slurm_script(s, todo, self_exe());
+    const std::string path = (dir / "sweep.sbatch").string();
+    write_file_atomic(path, script);
+    if (dry) {
+      fmt::print("{}", script);
+      log->info("dry run: {} written, nothing submitted", path);
+      return 0;
+    }
+    const std::string id = sweep::submit_slurm(s, path);
+    fmt::print("submitted job array {} ({} points) from {}\n", id, todo.size(), path);
+    return 0;
+  }
+  std::vector<std::string> gpus;
+  std::stringstream gs(gpus_text);
+  for (std::string g; std::getline(gs, g, ',');) {
+    if (!g.empty()) gpus.push_back(g);
+  }
+  if (gpus.empty() && torch::cuda::is_available()) {
+    for (int64_t g = 0; g < static_cast<int64_t>(torch::cuda::device_count()); ++g) gpus.push_back(std::to_string(g));
+  }
+  const int64_t workers = jobs > 0 ? jobs : (s.workers > 1 || gpus.empty() ? s.workers : static_cast<int64_t>(gpus.size()));
+  const int64_t failures = sweep::run_local(s, self_exe(), workers, gpus);
+  run_aggregate(s.dir, -1, true);
+  if (failures > 0) {
+    log->error("{} point(s) failed; `lengen sweep {} --status` lists them, running the sweep again retries them",
+               failures, file);
+    return 1;
+  }
+  return 0;
+}
 
 // `lengen taotp run|count|export`.
 void run_taotp(const std::string& what, const std::string& program_file, const std::string& vocab_file,
@@ -356,6 +459,30 @@ int main(int argc, char** argv) {
   tp_export->add_option("run", tp_run_dir, "run directory")->required();
   tp_export->add_option("-o,--output", tp_out, "program file to write (default RUN/taotp/program.json)");
   for (auto* c : {tp_run, tp_count, tp_export}) add_common(c, common, c == tp_export);
+
+  // sweep / aggregate ---------------------------------------------------------------------
+  auto* sw = app.add_subcommand("sweep", "run every point of a sweep here or on Slurm; --status, --cancel");
+  std::string sw_file, sw_executor = "local", sw_job, sw_gpus;
+  int64_t sw_jobs = 0, sw_point = -1;
+  bool sw_dry = false, sw_status = false, sw_cancel = false;
+  sw->add_option("sweep", sw_file, "sweep YAML file")->required();
+  sw->add_option("--executor", sw_executor, "local (default) or slurm")->check(CLI::IsMember({"local", "slurm"}));
+  sw->add_option("-j,--jobs", sw_jobs, "local: points at a time (default: executor.workers)");
+  sw->add_option("--gpus", sw_gpus, "local: comma-separated CUDA devices, one per worker slot");
+  sw->add_flag("--dry-run", sw_dry, "list the points (local) or print the batch script (slurm); run nothing");
+  sw->add_flag("--status", sw_status, "which points are done, running, failed, interrupted or missing");
+  sw->add_flag("--cancel", sw_cancel, "scancel the sweep's Slurm jobs");
+  sw->add_option("--point", sw_point, "run one point by index (what each Slurm array task calls)")->group("");
+  sw->add_option("--job", sw_job, "Slurm job ID of this task")->group("");
+  add_common(sw, common);
+  auto* ag = app.add_subcommand("aggregate", "collect a sweep into CSV and median/IQR/fraction heatmaps");
+  std::string ag_dir;
+  double ag_threshold = -1;
+  bool ag_no_plot = false;
+  ag->add_option("sweep_dir", ag_dir, "the sweep's folder (holds sweep.json)")->required();
+  ag->add_option("--threshold", ag_threshold, "accuracy a seed must reach to count (default: the sweep's)");
+  ag->add_flag("--no-plot", ag_no_plot, "CSV only");
+  add_common(ag, common, false);
 
   CLI11_PARSE(app, argc, argv);
   std::signal(SIGINT, on_signal);
@@ -631,6 +758,13 @@ int main(int argc, char** argv) {
                        {"torch", torch_version()}};
       fmt::print("{}\n", j.dump(2));
       fs::remove_all(tmp);
+    }
+    if (sw->parsed()) {
+      return run_sweep(sw_file, sw_executor, sw_jobs, sw_gpus, sw_dry, sw_status, sw_cancel, sw_point, sw_job,
+                       common.sets);
+    }
+    if (ag->parsed()) {
+      run_aggregate(ag_dir, ag_threshold, !ag_no_plot);
     }
     if (tp->parsed()) {
       run_taotp(tp_run->parsed() ? "run" : tp_count->parsed() ? "count" : "export", tp_program,

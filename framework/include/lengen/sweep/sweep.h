@@ -1,0 +1,101 @@
+#pragma once
+
+// Ablation sweeps: one YAML file names a base experiment and the axes to vary; every point is
+// an ordinary run directory (runs/<config name>/<seed> under the sweep's folder), run here by a
+// bounded worker pool or on a cluster as one Slurm job array, and aggregated into median /
+// IQR / fraction-above-threshold tables and heatmaps over seeds. docs/sweeps.md has the format.
+
+#include "lengen/core/export.h"
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace lengen::sweep {
+
+/// One point: the base experiment with these overrides.
+struct Point {
+  int64_t index = 0;
+  std::string name;         ///< unique, from the varied keys, e.g. "position=coupling,seed=1"
+  std::string config_name;  ///< the name without the seed: the seeds of a configuration share it
+  int64_t seed = 0;
+  std::vector<std::pair<std::string, std::string>> varied;  ///< key -> value (YAML flow text)
+  std::vector<std::string> overrides;                        ///< `key=value` for Experiment::load
+  std::string run_dir;                                       ///< <sweep dir>/runs/<config name>/<seed>
+};
+
+/// `slurm:` section (every key optional).
+struct SlurmOptions {
+  std::string partition, time, account, qos, mem;
+  int64_t cpus_per_task = 0;   ///< 0: Slurm's default
+  int64_t gpus_per_task = 0;
+  int64_t array_limit = 0;     ///< `%N` concurrency limit; 0: none
+  std::vector<std::string> extra;  ///< lines added verbatim (e.g. "#SBATCH --constraint=a100")
+  std::string setup;           ///< shell lines run before the point (module load ...)
+};
+
+struct Sweep {
+  std::string file;     ///< the sweep YAML
+  std::string name;
+  std::string base;     ///< base experiment file (absolute)
+  std::string dir;      ///< output folder of the sweep (absolute)
+  std::vector<std::string> axes;  ///< varied keys, in file order (zip members included)
+  std::vector<Point> points;
+  int64_t workers = 1;          ///< local executor: points at a time
+  int64_t threads_per_run = 0;  ///< 0: cores / workers
+  double threshold = 0.9;       ///< aggregate: fraction of seeds at or above this accuracy
+  SlurmOptions slurm;
+};
+
+/// Reads a sweep file, expands grid x zip groups (+ explicit points), names the points and
+/// validates every point's experiment (unknown key, bad value, unknown plugin) before anything
+/// runs. Errors name the sweep file, line and key. `overrides` (--set) apply to every point.
+LENGEN_API Sweep load_sweep(const std::string& path, const std::vector<std::string>& overrides = {});
+
+/// Writes <dir>/sweep.json (the points) and every point's resolved config.yaml, atomically.
+/// A point's existing config is kept when it equals the new one and refused (naming the key
+/// that changed is beyond us: the file) when it differs and the point already has results.
+LENGEN_API void write_plan(const Sweep& sweep);
+
+enum class State { kDone, kRunning, kFailed, kInterrupted, kMissing };
+LENGEN_API const char* state_name(State s);
+
+/// done: eval/summary.json exists (written last and atomically); failed: the last attempt
+/// exited non-zero (sweep-failed.json); running: a live attempt holds sweep-running.json
+/// (a local PID that is alive, or a Slurm job that squeue still lists); interrupted: an
+/// attempt started and died without a verdict (killed, time limit, node failure); missing:
+/// never started.
+LENGEN_API State point_state(const Point& point);
+
+/// Runs one point in this process's child: `lengen run <run_dir>/config.yaml --resume`, with
+/// stdout/stderr appended to <run_dir>/sweep.log, the running marker while it runs and the
+/// failure record when it fails. Returns the exit status. `lengen` is the CLI's path.
+LENGEN_API int run_point(const Sweep& sweep, const Point& point, const std::string& lengen,
+                         int64_t threads, const std::string& slurm_job = "");
+
+/// Local executor: runs every point that is not done (or running) with `workers` at a time;
+/// one child per point, CUDA_VISIBLE_DEVICES assigned round-robin when GPUs are listed.
+/// A failure is recorded and the others go on. SIGINT/SIGTERM: no new points start, running
+/// ones are asked to stop (they checkpoint) and the call returns. Returns the failures.
+LENGEN_API int64_t run_local(const Sweep& sweep, const std::string& lengen, int64_t workers,
+                             const std::vector<std::string>& gpus);
+
+/// The sbatch script of a job array over `indices` (points not done), mapping
+/// SLURM_ARRAY_TASK_ID to a point through `lengen sweep FILE --point ID`.
+LENGEN_API std::string slurm_script(const Sweep& sweep, const std::vector<int64_t>& indices,
+                                    const std::string& lengen);
+
+/// Submits the script with sbatch, records the job ID in <dir>/slurm/jobs.txt, returns it.
+LENGEN_API std::string submit_slurm(const Sweep& sweep, const std::string& script_path);
+
+/// scancel every job recorded in <dir>/slurm/jobs.txt. Returns how many were cancelled.
+LENGEN_API int64_t cancel_slurm(const Sweep& sweep);
+
+/// Collects every completed point into <dir>/aggregate/results.csv (one row per point and
+/// grid cell) and summary.csv (per configuration and cell: seeds, median, q25, q75, IQR,
+/// fraction of seeds >= threshold, min, max), reading <sweep_dir>/sweep.json. threshold < 0:
+/// the sweep's own. Returns the number of points read.
+LENGEN_API int64_t aggregate(const std::string& sweep_dir, double threshold = -1);
+
+}  // namespace lengen::sweep

@@ -1,0 +1,119 @@
+#!/usr/bin/python3
+"""Draw a lengen sweep's aggregate (aggregate/summary.csv) as heatmaps.
+
+Writes into the aggregate folder:
+  panel.png            every configuration side by side: median over seeds, interquartile
+                       range, and the fraction of seeds at or above the threshold
+  <config>.png         one configuration's three maps (two-axis grids only)
+One grid axis (e.g. digits): rows are configurations, columns the axis values.
+Two grid axes (e.g. operand length x operand count): one heatmap per configuration.
+
+Usage: plot_sweep.py AGGREGATE_DIR
+Needs Debian's python3-matplotlib and python3-numpy (run with /usr/bin/python3).
+"""
+import csv
+import json
+import os
+import re
+import sys
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    out = sys.argv[1]
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    with open(os.path.join(out, "aggregate.json")) as f:
+        meta = json.load(f)
+    with open(os.path.join(out, "summary.csv")) as f:
+        rows = list(csv.DictReader(f))
+    if not rows:
+        return
+    axes = meta["cell_axes"]
+    configs = meta["configs"]
+    threshold = meta["threshold"]
+    stats = [("median", "median exact match", "viridis", (0, 1)),
+             ("iqr", "interquartile range", "magma", (0, None)),
+             ("frac_above", f"fraction of seeds >= {threshold:g}", "viridis", (0, 1))]
+    seeds = {}
+    for r in rows:
+        seeds.setdefault(r["config"], set()).add(int(r["seeds"]))
+
+    def label(c):
+        n = seeds.get(c, {0})
+        return f"{c}  (seeds: {min(n)}" + (f"-{max(n)})" if len(n) > 1 else ")")
+
+    if len(axes) == 1:
+        a = axes[0]
+        xs = sorted({int(r[a]) for r in rows})
+        fig, axs = plt.subplots(len(stats), 1, figsize=(max(6, 0.35 * len(xs) + 4),
+                                                        1.2 + len(stats) * (0.45 * len(configs) + 0.9)))
+        axs = np.atleast_1d(axs)
+        for ax, (key, title, cmap, (lo, hi)) in zip(axs, stats):
+            m = np.full((len(configs), len(xs)), np.nan)
+            for r in rows:
+                m[configs.index(r["config"]), xs.index(int(r[a]))] = float(r[key])
+            im = ax.imshow(m, aspect="auto", cmap=cmap, vmin=lo, vmax=hi if hi is not None else max(1e-9, np.nanmax(m)),
+                           interpolation="nearest")
+            ax.set_title(title)
+            if len(xs) <= 40:
+                for (i, j), v in np.ndenumerate(m):
+                    if not np.isnan(v):
+                        ax.text(j, i, f"{100 * v:.0f}" if key != "frac_above" else f"{v:.2f}".lstrip("0"),
+                                ha="center", va="center", fontsize=6,
+                                color="white" if v < 0.5 * (hi or max(1e-9, np.nanmax(m))) else "black")
+            ax.set_xticks(range(len(xs)))
+            ax.set_xticklabels(xs, fontsize=7)
+            ax.set_yticks(range(len(configs)))
+            ax.set_yticklabels([label(c) for c in configs], fontsize=8)
+            ax.set_xlabel(a)
+            fig.colorbar(im, ax=ax, fraction=0.03)
+        fig.tight_layout()
+        fig.savefig(os.path.join(out, "panel.png"), dpi=110)
+        return
+
+    ax0, ax1 = axes[0], axes[1]
+    xs = sorted({int(r[ax0]) for r in rows})
+    ys = sorted({int(r[ax1]) for r in rows})
+
+    def grid(config, key):
+        m = np.full((len(ys), len(xs)), np.nan)
+        for r in rows:
+            if r["config"] == config:
+                m[ys.index(int(r[ax1])), xs.index(int(r[ax0]))] = float(r[key])
+        return m
+
+    def draw(ax, m, key, title, cmap, lo, hi):
+        im = ax.imshow(m, origin="lower", cmap=cmap, vmin=lo, vmax=hi if hi is not None else max(1e-9, np.nanmax(m)),
+                       extent=(xs[0] - 0.5, xs[-1] + 0.5, ys[0] - 0.5, ys[-1] + 0.5), aspect="auto")
+        ax.set_title(title, fontsize=8)
+        ax.set_xlabel(ax0)
+        ax.set_ylabel(ax1)
+        return im
+
+    fig, axs = plt.subplots(len(stats), len(configs), figsize=(3.2 * len(configs) + 1, 3.0 * len(stats)),
+                            squeeze=False)
+    for j, c in enumerate(configs):
+        for i, (key, title, cmap, (lo, hi)) in enumerate(stats):
+            im = draw(axs[i][j], grid(c, key), key, f"{c}\n{title}", cmap, lo, hi)
+            fig.colorbar(im, ax=axs[i][j], fraction=0.046)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "panel.png"), dpi=100)
+    plt.close(fig)
+    for c in configs:
+        fig, axs = plt.subplots(1, len(stats), figsize=(4 * len(stats), 3.6))
+        for ax, (key, title, cmap, (lo, hi)) in zip(axs, stats):
+            im = draw(ax, grid(c, key), key, title, cmap, lo, hi)
+            fig.colorbar(im, ax=ax, fraction=0.046)
+        fig.suptitle(label(c))
+        fig.tight_layout()
+        fig.savefig(os.path.join(out, re.sub(r"[^A-Za-z0-9=+,._-]", "_", c) + ".png"), dpi=100)
+        plt.close(fig)
+
+
+if __name__ == "__main__":
+    main()
