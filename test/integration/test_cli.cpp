@@ -229,3 +229,55 @@ train: {steps: 60, batch_size: 32, log_every: 60, checkpoint_every: 60}
     CHECK(n > 0);
   }
 }
+
+TEST_CASE("cli: a local sweep records a failure, finishes the rest, and a rerun completes it",
+          "[cli][sweep]") {
+  test::TempDir tmp;
+  test::write_text(tmp.file("base.yaml"), R"(name: base
+task: {name: addition, train_digits: [1, 3], eval_digits: [1, 4]}
+model: {layers: 1, heads: 2, d_model: 16, d_ff: 32}
+position: [nope]
+train: {steps: 20, batch_size: 8, log_every: 10, checkpoint_every: 10}
+eval: {samples: 10}
+)");
+  test::write_text(tmp.file("s.yaml"), fmt::format(R"(name: local
+base: base.yaml
+output_dir: {}
+grid: {{seed: [0, 1, 2]}}
+executor: {{workers: 2, threads_per_run: 1}}
+)", tmp.str()));
+  const fs::path root = fs::path(tmp.str()) / "local";
+  // Point 1 will fail at run time: a corrupt checkpoint where --resume looks.
+  const fs::path bad = root / "runs" / "local" / "1" / "checkpoints";
+  fs::create_directories(bad);
+  test::write_text((bad / "step-00000005.safetensors").string(), "not a checkpoint");
+
+  int rc = 0;
+  std::string log = sh("sweep " + tmp.file("s.yaml"), &rc);
+  CHECK(rc == 1);
+  CHECK_THAT(log, Contains("point local,seed=1 failed") && Contains("1 point(s) failed"));
+  std::string status = sh("sweep " + tmp.file("s.yaml") + " --status");
+  CHECK_THAT(status, Contains("2 done, 0 running, 1 failed, 0 interrupted, 0 missing"));
+  auto failed = nlohmann::json::parse(std::ifstream(root / "runs" / "local" / "1" / "sweep-failed.json"));
+  CHECK(failed["exit_status"] == 1);
+  CHECK(fs::exists(failed["log"].get<std::string>()));
+  const auto done_at = fs::last_write_time(root / "runs" / "local" / "0" / "eval" / "summary.json");
+
+  // Fixed, the rerun runs only the failed point and leaves the finished ones alone.
+  fs::remove(bad / "step-00000005.safetensors");
+  log = sh("sweep " + tmp.file("s.yaml"));
+  CHECK_THAT(log, Contains("3 points, 1 to run"));
+  CHECK(fs::last_write_time(root / "runs" / "local" / "0" / "eval" / "summary.json") == done_at);
+  CHECK_THAT(sh("sweep " + tmp.file("s.yaml") + " --status"), Contains("3 done, 0 running, 0 failed"));
+  // The sweep aggregated itself: one row per point and cell.
+  std::ifstream results(root / "aggregate" / "results.csv");
+  std::string all((std::istreambuf_iterator<char>(results)), {});
+  CHECK(std::count(all.begin(), all.end(), '\n') == 1 + 3 * 4);
+  CHECK(fs::exists(root / "aggregate" / "panel.png") == fs::exists("/usr/bin/python3"));
+
+  // An invalid axis is refused before anything is planned.
+  test::write_text(tmp.file("bad.yaml"), "name: bad\nbase: base.yaml\ngrid: {model.layerz: [1]}\n");
+  std::string err = sh("sweep " + tmp.file("bad.yaml"), &rc);
+  CHECK(rc == 1);
+  CHECK_THAT(err, Contains("bad.yaml:3:") && Contains("layerz"));
+}

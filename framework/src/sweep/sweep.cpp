@@ -222,6 +222,7 @@ Sweep load_sweep(const std::string& path, const std::vector<std::string>& overri
   struct Raw {
     std::vector<std::pair<std::string, YAML::Node>> values;
     ConfigNode where;
+    bool explicit_point = false;  // from `points:`: named by all of its keys
   };
   std::vector<Raw> raws;
   if (!axes.empty()) {
@@ -253,7 +254,7 @@ Sweep load_sweep(const std::string& path, const std::vector<std::string>& overri
     for (size_t i = 0; i < points.size(); ++i) {
       ConfigNode p = points.at(i);
       if (!p.is_map()) p.fail("a point is a map of key: value");
-      Raw raw{{}, p};
+      Raw raw{{}, p, true};
       for (const auto& k : p.keys()) {
         raw.values.emplace_back(k, p.child(k).yaml());
         if (std::find(s.axes.begin(), s.axes.end(), k) == s.axes.end()) s.axes.push_back(k);
@@ -261,7 +262,6 @@ Sweep load_sweep(const std::string& path, const std::vector<std::string>& overri
       raws.push_back(std::move(raw));
     }
   }
-  if (raws.empty()) root.fail("the sweep varies nothing: give 'grid:', 'zip:' or 'points:'");
 
   // Executors and aggregation.
   ConfigNode ex = r.child("executor");
@@ -295,6 +295,7 @@ Sweep load_sweep(const std::string& path, const std::vector<std::string>& overri
     ar.finish();
   }
   r.finish();
+  if (raws.empty()) root.fail("the sweep varies nothing: give 'grid:', 'zip:' or 'points:'");
 
   // Name, validate and place every point. Names use the keys that actually vary.
   // Short labels (component names only) where they tell a key's values apart.
@@ -313,7 +314,7 @@ Sweep load_sweep(const std::string& path, const std::vector<std::string>& overri
     for (const auto& [k, v] : raws[i].values) {
       p.varied.emplace_back(k, flow(v));
       if (k == "seed") continue;
-      if (distinct[k].size() > 1 || raws.size() == 1) {
+      if (distinct[k].size() > 1 || raws.size() == 1 || raws[i].explicit_point) {
         const bool detailed = short_labels[k].size() < distinct[k].size();
         config_parts.push_back(short_key(k) + "=" + label(v, detailed));
       }

@@ -1,0 +1,128 @@
+// Sweep planning (grid x zip + points, names, validation before anything runs) and the
+// aggregation statistics (median, quartiles, fraction of seeds above the threshold).
+#include "helpers.h"
+#include "lengen/sweep/sweep.h"
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+using namespace lengen;
+using Catch::Contains;
+namespace fs = std::filesystem;
+
+namespace {
+
+const char* kBase = R"(name: base
+seed: 0
+task: {name: addition, train_digits: [1, 3], eval_digits: [1, 4]}
+model: {layers: 1, heads: 2, d_model: 16, d_ff: 32}
+position: [nope]
+train: {steps: 10, batch_size: 4}
+eval: {samples: 5}
+)";
+
+std::string read(const fs::path& p) {
+  std::ifstream in(p);
+  return std::string((std::istreambuf_iterator<char>(in)), {});
+}
+
+}  // namespace
+
+TEST_CASE("sweep: grid x zip, then explicit points; names from what varies", "[sweep]") {
+  test::TempDir dir;
+  test::write_text(dir.file("base.yaml"), kBase);
+  test::write_text(dir.file("s.yaml"), fmt::format(R"(name: abl
+extends: base.yaml
+output_dir: {}
+set: {{train.steps: 7}}
+grid:
+  position: [[nope], [{{name: coupling, max_position: 16}}]]
+  seed: [0, 1, 2]
+zip:
+  - {{model.d_model: [16, 32], model.d_ff: [32, 64]}}
+points:
+  - {{model.layers: 2, seed: 5}}
+)", dir.str()));
+  sweep::Sweep s = sweep::load_sweep(dir.file("s.yaml"));
+  REQUIRE(s.points.size() == 2 * 3 * 2 + 1);
+  CHECK(s.axes == std::vector<std::string>{"position", "seed", "model.d_model", "model.d_ff", "model.layers"});
+  // First axis slowest; zip members move together; names use short keys and scheme names.
+  CHECK(s.points[0].name == "position=nope,d_model=16,d_ff=32,seed=0");
+  CHECK(s.points[1].name == "position=nope,d_model=32,d_ff=64,seed=0");
+  CHECK(s.points[2].config_name == "position=nope,d_model=16,d_ff=32");
+  CHECK(s.points[2].seed == 1);
+  CHECK(s.points[6].name == "position=coupling,d_model=16,d_ff=32,seed=0");
+  CHECK(s.points[12].name == "layers=2,seed=5");
+  // Every point lives under the sweep's folder as runs/<config>/<seed>; `set` applies to all.
+  CHECK(s.points[3].run_dir == (fs::path(dir.str()) / "abl" / "runs" / "position=nope,d_model=32,d_ff=64" / "1").string());
+  CHECK(std::find(s.points[3].overrides.begin(), s.points[3].overrides.end(), "train.steps=7") !=
+        s.points[3].overrides.end());
+
+  // The plan: sweep.json and each point's resolved config, before anything runs.
+  sweep::write_plan(s);
+  auto manifest = nlohmann::json::parse(read(fs::path(s.dir) / "sweep.json"));
+  CHECK(manifest["points"].size() == 13);
+  CHECK(manifest["points"][12]["varied"]["model.layers"] == "2");
+  const std::string cfg = read(fs::path(s.points[7].run_dir) / "config.yaml");
+  CHECK_THAT(cfg, Contains("d_model: 32") && Contains("steps: 7") && Contains("coupling"));
+  for (const auto& p : s.points) CHECK(sweep::point_state(p) == sweep::State::kMissing);
+}
+
+TEST_CASE("sweep: invalid axes are refused before anything runs, naming the sweep file", "[sweep]") {
+  test::TempDir dir;
+  test::write_text(dir.file("base.yaml"), kBase);
+  auto fails = [&](const std::string& body, const std::string& needle) {
+    test::write_text(dir.file("bad.yaml"), "name: bad\nbase: base.yaml\noutput_dir: " + dir.str() + "\n" + body);
+    INFO(body);
+    CHECK_THROWS_WITH(sweep::load_sweep(dir.file("bad.yaml")), Contains(needle));
+    CHECK(!fs::exists(fs::path(dir.str()) / "bad"));
+  };
+  fails("grid: {model.layerz: [1, 2]}", "bad.yaml:4:");
+  fails("grid: {model.layerz: [1, 2]}", "layerz");
+  fails("grid: {model.layers: [1, -3]}", "model.layers must be >= 0");
+  fails("grid: {position: [[nope], [fancy_scheme]]}", "unknown position 'fancy_scheme'");
+  fails("zip: [{model.d_model: [16, 32], model.d_ff: [32]}]", "equal lengths");
+  fails("grid: {seed: [1, 1]}", "two points are the same experiment");
+  fails("grid: {seed: []}", "non-empty list");
+  fails("grdi: {seed: [1]}", "did you mean 'grid'");
+  fails("", "varies nothing");
+  test::write_text(dir.file("nobase.yaml"), "name: x\ngrid: {seed: [1]}\n");
+  CHECK_THROWS_WITH(sweep::load_sweep(dir.file("nobase.yaml")), Contains("exactly one of 'base:' or 'extends:'"));
+}
+
+TEST_CASE("sweep: aggregate takes median, quartiles and the fraction above threshold over seeds", "[sweep]") {
+  test::TempDir dir;
+  const fs::path root = dir.path;
+  nlohmann::json points = nlohmann::json::array();
+  const std::vector<std::vector<double>> acc = {{0.2, 1.0}, {0.9, 0.5}, {1.0, 0.0}};  // seed x digits
+  for (int seed = 0; seed < 4; ++seed) {
+    const std::string rel = "runs/cfg/" + std::to_string(seed);
+    points.push_back({{"index", seed}, {"name", "cfg,seed=" + std::to_string(seed)}, {"config", "cfg"},
+                      {"seed", seed}, {"varied", {{"seed", std::to_string(seed)}}}, {"run_dir", rel}});
+    if (seed == 3) continue;  // never ran: not aggregated
+    nlohmann::json cells = nlohmann::json::array();
+    for (int d = 0; d < 2; ++d) {
+      cells.push_back({{"digits", d + 1}, {"samples", 10}, {"correct", static_cast<int>(acc[seed][d] * 10)},
+                       {"accuracy", acc[seed][d]}, {"ci95", {0.0, 1.0}}});
+    }
+    fs::create_directories(root / rel / "eval");
+    std::ofstream(root / rel / "eval" / "summary.json") << nlohmann::json{{"axes", {"digits"}}, {"cells", cells}}.dump();
+  }
+  std::ofstream(root / "sweep.json") << nlohmann::json{{"name", "t"}, {"axes", {"seed"}}, {"threshold", 0.9},
+                                                       {"points", points}}
+                                            .dump();
+  CHECK(sweep::aggregate(root.string()) == 3);
+  const std::string summary = read(root / "aggregate" / "summary.csv");
+  // digits 1: {0.2, 0.9, 1.0} -> median 0.9, q25 0.55, q75 0.95, 2 of 3 seeds >= 0.9.
+  CHECK_THAT(summary, Contains("cfg,1,3,0.900000,0.550000,0.950000,0.400000,0.666667,0.200000,1.000000"));
+  // digits 2: {1.0, 0.5, 0.0} -> median 0.5, 1 of 3.
+  CHECK_THAT(summary, Contains("cfg,2,3,0.500000,0.250000,0.750000,0.500000,0.333333,0.000000,1.000000"));
+  const std::string results = read(root / "aggregate" / "results.csv");
+  CHECK(std::count(results.begin(), results.end(), '\n') == 1 + 3 * 2);
+  // A different threshold on the command line.
+  sweep::aggregate(root.string(), 0.5);
+  CHECK_THAT(read(root / "aggregate" / "summary.csv"), Contains("cfg,2,3,0.500000,0.250000,0.750000,0.500000,0.666667"));
+  CHECK_THROWS_WITH(sweep::aggregate((root / "nothing").string()), Contains("no sweep.json"));
+}
