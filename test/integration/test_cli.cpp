@@ -5,9 +5,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <thread>
+
+#include <unistd.h>
 
 using namespace lengen;
 using Catch::Contains;
@@ -280,4 +283,56 @@ executor: {{workers: 2, threads_per_run: 1}}
   std::string err = sh("sweep " + tmp.file("bad.yaml"), &rc);
   CHECK(rc == 1);
   CHECK_THAT(err, Contains("bad.yaml:3:") && Contains("layerz"));
+}
+
+TEST_CASE("cli: Ctrl-C stops a local sweep cleanly; the next run resumes the stopped points",
+          "[cli][sweep]") {
+  test::TempDir tmp;
+  test::write_text(tmp.file("base.yaml"), R"(name: base
+task: {name: addition, train_digits: [1, 3], eval_digits: [1, 3]}
+model: {layers: 1, heads: 2, d_model: 16, d_ff: 32}
+position: [nope]
+train: {steps: 4000, batch_size: 8, log_every: 500, checkpoint_every: 50}
+eval: {samples: 10}
+)");
+  test::write_text(tmp.file("s.yaml"), fmt::format(R"(name: stop
+base: base.yaml
+output_dir: {}
+grid: {{seed: [0, 1]}}
+executor: {{workers: 2, threads_per_run: 1}}
+)", tmp.str()));
+  const fs::path runs = fs::path(tmp.str()) / "stop" / "runs" / "stop";
+  pid_t pid = fork();
+  if (pid == 0) {
+    const std::string log = tmp.file("sweep.log");
+    freopen(log.c_str(), "w", stdout);
+    freopen(log.c_str(), "a", stderr);
+    execl(LENGEN_CLI, LENGEN_CLI, "sweep", tmp.file("s.yaml").c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  // Interrupt once both points have a checkpoint.
+  for (int i = 0; i < 600; ++i) {
+    if (fs::exists(runs / "0" / "checkpoints") && fs::exists(runs / "1" / "checkpoints") &&
+        !fs::is_empty(runs / "0" / "checkpoints") && !fs::is_empty(runs / "1" / "checkpoints")) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  REQUIRE(!fs::exists(runs / "0" / "eval" / "summary.json"));
+  kill(pid, SIGINT);
+  int raw = 0;
+  waitpid(pid, &raw, 0);
+  CHECK(WIFEXITED(raw));
+  std::string status = sh("sweep " + tmp.file("s.yaml") + " --status");
+  CHECK_THAT(status, Contains("0 done, 0 running, 0 failed, 2 interrupted"));
+  // Both stopped with a checkpoint; the next run resumes them to the end.
+  std::string log = sh("sweep " + tmp.file("s.yaml"));
+  INFO(log);
+  for (const char* seed : {"0", "1"}) {
+    std::ifstream in(runs / seed / "sweep.log");
+    std::string text((std::istreambuf_iterator<char>(in)), {});
+    CHECK_THAT(text, Contains("resumed from"));
+  }
+  CHECK_THAT(sh("sweep " + tmp.file("s.yaml") + " --status"),
+             Contains("2 done, 0 running, 0 failed, 0 interrupted"));
 }

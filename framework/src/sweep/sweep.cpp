@@ -405,6 +405,7 @@ State point_state(const Point& p) {
     return State::kInterrupted;
   }
   if (fs::exists(failed)) return State::kFailed;
+  if (fs::exists(markers(p.run_dir, "sweep-stopped.json"))) return State::kInterrupted;
   return State::kMissing;
 }
 
@@ -439,9 +440,17 @@ pid_t spawn_point(const Point& p, const std::string& lengen, int64_t threads, co
 
 void mark_running(const Point& p, int64_t pid, const std::string& job) {
   fs::remove(markers(p.run_dir, "sweep-failed.json"));
+  fs::remove(markers(p.run_dir, "sweep-stopped.json"));
   json m{{"pid", pid}, {"host", hostname()}, {"started", std::time(nullptr)}};
   if (!job.empty()) m["slurm_job"] = job;
   write_file_atomic(markers(p.run_dir, "sweep-running.json").string(), m.dump() + "\n");
+}
+
+// Stopped on request (Ctrl-C, SIGTERM before a time limit, a requeue): resumable.
+void mark_stopped(const Point& p, int status) {
+  fs::remove(markers(p.run_dir, "sweep-running.json"));
+  json m{{"exit_status", status}, {"stopped", std::time(nullptr)}};
+  write_file_atomic(markers(p.run_dir, "sweep-stopped.json").string(), m.dump() + "\n");
 }
 
 void mark_finished(const Point& p, int status) {
@@ -484,8 +493,7 @@ int run_point(const Sweep& s, const Point& p, const std::string& lengen, int64_t
   std::signal(SIGTERM, old_term);
   const int status = exit_status(raw);
   if (forwarded) {
-    // Stopped on request: leave it interrupted (resumable), not failed.
-    fs::remove(markers(p.run_dir, "sweep-running.json"));
+    mark_stopped(p, status);  // interrupted (resumable), not failed
     return status;
   }
   mark_finished(p, status);
@@ -535,7 +543,7 @@ int64_t run_local(const Sweep& s, const std::string& lengen, int64_t workers, co
           const double secs =
               std::chrono::duration<double>(std::chrono::steady_clock::now() - sl.start).count();
           if (stopping) {
-            fs::remove(markers(sl.point->run_dir, "sweep-running.json"));
+            mark_stopped(*sl.point, status);
             log->info("stopped {} (resumable)", sl.point->name);
           } else {
             mark_finished(*sl.point, status);

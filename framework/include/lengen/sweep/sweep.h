@@ -64,8 +64,8 @@ LENGEN_API const char* state_name(State s);
 /// done: eval/summary.json exists (written last and atomically); failed: the last attempt
 /// exited non-zero (sweep-failed.json); running: a live attempt holds sweep-running.json
 /// (a local PID that is alive, or a Slurm job that squeue still lists); interrupted: an
-/// attempt started and died without a verdict (killed, time limit, node failure); missing:
-/// never started.
+/// attempt was stopped on request (sweep-stopped.json: Ctrl-C, SIGTERM before a time limit)
+/// or died without a verdict (SIGKILL, node failure); missing: never started.
 LENGEN_API State point_state(const Point& point);
 
 /// Runs one point in this process's child: `lengen run <run_dir>/config.yaml --resume`, with
