@@ -1,10 +1,15 @@
-// Multi-operand addition without scratchpad, single-level coupled IDs (Cho et al. 2024,
-// arXiv:2405.20671 for 2 operands; Cho et al. 2025 §4.3, arXiv:2410.15787).
-// Sequence: `$ a_1 + ... + a_m = s $` ($ is both BOS and EOS). Options: zero padding (to the
-// answer's maximal length or to the longest operand), reversed answer, coupled or sequential IDs.
-// Coupled IDs (start s = 1 at test time): the k-th least significant digit of every number has
-// ID s+k; `+` and `=` have s; BOS/EOS 0. Example (pad_to: answer): `057+048=501` -> 43214321234.
-// Causal IDs count digits since the last separator, so decoding never sees the reference.
+// Multi-operand addition (Cho et al. 2024, arXiv:2405.20671 for 2 operands; Cho et al. 2025,
+// arXiv:2410.15787, sections 4.1-4.3 for many operands), with or without the cumulative-sum
+// scratchpad.
+// Without scratchpad: `$ a_1 + ... + a_m = s $` ($ is both BOS and EOS), single-level coupled
+// IDs (start s = 1 at test time): the k-th least significant digit of every number has ID s+k,
+// `+` and `=` have s, BOS/EOS 0. Example (pad_to: answer): `057+048=501` -> 43214321234.
+// With scratchpad: `$ a_1 + ... + a_m = b_0 > b_1 > ... > b_m $`, b_i = a_1 + ... + a_i
+// (b_0 = 0), every number padded to the answer's maximal length and every b_i reversed; bi-level
+// IDs: level 1 as above, level 2 the number's group (a_i: i-1, its `+` too; `=` and b_0: 0;
+// `>` and b_i: i), plus s. Example: `057+048+096=000>750>501>102`.
+// Causal IDs count digits since the last separator (and `>` so far), so decoding never sees the
+// reference.
 #include "lengen/core/error.h"
 #include "lengen/plugin/plugin.h"
 #include "lengen/task/task.h"
@@ -84,7 +89,23 @@ class Addition final : public lengen::Task {
          OptionSpec::string("position_ids", "coupled: equal significance, equal ID; "
                                             "sequential: 0, 1, 2, ...")
              .with_default("coupled")
-             .one_of({"coupled", "sequential"})}};
+             .one_of({"coupled", "sequential"}),
+         OptionSpec::int_list("train_operands", "[lo, hi]: operand counts in training (default: operands)")
+             .with_default(std::vector<int64_t>{2, 2})
+             .at_least(2),
+         OptionSpec::int_list("eval_operands",
+                              "[lo, hi]: range of the 'operands' grid axis, an axis when lo < hi "
+                              "(default: operands)")
+             .with_default(std::vector<int64_t>{2, 2})
+             .at_least(2),
+         OptionSpec::boolean("mixed_lengths",
+                             "S_A(n, m): half the training samples give every operand one length, "
+                             "half draw each length independently (overrides same_length)")
+             .with_default(false),
+         OptionSpec::boolean("scratchpad",
+                             "write the cumulative sums 0 > a1 > a1+a2 > ... (reversed), with "
+                             "bi-level coupled IDs; needs zero_pad, pad_to: answer, reverse_output")
+             .with_default(false)}};
   }
 
   Addition(const lengen::Options& o, const lengen::TaskContext&)
@@ -94,10 +115,23 @@ class Addition final : public lengen::Task {
         pad_to_answer_(o.get_string("pad_to") == "answer"),
         reverse_(o.get_bool("reverse_output")),
         coupled_(o.get_string("position_ids") == "coupled"),
-        vocab_({"<pad>", "$", "0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "+", "="},
-               "<pad>", "$", "$") {
+        mixed_lengths_(o.get_bool("mixed_lengths")),
+        scratchpad_(o.get_bool("scratchpad")),
+        vocab_(vocabulary_tokens(o.get_bool("scratchpad")), "<pad>", "$", "$") {
     train_ = range_option(o, "train_digits");
     eval_ = range_option(o, "eval_digits");
+    train_ops_ = o.given("train_operands") ? range_option(o, "train_operands")
+                                           : std::pair<int64_t, int64_t>{operands_, operands_};
+    eval_ops_ = o.given("eval_operands") ? range_option(o, "eval_operands")
+                                         : std::pair<int64_t, int64_t>{operands_, operands_};
+    if (scratchpad_ && !(zero_pad_ && pad_to_answer_)) {
+      o.fail("pad_to", "the scratchpad format pads every number to the answer's maximal length: "
+                       "set zero_pad: true and pad_to: answer");
+    }
+    if (scratchpad_ && !reverse_) {
+      o.fail("reverse_output", "the scratchpad writes every partial sum least significant digit "
+                               "first: set reverse_output: true");
+    }
     if (coupled_ && !reverse_ && !zero_pad_) {
       o.fail("reverse_output",
              "coupled IDs of an unpadded, most-significant-first answer depend on the answer's "
@@ -106,31 +140,42 @@ class Addition final : public lengen::Task {
     }
     plus_ = vocab_.id("+");
     eq_ = vocab_.id("=");
+    arrow_ = scratchpad_ ? vocab_.id(">") : -1;
   }
 
   const lengen::Vocabulary& vocabulary() const override { return vocab_; }
-  int64_t position_levels() const override { return 1; }
+  int64_t position_levels() const override { return scratchpad_ && coupled_ ? 2 : 1; }
 
   Example sample_train(lengen::Rng& rng) const override {
     std::vector<std::string> ops;
+    const int64_t m = rng.uniform_int(train_ops_.first, train_ops_.second);
     const int64_t shared = rng.uniform_int(train_.first, train_.second);
-    for (int64_t i = 0; i < operands_; ++i) {
-      ops.push_back(random_number(same_length_ ? shared : rng.uniform_int(train_.first, train_.second), rng));
+    const bool same = mixed_lengths_ ? rng.uniform_int(0, 1) == 1 : same_length_;
+    for (int64_t i = 0; i < m; ++i) {
+      ops.push_back(random_number(same ? shared : rng.uniform_int(train_.first, train_.second), rng));
     }
     return make_example(ops);
   }
 
   std::vector<lengen::GridAxis> grid_axes() const override {
-    return {{"digits", "length of every operand", eval_.first, eval_.second, train_.first,
-             train_.second}};
+    std::vector<lengen::GridAxis> axes{
+        {"digits", "length of every operand", eval_.first, eval_.second, train_.first, train_.second}};
+    if (eval_ops_.first < eval_ops_.second) {
+      axes.push_back({"operands", "number of operands", eval_ops_.first, eval_ops_.second,
+                      train_ops_.first, train_ops_.second});
+    }
+    return axes;
   }
 
   Example sample_eval(const lengen::GridCell& cell, lengen::Rng& rng) const override {
     auto it = cell.find("digits");
     LENGEN_CHECK(it != cell.end(), "addition: grid cell has no 'digits'");
     LENGEN_CHECK(it->second >= 1, "addition: digits must be >= 1, got {}", it->second);
+    auto mt = cell.find("operands");
+    const int64_t m = mt == cell.end() ? eval_ops_.first : mt->second;
+    LENGEN_CHECK(m >= 2, "addition: operands must be >= 2, got {}", m);
     std::vector<std::string> ops;
-    for (int64_t i = 0; i < operands_; ++i) {
+    for (int64_t i = 0; i < m; ++i) {
       ops.push_back(random_number(it->second, rng));
     }
     return make_example(ops);
@@ -162,16 +207,18 @@ class Addition final : public lengen::Task {
       }
       start = plus + 1;
     }
-    LENGEN_CHECK(static_cast<int64_t>(ops.size()) == operands_,
-                 "addition: '{}' has {} operands but the task is configured for {}", text,
-                 ops.size(), operands_);
+    const int64_t m = static_cast<int64_t>(ops.size());
+    const int64_t lo = std::min(train_ops_.first, eval_ops_.first);
+    const int64_t hi = std::max(train_ops_.second, eval_ops_.second);
+    LENGEN_CHECK(lo == hi ? m == lo : m >= 2, "addition: '{}' has {} operands but the task is configured for {}",
+                 text, m, lo == hi ? std::to_string(lo) : "at least 2");
     return make_example(ops);
   }
 
   PositionIds causal_position_ids(const std::vector<int64_t>& tokens,
                                   int64_t prompt_length) const override {
     const int64_t T = static_cast<int64_t>(tokens.size());
-    PositionIds ids(1, std::vector<int64_t>(static_cast<size_t>(T), 0));
+    PositionIds ids(static_cast<size_t>(position_levels()), std::vector<int64_t>(static_cast<size_t>(T), 0));
     if (!coupled_) {
       for (int64_t t = 0; t < T; ++t) {
         ids[0][t] = t;
@@ -179,6 +226,9 @@ class Addition final : public lengen::Task {
       return ids;
     }
     const int64_t s = 1;
+    if (scratchpad_) {
+      return scratchpad_ids(tokens, prompt_length, std::move(ids));
+    }
     // Query: a digit's ID is s + (digits from it to the end of its run).
     const int64_t qlen = std::min(prompt_length, T);
     int64_t longest = 0;
@@ -200,7 +250,7 @@ class Addition final : public lengen::Task {
     }
     // Response: k-th generated digit (1-based). Reversed: LSD first -> s + k. Plain and padded:
     // the answer length A is fixed by the query -> s + A - k + 1.
-    const int64_t A = answer_length_for(longest);
+    const int64_t A = answer_length_for(longest, operands_in(tokens, qlen));
     int64_t k = 0;
     for (int64_t t = prompt_length; t < T; ++t) {
       if (!is_digit(tokens[t])) {
@@ -219,7 +269,10 @@ class Addition final : public lengen::Task {
       run = is_digit(t) ? run + 1 : 0;
       longest = std::max(longest, run);
     }
-    return answer_length_for(longest) + 1;  // digits + EOS
+    const int64_t m = operands_in(prompt, static_cast<int64_t>(prompt.size()));
+    const int64_t A = answer_length_for(longest, m);
+    // Scratchpad: m+1 numbers of A digits, m arrows; else the answer's digits. Then EOS.
+    return scratchpad_ ? (m + 1) * A + m + 1 : A + 1;
   }
 
  private:
@@ -236,6 +289,65 @@ class Addition final : public lengen::Task {
 
   bool is_digit(int64_t tok) const { return tok >= 2 && tok <= 11; }  // ids of "0".."9"
 
+  static std::vector<std::string> vocabulary_tokens(bool scratchpad) {
+    std::vector<std::string> v{"<pad>", "$", "0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "+", "="};
+    if (scratchpad) {
+      v.push_back(">");  // only then: the plain task's vocabulary (and checkpoints) stay as they were
+    }
+    return v;
+  }
+
+  // Operands in a prompt: the '+' signs before position `end`, plus one.
+  int64_t operands_in(const std::vector<int64_t>& tokens, int64_t end) const {
+    int64_t m = 1;
+    for (int64_t t = 0; t < end && t < static_cast<int64_t>(tokens.size()); ++t) {
+      m += tokens[t] == plus_ ? 1 : 0;
+    }
+    return m;
+  }
+
+  // Bi-level causal IDs of the scratchpad format (levels: significance, number group).
+  PositionIds scratchpad_ids(const std::vector<int64_t>& tokens, int64_t prompt_length, PositionIds ids) const {
+    const int64_t s = 1, T = static_cast<int64_t>(tokens.size());
+    const int64_t qlen = std::min(prompt_length, T);
+    int64_t group = 0;
+    for (int64_t t = 1; t < qlen;) {
+      if (is_digit(tokens[t])) {
+        int64_t end = t;
+        while (end < qlen && is_digit(tokens[end])) ++end;
+        for (int64_t u = t; u < end; ++u) {
+          ids[0][u] = s + (end - u);
+          ids[1][u] = s + group;
+        }
+        t = end;
+        continue;
+      }
+      if (tokens[t] == plus_) {
+        ids[0][t] = s;
+        ids[1][t] = s + group;
+        ++group;
+      } else if (tokens[t] == eq_) {
+        ids[0][t] = s;
+        ids[1][t] = s;
+      }
+      ++t;
+    }
+    int64_t arrows = 0, digits = 0;
+    for (int64_t t = prompt_length; t < T; ++t) {
+      if (tokens[t] == arrow_) {
+        ++arrows;
+        digits = 0;
+        ids[0][t] = s;
+        ids[1][t] = s + arrows;
+      } else if (is_digit(tokens[t])) {
+        ++digits;
+        ids[0][t] = s + digits;
+        ids[1][t] = s + arrows;
+      }  // EOS (or anything else): 0, 0
+    }
+    return ids;
+  }
+
   static std::string random_number(int64_t digits, lengen::Rng& rng) {
     // Uniform among numbers with exactly `digits` digits; 1 digit includes 0.
     std::string x;
@@ -246,13 +358,14 @@ class Addition final : public lengen::Task {
     return x;
   }
 
-  // Answer digits written for a query whose longest (padded) operand run has `longest` digits.
-  int64_t answer_length_for(int64_t longest) const {
+  // Answer digits written for a query of m operands whose longest (padded) operand run has
+  // `longest` digits.
+  int64_t answer_length_for(int64_t longest, int64_t m) const {
     // With pad_to answer the runs already have the answer's length.
     if (zero_pad_ && pad_to_answer_) {
       return longest;
     }
-    return static_cast<int64_t>(max_sum_length(static_cast<size_t>(longest), operands_));
+    return static_cast<int64_t>(max_sum_length(static_cast<size_t>(longest), static_cast<size_t>(m)));
   }
 
   // Builds the sequence and its IDs from the numbers (the "template" form; the causal form above
@@ -267,6 +380,9 @@ class Addition final : public lengen::Task {
     const size_t op_width = zero_pad_ ? (pad_to_answer_ ? answer_len : longest) : 0;
     std::string answer = zero_pad_ ? pad_left(sum, answer_len) : sum;
 
+    if (scratchpad_) {
+      return make_scratchpad_example(ops, longest, answer_len);
+    }
     Example ex;
     ex.position_ids.assign(1, {});
     auto push = [&](int64_t tok, int64_t id, bool loss) {
@@ -302,13 +418,62 @@ class Addition final : public lengen::Task {
     return ex;
   }
 
+  // `$ a_1 + ... + a_m = b_0 > b_1 > ... > b_m $`, every number padded to L digits, b_i reversed.
+  Example make_scratchpad_example(const std::vector<std::string>& ops, size_t longest, size_t L) const {
+    Example ex;
+    ex.position_ids.assign(2, {});
+    auto push = [&](int64_t tok, int64_t id1, int64_t id2, bool loss) {
+      ex.tokens.push_back(tok);
+      ex.position_ids[0].push_back(id1);
+      ex.position_ids[1].push_back(id2);
+      ex.loss_mask.push_back(loss ? 1 : 0);
+    };
+    const int64_t s = 1;
+    push(vocab_.bos(), 0, 0, false);
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const std::string x = pad_left(ops[i], L);
+      const int64_t group = s + static_cast<int64_t>(i);
+      for (size_t j = 0; j < L; ++j) {
+        push(digit_id(x[j]), s + static_cast<int64_t>(L - j), group, false);
+      }
+      if (i + 1 < ops.size()) {
+        push(plus_, s, group, false);
+      } else {
+        push(eq_, s, s, false);  // grouped with the first partial sum b_0
+      }
+    }
+    ex.prompt_length = ex.length();
+    ex.answer_begin = ex.prompt_length;
+    std::vector<std::string> prefix;
+    for (size_t i = 0; i <= ops.size(); ++i) {
+      const int64_t group = s + static_cast<int64_t>(i);
+      if (i > 0) {
+        push(arrow_, s, group, true);
+        prefix.push_back(ops[i - 1]);
+        if (i == ops.size()) ex.answer_begin = ex.length();  // the final sum
+      }
+      const std::string b = pad_left(i == 0 ? "0" : add_decimal(prefix), L);
+      for (size_t k = 0; k < L; ++k) {
+        push(digit_id(b[L - 1 - k]), s + static_cast<int64_t>(k + 1), group, true);
+      }
+    }
+    push(vocab_.eos(), 0, 0, true);
+    if (!coupled_) {
+      ex.position_ids.assign(1, {});
+      for (int64_t t = 0; t < ex.length(); ++t) ex.position_ids[0].push_back(t);
+    }
+    ex.meta["digits"] = static_cast<int64_t>(longest);
+    ex.meta["operands"] = static_cast<int64_t>(ops.size());
+    return ex;
+  }
+
   int64_t digit_id(char c) const { return 2 + (c - '0'); }
 
   int64_t operands_;
-  bool same_length_, zero_pad_, pad_to_answer_, reverse_, coupled_;
-  std::pair<int64_t, int64_t> train_, eval_;
+  bool same_length_, zero_pad_, pad_to_answer_, reverse_, coupled_, mixed_lengths_, scratchpad_;
+  std::pair<int64_t, int64_t> train_, eval_, train_ops_, eval_ops_;
   lengen::Vocabulary vocab_;
-  int64_t plus_ = 0, eq_ = 0;
+  int64_t plus_ = 0, eq_ = 0, arrow_ = -1;
 };
 
 void register_addition(lengen::Registrar& r) { r.add_task<Addition>(); }

@@ -99,3 +99,87 @@ TEST_CASE("addition: invalid options and queries fail with names", "[addition]")
   lengen::Rng rng(1);
   CHECK_THROWS_WITH(task->sample_eval({{"digits", 0}}, rng), Catch::Contains("digits must be >= 1"));
 }
+
+TEST_CASE("addition: the scratchpad format of Cho et al. 2025 (Fig. 4) with bi-level IDs", "[addition]") {
+  auto task = make_task("{name: addition, operands: 3, pad_to: answer, scratchpad: true}");
+  CHECK(task->position_levels() == 2);
+  auto ex = task->parse_query("57+48+96");
+  CHECK(task->render(ex.tokens) == "$057+048+096=000>750>501>102$");
+  // tasks.md 1.3: level 1 couples significance, level 2 the number being added (BOS/EOS 0).
+  CHECK(ids_string(ex, 0) == "0 4 3 2 1 4 3 2 1 4 3 2 1 2 3 4 1 2 3 4 1 2 3 4 1 2 3 4 0");
+  CHECK(ids_string(ex, 1) == "0 1 1 1 1 2 2 2 2 3 3 3 1 1 1 1 2 2 2 2 3 3 3 3 4 4 4 4 0");
+  // Loss on the whole scratchpad and EOS; the final answer is the last number.
+  CHECK(ex.prompt_length == 13);
+  CHECK(task->render({ex.tokens.begin() + ex.answer_begin, ex.tokens.end()}) == "102$");
+  for (int64_t t = 0; t < ex.length(); ++t) CHECK(ex.loss_mask[t] == (t >= 13 ? 1 : 0));
+  CHECK(task->max_response_length({ex.tokens.begin(), ex.tokens.begin() + ex.prompt_length}) ==
+        ex.length() - ex.prompt_length);
+  // Decoding assigns the same IDs from the tokens alone.
+  CHECK(task->causal_position_ids(ex.tokens, ex.prompt_length) == ex.position_ids);
+  // A wrong scratchpad gets IDs from what was generated, not from the reference.
+  auto wrong = ex.tokens;
+  wrong[14] = task->vocabulary().id(">");
+  auto ids = task->causal_position_ids(wrong, ex.prompt_length);
+  CHECK(ids[0][14] == 1);
+  CHECK(ids[1][14] == 2);
+  CHECK(ids[0][15] == 2);  // first digit after the early '>'
+}
+
+TEST_CASE("addition: scratchpad with sequential IDs, and the options it needs", "[addition]") {
+  auto task = make_task("{name: addition, pad_to: answer, scratchpad: true, position_ids: sequential}");
+  CHECK(task->position_levels() == 1);
+  auto ex = task->parse_query("5+7");
+  CHECK(task->render(ex.tokens) == "$05+07=00>50>21$");
+  CHECK(ex.position_ids[0].back() == ex.length() - 1);
+  CHECK_THROWS_WITH(make_task("{name: addition, scratchpad: true}"), Catch::Contains("pad_to: answer"));
+  CHECK_THROWS_WITH(make_task("{name: addition, scratchpad: true, pad_to: answer, reverse_output: false}"),
+                    Catch::Contains("least significant digit first"));
+  // The plain task's vocabulary is unchanged (no '>'): its checkpoints stay loadable.
+  CHECK(make_task("{name: addition}")->vocabulary().size() == 14);
+  CHECK(task->vocabulary().size() == 15);
+}
+
+TEST_CASE("addition: S_A(n, m) training and the T_A (digits x operands) grid", "[addition]") {
+  auto task = make_task("{name: addition, pad_to: answer, scratchpad: true, train_digits: [1, 5], "
+                        "train_operands: [2, 5], mixed_lengths: true, eval_digits: [1, 30], "
+                        "eval_operands: [2, 30]}");
+  auto axes = task->grid_axes();
+  REQUIRE(axes.size() == 2);
+  CHECK(axes[1].name == "operands");
+  CHECK(axes[1].lo == 2);
+  CHECK(axes[1].hi == 30);
+  CHECK(axes[1].train_hi == 5);
+  lengen::Rng rng(3);
+  std::set<int64_t> counts;
+  int same = 0, differ = 0;
+  for (int i = 0; i < 400; ++i) {
+    auto ex = task->sample_train(rng);
+    counts.insert(ex.meta.at("operands"));
+    CHECK(task->causal_position_ids(ex.tokens, ex.prompt_length) == ex.position_ids);
+    // Operand lengths from the query: digits before the padding... compare the unpadded sizes.
+    std::string q = task->render({ex.tokens.begin() + 1, ex.tokens.begin() + ex.prompt_length - 1});
+    std::set<size_t> lens;
+    size_t start = 0;
+    while (true) {
+      size_t plus = q.find('+', start);
+      std::string part = q.substr(start, plus == std::string::npos ? std::string::npos : plus - start);
+      size_t nz = part.find_first_not_of('0');
+      lens.insert(nz == std::string::npos ? 1 : part.size() - nz);
+      if (plus == std::string::npos) break;
+      start = plus + 1;
+    }
+    (lens.size() == 1 ? same : differ) += 1;
+  }
+  CHECK(counts == std::set<int64_t>{2, 3, 4, 5});
+  CHECK(same > 100);    // half the samples share one length (plus chance agreements)
+  CHECK(differ > 100);  // the other half draw lengths independently
+  // A T_A cell: exactly m operands of exactly n digits.
+  auto ex = task->sample_eval({{"digits", 30}, {"operands", 30}}, rng);
+  CHECK(ex.meta.at("operands") == 30);
+  CHECK(ex.meta.at("digits") == 30);
+  CHECK(task->causal_position_ids(ex.tokens, ex.prompt_length) == ex.position_ids);
+  // 30 numbers of 30 digits: the answer has 32 digits; 31 partial sums of 32 digits, 30 '>'.
+  CHECK(ex.length() - ex.prompt_length == 31 * 32 + 30 + 1);
+  CHECK(*std::max_element(ex.position_ids[0].begin(), ex.position_ids[0].end()) == 33);
+  CHECK(*std::max_element(ex.position_ids[1].begin(), ex.position_ids[1].end()) == 31);
+}

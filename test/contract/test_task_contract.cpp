@@ -67,6 +67,26 @@ TEST_CASE("task contract: every registered task with default options", "[contrac
   }
 }
 
+TEST_CASE("task contract: addition with scratchpad", "[contract][task]") {
+  for (const char* ids : {"coupled", "sequential"}) {
+    DYNAMIC_SECTION("ids " << ids) {
+      auto task = test::make_task(fmt::format(
+          "{{name: addition, zero_pad: true, pad_to: answer, scratchpad: true, position_ids: {}, "
+          "train_operands: [2, 6], mixed_lengths: true, train_digits: [1, 8], eval_operands: [2, 9]}}",
+          ids));
+      Rng rng(4);
+      for (int i = 0; i < 80; ++i) {
+        Example ex = task->sample_train(rng);
+        check_contract(*task, ex);
+        std::string text = task->render({ex.tokens.begin() + 1, ex.tokens.begin() + ex.prompt_length});
+        Example back = task->parse_query(text);
+        CHECK(back.tokens == ex.tokens);
+        CHECK(back.position_ids == ex.position_ids);
+      }
+    }
+  }
+}
+
 TEST_CASE("task contract: addition, every format option", "[contract][task]") {
   for (const char* pad : {"true", "false"}) {
     for (const char* pad_to : {"operand", "answer"}) {

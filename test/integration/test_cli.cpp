@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -94,6 +95,26 @@ TEST_CASE("cli: run writes the run directory; eval, decode, logits read it", "[c
     std::string d = sh(fmt::format("decode {} 57+48 --ids", run.string()));
     CHECK_THAT(d, Contains("reference: $57+48=501$"));
     CHECK_THAT(d, Contains("token") && Contains("ids"));
+  }
+  SECTION("attention averages maps over samples of one cell") {
+    sh(fmt::format("attention {} --cell digits=3 -n 8 -o {}", run.string(), tmp.file("att")));
+    auto j = nlohmann::json::parse(std::ifstream(tmp.file("att") + "/attention.json"));
+    REQUIRE(j["maps"].size() == 2);  // 1 layer x 2 heads
+    const auto& w = j["maps"][1]["weights"];
+    CHECK(w.size() == j["tokens"].size());
+    for (const auto& row : w) {
+      double sum = 0;
+      for (double x : row) sum += x;
+      CHECK(std::abs(sum - 1.0) < 1e-5);  // each query's weights are a distribution
+    }
+    CHECK(w[0][1].get<double>() == 0.0);  // causal: the first query sees only itself
+    int rc = 0;
+    std::string err = sh(fmt::format("attention {} --cell digit=3", run.string()), &rc);
+    CHECK(rc == 1);
+    CHECK_THAT(err, Contains("needs 'digits'"));
+    err = sh(fmt::format("attention {} --cell digits=3 --heads 5", run.string()), &rc);
+    CHECK(rc == 1);
+    CHECK_THAT(err, Contains("not in [0, 2)"));
   }
   SECTION("logits prints one value per vocabulary token") {
     auto j = nlohmann::json::parse(sh(fmt::format("logits {} 12+34", run.string())));

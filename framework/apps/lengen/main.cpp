@@ -8,6 +8,7 @@
 #include "lengen/registry/registry.h"
 #include "lengen/sweep/sweep.h"
 #include "lengen/taotp/program.h"
+#include "lengen/train/batch.h"
 #include "lengen/train/checkpoint.h"
 #include "lengen/train/evaluator.h"
 #include "lengen/train/trainer.h"
@@ -95,6 +96,23 @@ LoadedRun load_run(const std::string& run, const std::vector<std::string>& sets)
   load_weights(r.model, newest_checkpoint(r.dir));
   r.model->eval();
   return r;
+}
+
+// "digits=12,operands=3" -> cell; `option` names the flag in errors.
+GridCell parse_cell(const std::string& text, const char* option) {
+  GridCell cell;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t comma = text.find(',', start);
+    std::string kv = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    size_t eq = kv.find('=');
+    LENGEN_CHECK(eq != std::string::npos && eq + 1 < kv.size() &&
+                     kv.find_first_not_of("0123456789", eq + 1) == std::string::npos,
+                 "{} {}: expected axis=value[,axis=value], e.g. digits=12,operands=3", option, text);
+    cell[kv.substr(0, eq)] = std::stoll(kv.substr(eq + 1));
+    start = comma == std::string::npos ? text.size() : comma + 1;
+  }
+  return cell;
 }
 
 std::string cell_text(const GridCell& c) {
@@ -186,6 +204,92 @@ std::string ids_text(const PositionIds& ids, size_t t) {
 }
 
 }  // namespace
+
+std::vector<int64_t> index_list(const std::string& text, int64_t n, const char* what) {
+  std::vector<int64_t> out;
+  if (text.empty()) {
+    for (int64_t i = 0; i < n; ++i) out.push_back(i);
+    return out;
+  }
+  std::stringstream ss(text);
+  for (std::string item; std::getline(ss, item, ',');) {
+    char* end = nullptr;
+    const long long v = std::strtoll(item.c_str(), &end, 10);
+    LENGEN_CHECK(!item.empty() && *end == '\0' && v >= 0 && v < n, "--{} {}: '{}' is not in [0, {})", what,
+                 text, item, n);
+    out.push_back(v);
+  }
+  return out;
+}
+
+// `lengen attention`: the attention weights of chosen layers and heads, averaged over N test
+// samples of one grid cell (which share one length), as JSON and a PNG grid of heatmaps.
+void run_attention(const std::string& run, const std::string& cell_text_in, int64_t n, const std::string& layers_text,
+                   const std::string& heads_text, std::string out, const std::vector<std::string>& sets) {
+  LoadedRun r = load_run(run, sets);
+  const Task& task = *r.exp.task;
+  GridCell cell = parse_cell(cell_text_in, "--cell");
+  for (const auto& a : task.grid_axes()) {
+    LENGEN_CHECK(cell.count(a.name), "--cell {}: the task's grid also needs '{}'", cell_text_in, a.name);
+  }
+  LENGEN_CHECK(n >= 1, "--samples must be >= 1");
+  auto layers = index_list(layers_text, r.exp.model.layers, "layers");
+  auto heads = index_list(heads_text, r.exp.model.heads, "heads");
+  Rng rng(mix_seed(r.exp.eval.seed, {0xA77}));
+  std::vector<Example> exs;
+  for (int64_t i = 0; i < n; ++i) exs.push_back(task.sample_eval(cell, rng));
+  for (const auto& e : exs) {
+    LENGEN_CHECK(e.length() == exs[0].length(), "samples of cell {} differ in length ({} and {}); attention maps "
+                 "can be averaged only over equal lengths", cell_text_in, e.length(), exs[0].length());
+  }
+  Batch b = make_batch(exs, task.vocabulary().pad());
+  std::vector<torch::Tensor> attn;
+  {
+    torch::NoGradGuard ng;
+    r.model->eval();
+    r.model->forward(b.inputs.to(r.device), b.ids.to(r.device), nullptr, &attn);
+  }
+  nlohmann::json j;
+  const auto& first = exs[0];
+  std::vector<std::string> tokens;
+  for (int64_t t = 0; t + 1 < first.length(); ++t) tokens.push_back(task.vocabulary().token(first.tokens[t]));
+  j["tokens"] = tokens;  // the queries/keys are the inputs (every token but the last)
+  j["cell"] = cell;
+  j["samples"] = n;
+  j["run"] = r.dir;
+  nlohmann::json maps = nlohmann::json::array();
+  for (int64_t l : layers) {
+    auto mean = attn[static_cast<size_t>(l)].mean(0).to(torch::kCPU, torch::kFloat64);  // [H, T, S]
+    for (int64_t h : heads) {
+      auto m = mean[h].contiguous();
+      std::vector<std::vector<double>> rows(static_cast<size_t>(m.size(0)));
+      for (int64_t q = 0; q < m.size(0); ++q) {
+        auto row = m[q];
+        rows[q].assign(row.data_ptr<double>(), row.data_ptr<double>() + row.numel());
+      }
+      maps.push_back({{"layer", l}, {"head", h}, {"weights", rows}});
+    }
+  }
+  j["maps"] = maps;
+  if (out.empty()) {
+    std::string name;
+    for (const auto& [k, v] : cell) name += fmt::format("{}{}={}", name.empty() ? "" : ",", k, v);
+    out = (fs::path(r.dir) / "attention" / name).string();
+  }
+  fs::create_directories(out);
+  const std::string json_path = (fs::path(out) / "attention.json").string();
+  write_file_atomic(json_path, j.dump() + "\n");
+  logger()->info("averaged attention of {} samples ({} tokens) written to {}", n, tokens.size(), json_path);
+  std::string script = plot_script("plot_attention.py");
+  if (!script.empty() && fs::exists("/usr/bin/python3")) {
+    int rc = std::system(fmt::format("/usr/bin/python3 '{}' '{}' 2>&1", script, json_path).c_str());
+    if (rc == 0) {
+      logger()->info("heatmaps written to {}/attention.png", out);
+    } else {
+      logger()->warn("plotting failed (exit {}); {} is intact", rc, json_path);
+    }
+  }
+}
 
 void run_aggregate(const std::string& dir, double threshold, bool plots) {
   const int64_t n = sweep::aggregate(dir, threshold);
@@ -436,6 +540,18 @@ int main(int argc, char** argv) {
   bn->add_option("--warmup", bn_warmup, "untimed steps first");
   add_common(bn, common);
 
+  // attention ---------------------------------------------------------------------------
+  auto* at = app.add_subcommand("attention", "average attention maps over samples of one cell -> PNG + JSON");
+  std::string at_run, at_cell, at_layers, at_heads, at_out;
+  int64_t at_n = 32;
+  at->add_option("run", at_run, "run directory")->required();
+  at->add_option("--cell", at_cell, "grid cell, e.g. digits=5,operands=3")->required();
+  at->add_option("-n,--samples", at_n, "test samples averaged (default 32)");
+  at->add_option("--layers", at_layers, "comma-separated layers (default all)");
+  at->add_option("--heads", at_heads, "comma-separated heads (default all)");
+  at->add_option("-o,--output", at_out, "output folder (default RUN/attention/<cell>)");
+  add_common(at, common);
+
   // taotp -------------------------------------------------------------------------------
   auto* tp = app.add_subcommand("taotp", "hand-set Transformer programs (The Art of Transformer Programming)");
   tp->require_subcommand(1);
@@ -552,19 +668,7 @@ int main(int argc, char** argv) {
         examples.push_back(task.parse_query(ex_query));
       } else {
         Rng rng(mix_seed(exp.seed, {0xE4A}));
-        GridCell cell;
-        if (!ex_cell.empty()) {
-          std::string text = ex_cell;
-          size_t start = 0;
-          while (start < text.size()) {
-            size_t comma = text.find(',', start);
-            std::string kv = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-            size_t eq = kv.find('=');
-            LENGEN_CHECK(eq != std::string::npos, "--eval {}: expected axis=value[,axis=value]", text);
-            cell[kv.substr(0, eq)] = std::stoll(kv.substr(eq + 1));
-            start = comma == std::string::npos ? text.size() : comma + 1;
-          }
-        }
+        GridCell cell = parse_cell(ex_cell, "--eval");
         for (int64_t i = 0; i < ex_count; ++i) {
           examples.push_back(ex_cell.empty() ? task.sample_train(rng) : task.sample_eval(cell, rng));
         }
@@ -765,6 +869,9 @@ int main(int argc, char** argv) {
     }
     if (ag->parsed()) {
       run_aggregate(ag_dir, ag_threshold, !ag_no_plot);
+    }
+    if (at->parsed()) {
+      run_attention(at_run, at_cell, at_n, at_layers, at_heads, at_out, common.sets);
     }
     if (tp->parsed()) {
       run_taotp(tp_run->parsed() ? "run" : tp_count->parsed() ? "count" : "export", tp_program,

@@ -1,0 +1,57 @@
+#!/usr/bin/python3
+"""Draw the averaged attention maps written by `lengen attention` (attention.json) as PNG.
+
+One panel per (layer, head): rows are queries, columns keys, both labelled with the tokens of
+the first sample; the weights are averaged over the samples of one grid cell (Cho et al. 2025,
+Figure 7). Writes attention.png next to the JSON.
+
+Usage: plot_attention.py ATTENTION_JSON
+Needs Debian's python3-matplotlib and python3-numpy (run with /usr/bin/python3).
+"""
+import json
+import math
+import os
+import sys
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    path = sys.argv[1]
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    with open(path) as f:
+        data = json.load(f)
+    maps = data["maps"]
+    tokens = data["tokens"]
+    n = len(maps)
+    cols = min(4, n)
+    rows = math.ceil(n / cols)
+    size = max(3.0, 0.16 * len(tokens) + 1.5)
+    fig, axs = plt.subplots(rows, cols, figsize=(size * cols, size * rows), squeeze=False)
+    for ax in axs.flat:
+        ax.axis("off")
+    labels = [t if t.strip() else "_" for t in tokens]
+    for ax, m in zip(axs.flat, maps):
+        w = np.array(m["weights"])
+        ax.axis("on")
+        ax.imshow(w, cmap="viridis", vmin=0, vmax=max(1e-9, w.max()), interpolation="nearest")
+        ax.set_title(f"layer {m['layer']}, head {m['head']}", fontsize=9)
+        fs = 6 if len(tokens) <= 60 else 4
+        ax.set_xticks(range(len(labels)))
+        ax.set_xticklabels(labels, fontsize=fs)
+        ax.set_yticks(range(len(labels)))
+        ax.set_yticklabels(labels, fontsize=fs)
+        ax.set_xlabel("key")
+        ax.set_ylabel("query")
+    cell = ", ".join(f"{k}={v}" for k, v in data["cell"].items())
+    fig.suptitle(f"mean attention over {data['samples']} samples ({cell})")
+    fig.tight_layout()
+    fig.savefig(os.path.join(os.path.dirname(path), "attention.png"), dpi=110)
+
+
+if __name__ == "__main__":
+    main()
