@@ -4,7 +4,7 @@
 One grid axis: exact-match accuracy against that axis with the 95% interval as a band.
 Two axes: a heatmap (first axis on x, second on y).
 
-Usage: plot_grid.py GRID_CSV OUT_PNG [--title TEXT] [--train-max N]
+Usage: plot_grid.py GRID_CSV OUT_PNG [--title TEXT] [--train-max N] [--train-box X0,X1,Y0,Y1]
 Needs Debian's python3-matplotlib (run with /usr/bin/python3).
 """
 import argparse
@@ -20,6 +20,8 @@ def main():
     ap.add_argument("--title", default=None)
     ap.add_argument("--train-max", type=float, default=None,
                     help="draw a line at the longest trained length")
+    ap.add_argument("--train-box", default=None,
+                    help="two axes: outline the trained region x0,x1,y0,y1 (inclusive)")
     args = ap.parse_args()
 
     import matplotlib
@@ -63,6 +65,17 @@ def main():
         im = ax.imshow(m, origin="lower", vmin=0, vmax=100, cmap="viridis", aspect="auto",
                        extent=[xs[0] - 0.5, xs[-1] + 0.5, ys[0] - 0.5, ys[-1] + 0.5])
         fig.colorbar(im, ax=ax, label="exact match (%)")
+        if len(xs) * len(ys) <= 400:
+            for (i, j), v in np.ndenumerate(m):
+                if not np.isnan(v):
+                    ax.text(xs[j], ys[i], f"{v:.0f}", ha="center", va="center", fontsize=6,
+                            color="white" if v < 50 else "black")
+        if args.train_box:
+            from matplotlib.patches import Rectangle
+            x0, x1, y0, y1 = (float(v) for v in args.train_box.split(","))
+            ax.add_patch(Rectangle((x0 - 0.5, y0 - 0.5), x1 - x0 + 1, y1 - y0 + 1, fill=False,
+                                   edgecolor="red", lw=2, label="trained"))
+            ax.legend(loc="upper right", fontsize=8)
         ax.set_xlabel(xa)
         ax.set_ylabel(ya)
     else:

@@ -157,16 +157,22 @@ std::string plot_script(const std::string& name = "plot_grid.py") {
   return "";
 }
 
-void plot(const std::string& run_dir, const std::string& title, int64_t train_max) {
+void plot(const std::string& run_dir, const std::string& title, const std::vector<GridAxis>& axes) {
   std::string script = plot_script();
   const char* py = "/usr/bin/python3";
   if (script.empty() || !fs::exists(py)) {
     logger()->info("plotting tools not found; eval/grid.csv is written (see scripts/plot_grid.py)");
     return;
   }
-  std::string cmd = fmt::format("{} '{}' '{}/eval/grid.csv' '{}/plots/grid.png' --title '{}'{} 2>&1",
-                                py, script, run_dir, run_dir, title,
-                                train_max > 0 ? fmt::format(" --train-max {}", train_max) : "");
+  std::string extra;
+  if (axes.size() == 1 && axes[0].train_hi > 0) {
+    extra = fmt::format(" --train-max {}", axes[0].train_hi);
+  } else if (axes.size() == 2 && axes[0].train_hi > 0 && axes[1].train_hi > 0) {
+    extra = fmt::format(" --train-box {},{},{},{}", axes[0].train_lo, axes[0].train_hi, axes[1].train_lo,
+                        axes[1].train_hi);
+  }
+  std::string cmd = fmt::format("{} '{}' '{}/eval/grid.csv' '{}/plots/grid.png' --title '{}'{} 2>&1", py, script,
+                                run_dir, run_dir, title, extra);
   int rc = std::system(cmd.c_str());
   if (rc == 0) {
     logger()->info("plot written to {}/plots/grid.png", run_dir);
@@ -189,7 +195,7 @@ std::vector<CellResult> run_eval(LoadedRun& r) {
   write_grid_results((fs::path(r.dir) / "eval").string(), results, r.exp.eval.axes());
   print_table(results, r.exp.eval.axes());
   const auto axes = r.exp.task->grid_axes();
-  plot(r.dir, fmt::format("{} (seed {})", r.exp.name, r.exp.seed), axes.empty() ? 0 : axes[0].train_hi);
+  plot(r.dir, fmt::format("{} (seed {})", r.exp.name, r.exp.seed), axes);
   return results;
 }
 
