@@ -254,22 +254,32 @@ train: {steps: 60, batch_size: 32, log_every: 60, checkpoint_every: 60}
   }
 }
 
+namespace {
+
+// A local sweep over seeds of a tiny NoPE run: <tmp>/base.yaml and <tmp>/s.yaml, output in <tmp>/<name>.
+void write_seed_sweep(const test::TempDir& tmp, const std::string& name, int64_t steps, int64_t log_every,
+                      int64_t checkpoint_every, int64_t eval_digits, const std::string& seeds) {
+  test::write_text(tmp.file("base.yaml"), fmt::format(R"(name: base
+task: {{name: addition, train_digits: [1, 3], eval_digits: [1, {}]}}
+model: {{layers: 1, heads: 2, d_model: 16, d_ff: 32}}
+position: [nope]
+train: {{steps: {}, batch_size: 8, log_every: {}, checkpoint_every: {}}}
+eval: {{samples: 10}}
+)", eval_digits, steps, log_every, checkpoint_every));
+  test::write_text(tmp.file("s.yaml"), fmt::format(R"(name: {}
+base: base.yaml
+output_dir: {}
+grid: {{seed: {}}}
+executor: {{workers: 2, threads_per_run: 1}}
+)", name, tmp.str(), seeds));
+}
+
+}  // namespace
+
 TEST_CASE("cli: a local sweep records a failure, finishes the rest, and a rerun completes it",
           "[cli][sweep]") {
   test::TempDir tmp;
-  test::write_text(tmp.file("base.yaml"), R"(name: base
-task: {name: addition, train_digits: [1, 3], eval_digits: [1, 4]}
-model: {layers: 1, heads: 2, d_model: 16, d_ff: 32}
-position: [nope]
-train: {steps: 20, batch_size: 8, log_every: 10, checkpoint_every: 10}
-eval: {samples: 10}
-)");
-  test::write_text(tmp.file("s.yaml"), fmt::format(R"(name: local
-base: base.yaml
-output_dir: {}
-grid: {{seed: [0, 1, 2]}}
-executor: {{workers: 2, threads_per_run: 1}}
-)", tmp.str()));
+  write_seed_sweep(tmp, "local", 20, 10, 10, 4, "[0, 1, 2]");
   const fs::path root = fs::path(tmp.str()) / "local";
   // Point 1 will fail at run time: a corrupt checkpoint where --resume looks.
   const fs::path bad = root / "runs" / "local" / "1" / "checkpoints";
@@ -309,19 +319,7 @@ executor: {{workers: 2, threads_per_run: 1}}
 TEST_CASE("cli: Ctrl-C stops a local sweep cleanly; the next run resumes the stopped points",
           "[cli][sweep]") {
   test::TempDir tmp;
-  test::write_text(tmp.file("base.yaml"), R"(name: base
-task: {name: addition, train_digits: [1, 3], eval_digits: [1, 3]}
-model: {layers: 1, heads: 2, d_model: 16, d_ff: 32}
-position: [nope]
-train: {steps: 4000, batch_size: 8, log_every: 500, checkpoint_every: 50}
-eval: {samples: 10}
-)");
-  test::write_text(tmp.file("s.yaml"), fmt::format(R"(name: stop
-base: base.yaml
-output_dir: {}
-grid: {{seed: [0, 1]}}
-executor: {{workers: 2, threads_per_run: 1}}
-)", tmp.str()));
+  write_seed_sweep(tmp, "stop", 4000, 500, 50, 3, "[0, 1]");
   const fs::path runs = fs::path(tmp.str()) / "stop" / "runs" / "stop";
   pid_t pid = fork();
   if (pid == 0) {

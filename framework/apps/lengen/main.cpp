@@ -337,17 +337,20 @@ int run_sweep(const std::string& file, const std::string& executor, int64_t jobs
     log->info("point {} ({}) -> {}", point, p.name, p.run_dir);
     return sweep::run_point(s, p, self_exe(), s.threads_per_run, job);
   }
+  // One state query per point (a running Slurm point costs a squeue call).
   std::map<sweep::State, int64_t> counts;
+  std::vector<sweep::State> states;
   std::vector<int64_t> todo;
   for (const auto& p : s.points) {
     auto st = sweep::point_state(p);
+    states.push_back(st);
     ++counts[st];
     if (st != sweep::State::kDone && st != sweep::State::kRunning) todo.push_back(p.index);
   }
   if (status || (dry && executor == "local")) {
     fmt::print("{} ({} points, folder {})\n", s.name, s.points.size(), s.dir);
     for (const auto& p : s.points) {
-      fmt::print("  {:>4}  {:<12} {}\n", p.index, sweep::state_name(sweep::point_state(p)), p.name);
+      fmt::print("  {:>4}  {:<12} {}\n", p.index, sweep::state_name(states[static_cast<size_t>(p.index)]), p.name);
     }
     std::vector<std::string> parts;
     for (auto st : {sweep::State::kDone, sweep::State::kRunning, sweep::State::kFailed, sweep::State::kInterrupted,
