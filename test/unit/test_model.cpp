@@ -129,3 +129,32 @@ TEST_CASE("model: config validation", "[model]") {
   CHECK_THROWS_WITH(parse("{dropout: 1.5}"), Catch::Contains("model.dropout must be in [0, 1)"));
   CHECK_THROWS_WITH(parse("{layres: 2}"), Catch::Contains("did you mean 'layers'"));
 }
+
+TEST_CASE("model: PositionMemo reuses positions-only work until the positions change", "[model]") {
+  PositionMemo<> memo;
+  int computed = 0;
+  auto ctx_for = [](const torch::Tensor& q, const torch::Tensor& k) {
+    AttentionContext c;
+    c.query_ids = q;
+    c.key_ids = k;
+    return c;
+  };
+  auto compute = [&] {
+    ++computed;
+    return torch::tensor({computed});
+  };
+  auto ids = torch::arange(5).view({1, 1, 5});
+  CHECK(memo.get(ctx_for(ids, ids), compute).item<int64_t>() == 1);
+  // The same tensors (another layer) and equal fresh ones (a later step): reused.
+  CHECK(memo.get(ctx_for(ids, ids), compute).item<int64_t>() == 1);
+  auto fresh = torch::arange(5).view({1, 1, 5});
+  CHECK(memo.get(ctx_for(fresh, fresh), compute).item<int64_t>() == 1);
+  CHECK(computed == 1);
+  // Different content, shape or variant: recomputed.
+  CHECK(memo.get(ctx_for(fresh + 1, fresh + 1), compute).item<int64_t>() == 2);
+  CHECK(memo.get(ctx_for(torch::arange(6).view({1, 1, 6}), torch::arange(6).view({1, 1, 6})), compute)
+            .item<int64_t>() == 3);
+  auto six = torch::arange(6).view({1, 1, 6});
+  CHECK(memo.get(ctx_for(six, six), compute, /*variant=*/1).item<int64_t>() == 4);
+  CHECK(computed == 4);
+}
