@@ -492,8 +492,9 @@ int run_point(const Sweep& s, const Point& p, const std::string& lengen, int64_t
   std::signal(SIGINT, old_int);
   std::signal(SIGTERM, old_term);
   const int status = exit_status(raw);
-  if (forwarded) {
-    mark_stopped(p, status);  // interrupted (resumable), not failed
+  if (forwarded || WIFSIGNALED(raw)) {
+    // Stopped on request, or killed (SIGKILL, OOM): no verdict; interrupted and resumable.
+    mark_stopped(p, status);
     return status;
   }
   mark_finished(p, status);
@@ -542,7 +543,8 @@ int64_t run_local(const Sweep& s, const std::string& lengen, int64_t workers, co
           const int status = exit_status(raw);
           const double secs =
               std::chrono::duration<double>(std::chrono::steady_clock::now() - sl.start).count();
-          if (stopping) {
+          if (stopping || WIFSIGNALED(raw)) {
+            // Stopped on request, or killed by a signal: interrupted, resumable, not failed.
             mark_stopped(*sl.point, status);
             log->info("stopped {} (resumable)", sl.point->name);
           } else {
