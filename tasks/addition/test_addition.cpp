@@ -1,19 +1,8 @@
 // Addition task: the papers' worked examples, token for token and ID for ID.
 #include "helpers.h"
 
+using lengen::test::ids_string;
 using lengen::test::make_task;
-
-namespace {
-
-std::string ids_string(const lengen::Example& e, size_t level = 0) {
-  std::string s;
-  for (int64_t v : e.position_ids[level]) {
-    s += (s.empty() ? "" : " ") + std::to_string(v);
-  }
-  return s;
-}
-
-}  // namespace
 
 TEST_CASE("addition: Cho et al. worked examples", "[addition]") {
   SECTION("pad every number to the answer length (Cho et al. 2025 convention): 057+048=501") {

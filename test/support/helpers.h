@@ -25,6 +25,15 @@ inline std::shared_ptr<Task> make_task(const std::string& yaml) {
   return task_registry().create(load_config_string(yaml, "<test>"), TaskContext{});
 }
 
+/// One level of an example's position IDs as "0 4 3 2 1 ...", for comparing with the papers.
+inline std::string ids_string(const Example& e, size_t level = 0) {
+  std::string s;
+  for (int64_t v : e.position_ids.at(level)) {
+    s += (s.empty() ? "" : " ") + std::to_string(v);
+  }
+  return s;
+}
+
 /// Builds a position scheme from inline YAML.
 inline std::shared_ptr<PositionScheme> make_scheme(const std::string& yaml, SchemeContext ctx) {
   return position_registry().create(load_config_string(yaml, "<test>"), ctx);

@@ -1,6 +1,7 @@
 // Training pieces: schedule, optimizers against LibTorch's, clipping, batches, safetensors,
 // Wilson intervals.
 #include "helpers.h"
+#include "lengen/experiment/experiment.h"
 #include "lengen/train/batch.h"
 #include "lengen/train/checkpoint.h"
 #include "lengen/train/evaluator.h"
@@ -165,4 +166,59 @@ TEST_CASE("eval: Wilson score interval", "[eval]") {
   auto [lo0, hi0] = wilson_interval(0, 10);
   CHECK(lo0 == 0.0);
   CHECK(hi0 == Approx(0.2775).epsilon(1e-3));
+}
+
+TEST_CASE("eval: the answer-only metric looks at the final answer alone", "[eval]") {
+  auto task = test::make_task("{name: parity, scratchpad: true, position_ids: coupled}");
+  Example ex = task->parse_query("0111");  // $0111=0101$
+  REQUIRE(task->render(ex.tokens) == "$0111=0101$");
+  const auto& v = task->vocabulary();
+  SECTION("teacher-forced: the loss mask narrows to [answer_begin, EOS)") {
+    Example a = answer_only(ex);
+    for (int64_t t = 0; t < a.length(); ++t) CHECK(a.loss_mask[t] == (t == ex.length() - 2 ? 1 : 0));
+    Example bad = ex;
+    bad.answer_begin = bad.length();
+    CHECK_THROWS_WITH(answer_only(bad), Contains("outside the response"));
+  }
+  SECTION("decoded: the tokens just before the first EOS") {
+    const int64_t z = v.id("0"), o = v.id("1"), e = v.eos();
+    CHECK(answer_match(ex, {z, o, z, o, e}, e));
+    CHECK(answer_match(ex, {o, o, o, o, e}, e));      // wrong scratchpad, right answer
+    CHECK(answer_match(ex, {o, e, z, z, e}, e));      // the first EOS ends the response
+    CHECK_FALSE(answer_match(ex, {z, o, z, z, e}, e));  // wrong answer
+    CHECK_FALSE(answer_match(ex, {z, o, z, o}, e));     // no EOS
+    CHECK_FALSE(answer_match(ex, {e}, e));              // nothing before EOS
+  }
+  SECTION("eval.metric is checked and described") {
+    auto axes = task->grid_axes();
+    EvalConfig c = EvalConfig::from_config(load_config_string("{metric: answer}", "<t>"), axes);
+    CHECK(c.metric == "answer");
+    CHECK_THAT(metric_description(c), Contains("final answer"));
+    CHECK(c.to_yaml()["metric"].as<std::string>() == "answer");
+    CHECK_THROWS_WITH(EvalConfig::from_config(load_config_string("{metric: tokens}", "<t>"), axes),
+                      Contains("'response'") && Contains("'answer'") && Contains("tokens"));
+  }
+}
+
+TEST_CASE("eval: answer-only accuracy is never below whole-response accuracy", "[eval]") {
+  // An untrained model gets some answers right by chance; every sample whose whole response is
+  // right has its answer right, cell by cell, and the answer metric sees the chance hits.
+  test::TempDir dir;
+  test::write_text(dir.file("p.yaml"),
+                   "task: {name: parity, scratchpad: true, position_ids: coupled, train_bits: [1, 3]}\n"
+                   "model: {layers: 1, heads: 2, d_model: 16, d_ff: 32}\n"
+                   "position: [{name: coupling, max_position: 8}]\n"
+                   "eval: {samples: 200, grid: {bits: [1, 3]}}\n");
+  Experiment exp = Experiment::load(dir.file("p.yaml"), {"output_dir=" + dir.str()});
+  Transformer model = exp.build_model(torch::kCPU);
+  auto whole = evaluate_grid(model, *exp.task, exp.eval, torch::kCPU);
+  exp.eval.metric = "answer";
+  auto answer = evaluate_grid(model, *exp.task, exp.eval, torch::kCPU);
+  REQUIRE(whole.size() == 3);
+  int64_t more = 0;
+  for (size_t i = 0; i < whole.size(); ++i) {
+    CHECK(answer[i].correct >= whole[i].correct);
+    more += answer[i].correct - whole[i].correct;
+  }
+  CHECK(more > 0);
 }

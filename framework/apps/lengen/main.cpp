@@ -190,9 +190,9 @@ std::vector<CellResult> run_eval(LoadedRun& r) {
                                });
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   logger("eval")->info("evaluated {} cells x {} samples in {:.1f}s ({})", results.size(),
-                       r.exp.eval.samples, secs,
-                       r.exp.eval.greedy_decode ? "greedy decoding" : "teacher-forced exact match");
-  write_grid_results((fs::path(r.dir) / "eval").string(), results, r.exp.eval.axes());
+                       r.exp.eval.samples, secs, metric_description(r.exp.eval));
+  write_grid_results((fs::path(r.dir) / "eval").string(), results, r.exp.eval.axes(),
+                     metric_description(r.exp.eval));
   print_table(results, r.exp.eval.axes());
   const auto axes = r.exp.task->grid_axes();
   plot(r.dir, fmt::format("{} (seed {})", r.exp.name, r.exp.seed), axes);

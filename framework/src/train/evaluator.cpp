@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <numeric>
@@ -22,6 +23,13 @@ EvalConfig EvalConfig::from_config(const ConfigNode& node, const std::vector<Gri
   c.batch_size = r.get_int("batch_size", c.batch_size);
   c.seed = static_cast<uint64_t>(r.get_int("seed", static_cast<int64_t>(c.seed)));
   c.greedy_decode = r.get_bool("greedy_decode", c.greedy_decode);
+  c.metric = r.get_string("metric", c.metric);
+  if (c.metric != "response" && c.metric != "answer") {
+    node.child("metric").fail(fmt::format(
+        "eval.metric must be 'response' (exact match of the whole response) or 'answer' (the "
+        "final answer only), got '{}'",
+        c.metric));
+  }
   std::vector<std::string> names;
   for (const auto& a : axes) {
     names.push_back(a.name);
@@ -71,6 +79,7 @@ YAML::Node EvalConfig::to_yaml() const {
   n["batch_size"] = batch_size;
   n["seed"] = seed;
   n["greedy_decode"] = greedy_decode;
+  n["metric"] = metric;
   for (const auto& axis : grid_order_) {
     const auto& v = grid.at(axis);
     bool contiguous = true;
@@ -119,6 +128,41 @@ std::pair<double, double> wilson_interval(int64_t k, int64_t n) {
   const double centre = (p + z * z / (2 * nn)) / denom;
   const double half = z * std::sqrt(p * (1 - p) / nn + z * z / (4 * nn * nn)) / denom;
   return {std::max(0.0, centre - half), std::min(1.0, centre + half)};
+}
+
+Example answer_only(const Example& ex) {
+  LENGEN_CHECK(ex.answer_begin >= ex.prompt_length && ex.answer_begin < ex.length(),
+               "answer_only: answer_begin {} is outside the response [{}, {})", ex.answer_begin,
+               ex.prompt_length, ex.length());
+  Example out = ex;
+  std::fill(out.loss_mask.begin(), out.loss_mask.end(), 0);
+  for (int64_t t = ex.answer_begin; t + 1 < ex.length(); ++t) {
+    out.loss_mask[static_cast<size_t>(t)] = 1;
+  }
+  return out;
+}
+
+bool answer_match(const Example& ex, const std::vector<int64_t>& response, int64_t eos) {
+  auto end = std::find(response.begin(), response.end(), eos);
+  if (end == response.end()) {
+    return false;
+  }
+  const auto n = static_cast<std::ptrdiff_t>(ex.length() - 1 - ex.answer_begin);
+  if (end - response.begin() < n) {
+    return false;
+  }
+  return std::equal(end - n, end, ex.tokens.begin() + ex.answer_begin);
+}
+
+std::string metric_description(const EvalConfig& cfg) {
+  const char* how = cfg.greedy_decode ? "under greedy decoding"
+                                      : "teacher-forced (equal to greedy decoding)";
+  if (cfg.metric == "answer") {
+    return cfg.greedy_decode
+               ? "exact match of the final answer (tokens before EOS) under greedy decoding"
+               : "exact match of the final answer given the reference scratchpad, teacher-forced";
+  }
+  return fmt::format("exact match of the whole response {}", how);
 }
 
 std::vector<bool> teacher_forced_exact_match(Transformer& model,
@@ -263,6 +307,7 @@ std::vector<CellResult> evaluate_grid(
     for (int64_t i = 0; i < cfg.samples; ++i) {
       examples.push_back(task.sample_eval(cell, rng));
     }
+    const bool answer = cfg.metric == "answer";
     int64_t correct = 0;
     if (cfg.greedy_decode) {
       // Group prompts of equal length so they decode as one batch.
@@ -280,11 +325,21 @@ std::vector<CellResult> evaluate_grid(
           }
           auto responses = greedy_decode(model, task, prompts, device);
           for (size_t i = b; i < e; ++i) {
-            correct += task.exact_match(examples[idx[i]], responses[i - b]) ? 1 : 0;
+            const Example& ex = examples[idx[i]];
+            const auto& resp = responses[i - b];
+            correct += (answer ? answer_match(ex, resp, task.vocabulary().eos())
+                               : task.exact_match(ex, resp))
+                           ? 1
+                           : 0;
           }
         }
       }
     } else {
+      if (answer) {
+        for (auto& ex : examples) {
+          ex = answer_only(ex);
+        }
+      }
       auto ok = teacher_forced_exact_match(model, examples, task.vocabulary().pad(), device,
                                            cfg.batch_size);
       correct = std::count(ok.begin(), ok.end(), true);
@@ -305,7 +360,8 @@ std::vector<CellResult> evaluate_grid(
 
 void write_grid_results(const std::string& dir,
                         const std::vector<CellResult>& results,
-                        const std::vector<std::string>& axes) {
+                        const std::vector<std::string>& axes,
+                        const std::string& metric) {
   std::string csv;
   for (const auto& a : axes) {
     csv += a + ",";
@@ -333,7 +389,7 @@ void write_grid_results(const std::string& dir,
                          {"cells", cells},
                          {"samples", total},
                          {"mean_accuracy", total ? static_cast<double>(total_correct) / total : 0.0},
-                         {"metric", "exact match of the whole response under greedy decoding"}};
+                         {"metric", metric}};
   write_file_atomic((fs::path(dir) / "grid.csv").string(), csv);
   write_file_atomic((fs::path(dir) / "summary.json").string(), summary.dump(2) + "\n");
 }

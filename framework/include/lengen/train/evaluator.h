@@ -20,6 +20,11 @@ struct LENGEN_API EvalConfig {
   int64_t batch_size = 256;   ///< sequences per forward pass
   uint64_t seed = 1234;       ///< evaluation data seed, independent of the training seed
   bool greedy_decode = false; ///< true KV-cached decoding instead of the teacher-forced check
+  /// "response": exact match of the whole response, scratchpad and EOS included (the papers'
+  /// default). "answer": exact match of the final answer only, the tokens from the example's
+  /// answer_begin up to (not including) EOS (Cho et al. 2025: parity's answer token, the
+  /// answer-only ablation of App. C).
+  std::string metric = "response";
 
   /// Reads `eval:`; `axes` are the task's axes (unknown axis names are errors).
   static EvalConfig from_config(const ConfigNode& node, const std::vector<GridAxis>& axes);
@@ -43,6 +48,13 @@ struct CellResult {
 
 /// 95% Wilson score interval for k successes out of n.
 LENGEN_API std::pair<double, double> wilson_interval(int64_t k, int64_t n);
+
+/// The example with its loss mask narrowed to the final answer: [answer_begin, T-1), EOS out.
+LENGEN_API Example answer_only(const Example& ex);
+
+/// Answer-only match of a generated response: the reference answer's tokens must be the
+/// generated tokens just before the first EOS (a response without EOS does not match).
+LENGEN_API bool answer_match(const Example& ex, const std::vector<int64_t>& response, int64_t eos);
 
 /// Exact match under greedy decoding, decided by one teacher-forced forward pass: a greedy
 /// decode reproduces the reference exactly iff at every response position the argmax of the
@@ -74,9 +86,14 @@ LENGEN_API std::vector<CellResult> evaluate_grid(
     const torch::Device& device,
     const std::function<void(const CellResult&, size_t done, size_t total)>& progress = {});
 
+/// One line saying what a cell's accuracy measures under `cfg` (written to summary.json).
+LENGEN_API std::string metric_description(const EvalConfig& cfg);
+
 /// Writes eval/grid.csv and eval/summary.json (atomically) under `dir`.
 LENGEN_API void write_grid_results(const std::string& dir,
                                    const std::vector<CellResult>& results,
-                                   const std::vector<std::string>& axes);
+                                   const std::vector<std::string>& axes,
+                                   const std::string& metric = "exact match of the whole response "
+                                                               "under greedy decoding");
 
 }  // namespace lengen
