@@ -759,7 +759,7 @@ int main(int argc, char** argv) {
           }
           return;
         }
-        fmt::print("  {:<12} {}\n", e->spec.name, e->spec.summary);
+        fmt::print("  {:<15} {}\n", e->spec.name, e->spec.summary);
         if (full) {
           fmt::print("  from {} ({} {})\n", e->origin.library, e->origin.plugin, e->origin.version);
           if (!kinds.empty()) {
