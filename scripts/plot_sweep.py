@@ -4,9 +4,12 @@
 Writes into the aggregate folder:
   panel.png            every configuration side by side: median over seeds, interquartile
                        range, and the fraction of seeds at or above the threshold
+  curves.png           one grid axis: median accuracy per configuration against the axis,
+                       interquartile band, trained range shaded
   <config>.png         one configuration's three maps (two-axis grids only)
-One grid axis (e.g. digits): rows are configurations, columns the axis values.
-Two grid axes (e.g. operand length x operand count): one heatmap per configuration.
+One grid axis (e.g. digits): rows are configurations, columns the axis values; a red line
+closes the trained range. Two grid axes (e.g. operand length x operand count): one heatmap per
+configuration with the trained region outlined in red (as in Cho et al. 2025, Figs. 1 and 9).
 
 Usage: plot_sweep.py AGGREGATE_DIR
 Needs Debian's python3-matplotlib and python3-numpy (run with /usr/bin/python3).
@@ -36,6 +39,7 @@ def main():
     axes = meta["cell_axes"]
     configs = meta["configs"]
     threshold = meta["threshold"]
+    trained = meta.get("trained", {})
     stats = [("median", "median exact match", "viridis", (0, 1)),
              ("iqr", "interquartile range", "magma", (0, None)),
              ("frac_above", f"fraction of seeds >= {threshold:g}", "viridis", (0, 1))]
@@ -66,6 +70,10 @@ def main():
                         ax.text(j, i, f"{100 * v:.0f}" if key != "frac_above" else f"{v:.2f}".lstrip("0"),
                                 ha="center", va="center", fontsize=6,
                                 color="white" if v < 0.5 * (hi or max(1e-9, np.nanmax(m))) else "black")
+            if a in trained:
+                inside = [i for i, x in enumerate(xs) if trained[a][0] <= x <= trained[a][1]]
+                if inside:
+                    ax.axvline(inside[-1] + 0.5, color="red", lw=1.5)
             ax.set_xticks(range(len(xs)))
             ax.set_xticklabels(xs, fontsize=7)
             ax.set_yticks(range(len(configs)))
@@ -74,6 +82,27 @@ def main():
             fig.colorbar(im, ax=ax, fraction=0.03)
         fig.tight_layout()
         fig.savefig(os.path.join(out, "panel.png"), dpi=110)
+        plt.close(fig)
+        # Curves (Cho et al. 2025, Fig. 3): median over seeds with the interquartile band, the
+        # trained range in grey.
+        fig, ax = plt.subplots(figsize=(8, 4.5))
+        if a in trained:
+            ax.axvspan(trained[a][0] - 0.5, trained[a][1] + 0.5, color="0.85", label="trained")
+        for c in configs:
+            pts = sorted((int(r[a]), float(r["median"]), float(r["q25"]), float(r["q75"]))
+                         for r in rows if r["config"] == c)
+            x = [p[0] for p in pts]
+            line, = ax.plot(x, [100 * p[1] for p in pts], marker=".", lw=1.2, label=label(c))
+            ax.fill_between(x, [100 * p[2] for p in pts], [100 * p[3] for p in pts],
+                            color=line.get_color(), alpha=0.2, lw=0)
+        ax.set_xlabel(a)
+        ax.set_ylabel("median accuracy (%)")
+        ax.set_ylim(-2, 102)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, loc="lower left")
+        fig.tight_layout()
+        fig.savefig(os.path.join(out, "curves.png"), dpi=110)
+        plt.close(fig)
         return
 
     ax0, ax1 = axes[0], axes[1]
@@ -90,6 +119,11 @@ def main():
     def draw(ax, m, key, title, cmap, lo, hi):
         im = ax.imshow(m, origin="lower", cmap=cmap, vmin=lo, vmax=hi if hi is not None else max(1e-9, np.nanmax(m)),
                        extent=(xs[0] - 0.5, xs[-1] + 0.5, ys[0] - 0.5, ys[-1] + 0.5), aspect="auto")
+        if ax0 in trained and ax1 in trained:
+            from matplotlib.patches import Rectangle
+            (x0, x1), (y0, y1) = trained[ax0], trained[ax1]
+            ax.add_patch(Rectangle((x0 - 0.5, y0 - 0.5), x1 - x0 + 1, y1 - y0 + 1, fill=False,
+                                   edgecolor="red", lw=1.5))
         ax.set_title(title, fontsize=8)
         ax.set_xlabel(ax0)
         ax.set_ylabel(ax1)

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <tuple>
 
 using namespace lengen;
 using Catch::Contains;
@@ -125,4 +126,45 @@ TEST_CASE("sweep: aggregate takes median, quartiles and the fraction above thres
   sweep::aggregate(root.string(), 0.5);
   CHECK_THAT(read(root / "aggregate" / "summary.csv"), Contains("cfg,2,3,0.500000,0.250000,0.750000,0.500000,0.666667"));
   CHECK_THROWS_WITH(sweep::aggregate((root / "nothing").string()), Contains("no sweep.json"));
+}
+
+TEST_CASE("compare: finished runs of one name are seeds of one configuration", "[sweep]") {
+  test::TempDir dir;
+  const fs::path root = dir.path;
+  // name, seed, accuracy at digits 1 and 2
+  const std::vector<std::tuple<std::string, int, double, double>> runs = {
+      {"coupled", 0, 1.0, 0.2}, {"coupled", 1, 0.8, 0.6}, {"coupled", 2, 0.9, 1.0}, {"nope", 0, 0.3, 0.0}};
+  std::vector<std::string> dirs;
+  for (const auto& [name, seed, a1, a2] : runs) {
+    const fs::path run = root / "runs" / name / std::to_string(seed);
+    fs::create_directories(run / "eval");
+    std::ofstream(run / "config.yaml") << "name: " << name << "\nseed: " << seed << "\n";
+    nlohmann::json cells = nlohmann::json::array();
+    int d = 1;
+    for (double a : {a1, a2}) {
+      cells.push_back({{"digits", d++}, {"samples", 10}, {"correct", static_cast<int>(a * 10)}, {"accuracy", a},
+                       {"ci95", {0.0, 1.0}}});
+    }
+    std::ofstream(run / "eval" / "summary.json")
+        << nlohmann::json{{"axes", {"digits"}}, {"cells", cells}, {"trained", {{"digits", {1, 1}}}}}.dump();
+    dirs.push_back(run.string());
+  }
+  const std::string out = (root / "cmp").string();
+  CHECK(sweep::compare_runs(dirs, out) == 4);
+  const std::string summary = read(root / "cmp" / "aggregate" / "summary.csv");
+  // coupled, digits 1: {1.0, 0.8, 0.9} -> median 0.9, 2 of 3 seeds >= 0.9; digits 2: median 0.6.
+  CHECK_THAT(summary, Contains("coupled,coupled,1,3,0.900000"));
+  CHECK_THAT(summary, Contains("coupled,coupled,2,3,0.600000"));
+  CHECK_THAT(summary, Contains("nope,nope,1,1,0.300000"));
+  const auto meta = nlohmann::json::parse(read(root / "cmp" / "aggregate" / "aggregate.json"));
+  CHECK(meta["configs"] == nlohmann::json({"coupled", "nope"}));
+  CHECK(meta["trained"]["digits"] == nlohmann::json({1, 1}));
+
+  // Errors name the run.
+  CHECK_THROWS_WITH(sweep::compare_runs({dirs[0], dirs[0]}, out), Contains("a second run of 'coupled' with seed 0"));
+  CHECK_THROWS_WITH(sweep::compare_runs({(root / "runs").string()}, out), Contains("no config.yaml"));
+  fs::remove(fs::path(dirs[3]) / "eval" / "summary.json");
+  CHECK_THROWS_WITH(sweep::compare_runs({dirs[0], dirs[3]}, out), Contains("has not been evaluated"));
+  std::ofstream(fs::path(dirs[3]) / "eval" / "summary.json") << R"({"axes": ["bits"], "cells": []})";
+  CHECK_THROWS_WITH(sweep::compare_runs({dirs[0], dirs[3]}, out), Contains("compare runs of one grid"));
 }

@@ -192,7 +192,7 @@ std::vector<CellResult> run_eval(LoadedRun& r) {
   logger("eval")->info("evaluated {} cells x {} samples in {:.1f}s ({})", results.size(),
                        r.exp.eval.samples, secs, metric_description(r.exp.eval));
   write_grid_results((fs::path(r.dir) / "eval").string(), results, r.exp.eval.axes(),
-                     metric_description(r.exp.eval));
+                     metric_description(r.exp.eval), trained_ranges(r.exp.task->grid_axes()));
   print_table(results, r.exp.eval.axes());
   const auto axes = r.exp.task->grid_axes();
   plot(r.dir, fmt::format("{} (seed {})", r.exp.name, r.exp.seed), axes);
@@ -297,8 +297,8 @@ void run_attention(const std::string& run, const std::string& cell_text_in, int6
   }
 }
 
-void run_aggregate(const std::string& dir, double threshold, bool plots) {
-  const int64_t n = sweep::aggregate(dir, threshold);
+// Logs and draws an aggregate folder that sweep::aggregate (or compare_runs) has written.
+void plot_aggregate(const std::string& dir, int64_t n, bool plots) {
   const fs::path out = fs::path(dir) / "aggregate";
   logger("sweep")->info("aggregated {} completed points into {}/results.csv and summary.csv", n, out.string());
   std::string script = plot_script("plot_sweep.py");
@@ -314,6 +314,10 @@ void run_aggregate(const std::string& dir, double threshold, bool plots) {
   } else {
     logger("sweep")->warn("plotting failed (exit {}); the CSV files are intact", rc);
   }
+}
+
+void run_aggregate(const std::string& dir, double threshold, bool plots) {
+  plot_aggregate(dir, sweep::aggregate(dir, threshold), plots);
 }
 
 int run_sweep(const std::string& file, const std::string& executor, int64_t jobs, const std::string& gpus_text,
@@ -608,6 +612,16 @@ int main(int argc, char** argv) {
   ag->add_option("--threshold", ag_threshold, "accuracy a seed must reach to count (default: the sweep's)");
   ag->add_flag("--no-plot", ag_no_plot, "CSV only");
   add_common(ag, common, false);
+  auto* cmp = app.add_subcommand("compare", "several finished runs side by side (median over seeds of one name)");
+  std::vector<std::string> cmp_runs;
+  std::string cmp_out;
+  double cmp_threshold = 0.9;
+  bool cmp_no_plot = false;
+  cmp->add_option("runs", cmp_runs, "run directories (runs/<name>/<seed>)")->required();
+  cmp->add_option("-o,--out", cmp_out, "folder for sweep.json and aggregate/ (CSV, panel.png, ...)")->required();
+  cmp->add_option("--threshold", cmp_threshold, "accuracy a seed must reach to count");
+  cmp->add_flag("--no-plot", cmp_no_plot, "CSV only");
+  add_common(cmp, common, false);
 
   CLI11_PARSE(app, argc, argv);
   std::signal(SIGINT, on_signal);
@@ -878,6 +892,9 @@ int main(int argc, char** argv) {
     }
     if (ag->parsed()) {
       run_aggregate(ag_dir, ag_threshold, !ag_no_plot);
+    }
+    if (cmp->parsed()) {
+      plot_aggregate(cmp_out, sweep::compare_runs(cmp_runs, cmp_out, cmp_threshold), !cmp_no_plot);
     }
     if (at->parsed()) {
       run_attention(at_run, at_cell, at_n, at_layers, at_heads, at_out, common.sets);

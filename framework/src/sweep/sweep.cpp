@@ -690,6 +690,7 @@ int64_t aggregate(const std::string& sweep_dir, double threshold) {
   std::vector<std::string> config_order, cell_order;
   std::map<std::string, std::vector<int64_t>> cell_values;
   std::set<std::string> seen_points;
+  json trained = json::object();  // the first point's trained ranges (plots outline them)
   int64_t read = 0;
   for (const auto& p : m["points"]) {
     const fs::path summary = fs::path(sweep_dir) / p["run_dir"].get<std::string>() / "eval" / "summary.json";
@@ -699,6 +700,7 @@ int64_t aggregate(const std::string& sweep_dir, double threshold) {
     json sj = json::parse(read_text(summary.string()));
     if (!header_done) {
       cell_axes = sj["axes"].get<std::vector<std::string>>();
+      trained = sj.value("trained", json::object());
       for (const auto& a : cell_axes) results += "," + a;
       results += ",samples,correct,accuracy,ci_low,ci_high\n";
       header_done = true;
@@ -758,9 +760,44 @@ int64_t aggregate(const std::string& sweep_dir, double threshold) {
   }
   write_file_atomic((out / "summary.csv").string(), summary);
   json meta{{"threshold", threshold}, {"cell_axes", cell_axes}, {"varied", varied_keys},
-            {"configs", config_order}, {"points_read", read}, {"points", m["points"].size()}};
+            {"configs", config_order}, {"trained", trained}, {"points_read", read}, {"points", m["points"].size()}};
   write_file_atomic((out / "aggregate.json").string(), meta.dump(2) + "\n");
   return read;
+}
+
+int64_t compare_runs(const std::vector<std::string>& run_dirs, const std::string& out_dir, double threshold) {
+  LENGEN_CHECK(!run_dirs.empty(), "compare: no run directories given");
+  json points = json::array();
+  std::set<std::string> names;
+  std::vector<std::string> first_axes;
+  for (const auto& dir : run_dirs) {
+    const fs::path run = fs::absolute(dir).lexically_normal();
+    const fs::path config = run / "config.yaml", summary = run / "eval" / "summary.json";
+    LENGEN_CHECK(fs::exists(config), "{}: not a run directory (no config.yaml)", dir);
+    LENGEN_CHECK(fs::exists(summary), "{}: has not been evaluated (no eval/summary.json; run `lengen eval {}`)",
+                 dir, dir);
+    YAML::Node c = YAML::LoadFile(config.string());
+    const std::string name = c["name"] ? c["name"].as<std::string>() : run.parent_path().filename().string();
+    const int64_t seed = c["seed"] ? c["seed"].as<int64_t>() : 0;
+    const auto axes = json::parse(read_text(summary.string()))["axes"].get<std::vector<std::string>>();
+    if (first_axes.empty()) first_axes = axes;
+    LENGEN_CHECK(axes == first_axes, "{}: evaluated over ({}) but {} over ({}); compare runs of one grid", dir,
+                 fmt::format("{}", fmt::join(axes, ", ")), run_dirs.front(),
+                 fmt::format("{}", fmt::join(first_axes, ", ")));
+    std::string point = fmt::format("{},seed={}", name, seed);
+    LENGEN_CHECK(names.insert(point).second, "{}: a second run of '{}' with seed {}; give each run once", dir, name,
+                 seed);
+    points.push_back({{"index", points.size()},
+                      {"name", point},
+                      {"config", name},
+                      {"seed", seed},
+                      {"run_dir", run.string()},
+                      {"varied", {{"run", name}}}});
+  }
+  json manifest{{"name", "compare"}, {"axes", {"run", "seed"}}, {"threshold", threshold}, {"points", points}};
+  fs::create_directories(out_dir);
+  write_file_atomic((fs::path(out_dir) / "sweep.json").string(), manifest.dump(2) + "\n");
+  return aggregate(out_dir, threshold);
 }
 
 }  // namespace lengen::sweep

@@ -358,10 +358,21 @@ std::vector<CellResult> evaluate_grid(
   return results;
 }
 
+TrainedRanges trained_ranges(const std::vector<GridAxis>& axes) {
+  TrainedRanges out;
+  for (const auto& a : axes) {
+    if (a.train_hi > 0) {
+      out[a.name] = {a.train_lo, a.train_hi};
+    }
+  }
+  return out;
+}
+
 void write_grid_results(const std::string& dir,
                         const std::vector<CellResult>& results,
                         const std::vector<std::string>& axes,
-                        const std::string& metric) {
+                        const std::string& metric,
+                        const TrainedRanges& trained) {
   std::string csv;
   for (const auto& a : axes) {
     csv += a + ",";
@@ -390,6 +401,10 @@ void write_grid_results(const std::string& dir,
                          {"samples", total},
                          {"mean_accuracy", total ? static_cast<double>(total_correct) / total : 0.0},
                          {"metric", metric}};
+  summary["trained"] = nlohmann::json::object();
+  for (const auto& [axis, range] : trained) {
+    summary["trained"][axis] = {range.first, range.second};
+  }
   write_file_atomic((fs::path(dir) / "grid.csv").string(), csv);
   write_file_atomic((fs::path(dir) / "summary.json").string(), summary.dump(2) + "\n");
 }

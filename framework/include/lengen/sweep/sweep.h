@@ -98,4 +98,12 @@ LENGEN_API int64_t cancel_slurm(const Sweep& sweep);
 /// the sweep's own. Returns the number of points read.
 LENGEN_API int64_t aggregate(const std::string& sweep_dir, double threshold = -1);
 
+/// Aggregates finished runs that are not one sweep (`lengen compare`): each run directory
+/// (holding config.yaml and eval/summary.json) joins the configuration named by its
+/// experiment's `name`, with its `seed`; runs of one name are seeds of one configuration and
+/// get median/IQR/fraction like a sweep's points. Writes <out_dir>/sweep.json (the manifest)
+/// and <out_dir>/aggregate/. Every run must be evaluated on the same grid axes.
+LENGEN_API int64_t compare_runs(const std::vector<std::string>& run_dirs, const std::string& out_dir,
+                                double threshold = 0.9);
+
 }  // namespace lengen::sweep

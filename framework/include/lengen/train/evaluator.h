@@ -89,11 +89,19 @@ LENGEN_API std::vector<CellResult> evaluate_grid(
 /// One line saying what a cell's accuracy measures under `cfg` (written to summary.json).
 LENGEN_API std::string metric_description(const EvalConfig& cfg);
 
-/// Writes eval/grid.csv and eval/summary.json (atomically) under `dir`.
+/// Trained range [lo, hi] of each grid axis that has one (plots outline it).
+using TrainedRanges = std::map<std::string, std::pair<int64_t, int64_t>>;
+
+/// The trained ranges of a task's axes (those with train_hi > 0).
+LENGEN_API TrainedRanges trained_ranges(const std::vector<GridAxis>& axes);
+
+/// Writes eval/grid.csv and eval/summary.json (atomically) under `dir`; summary.json records
+/// the metric and the trained ranges.
 LENGEN_API void write_grid_results(const std::string& dir,
                                    const std::vector<CellResult>& results,
                                    const std::vector<std::string>& axes,
                                    const std::string& metric = "exact match of the whole response "
-                                                               "under greedy decoding");
+                                                               "under greedy decoding",
+                                   const TrainedRanges& trained = {});
 
 }  // namespace lengen
