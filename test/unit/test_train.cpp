@@ -218,6 +218,10 @@ TEST_CASE("eval: answer-only accuracy is never below whole-response accuracy", "
   int64_t more = 0;
   for (size_t i = 0; i < whole.size(); ++i) {
     CHECK(answer[i].correct >= whole[i].correct);
+    // Every sample of the cell with n bits has 2n + 3 tokens ($ bits = scratchpad $).
+    const int64_t n = whole[i].cell.at("bits");
+    CHECK(whole[i].tokens == 200 * (2 * n + 3));
+    CHECK(whole[i].seconds > 0);
     more += answer[i].correct - whole[i].correct;
   }
   CHECK(more > 0);

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <numeric>
@@ -293,6 +294,7 @@ std::vector<CellResult> evaluate_grid(
   std::vector<CellResult> results;
   for (size_t ci = 0; ci < cells.size(); ++ci) {
     const GridCell& cell = cells[ci];
+    const auto t0 = std::chrono::steady_clock::now();
     std::vector<uint64_t> labels;
     for (const auto& [axis, v] : cell) {
       labels.push_back(static_cast<uint64_t>(v));
@@ -350,6 +352,10 @@ std::vector<CellResult> evaluate_grid(
     r.correct = correct;
     r.accuracy = static_cast<double>(correct) / static_cast<double>(cfg.samples);
     std::tie(r.ci_low, r.ci_high) = wilson_interval(correct, cfg.samples);
+    for (const auto& ex : examples) {
+      r.tokens += ex.length();
+    }
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     results.push_back(r);
     if (progress) {
       progress(r, ci + 1, cells.size());
@@ -392,6 +398,8 @@ void write_grid_results(const std::string& dir,
     c["correct"] = r.correct;
     c["accuracy"] = r.accuracy;
     c["ci95"] = {r.ci_low, r.ci_high};
+    c["tokens"] = r.tokens;
+    c["seconds"] = r.seconds;
     cells.push_back(c);
     total += r.samples;
     total_correct += r.correct;

@@ -44,6 +44,8 @@ struct CellResult {
   int64_t correct = 0;
   double accuracy = 0;
   double ci_low = 0, ci_high = 0;  ///< 95% Wilson score interval
+  int64_t tokens = 0;              ///< tokens of the cell's sequences (prompt + reference response)
+  double seconds = 0;              ///< wall time to sample and evaluate the cell
 };
 
 /// 95% Wilson score interval for k successes out of n.
