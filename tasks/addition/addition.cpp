@@ -118,11 +118,11 @@ class Addition final : public lengen::Task {
         mixed_lengths_(o.get_bool("mixed_lengths")),
         scratchpad_(o.get_bool("scratchpad")),
         vocab_(vocabulary_tokens(o.get_bool("scratchpad")), "<pad>", "$", "$") {
-    train_ = range_option(o, "train_digits");
-    eval_ = range_option(o, "eval_digits");
-    train_ops_ = o.given("train_operands") ? range_option(o, "train_operands")
+    train_ = o.get_int_range("train_digits");
+    eval_ = o.get_int_range("eval_digits");
+    train_ops_ = o.given("train_operands") ? o.get_int_range("train_operands")
                                            : std::pair<int64_t, int64_t>{operands_, operands_};
-    eval_ops_ = o.given("eval_operands") ? range_option(o, "eval_operands")
+    eval_ops_ = o.given("eval_operands") ? o.get_int_range("eval_operands")
                                          : std::pair<int64_t, int64_t>{operands_, operands_};
     if (scratchpad_ && !(zero_pad_ && pad_to_answer_)) {
       o.fail("pad_to", "the scratchpad format pads every number to the answer's maximal length: "
@@ -276,17 +276,6 @@ class Addition final : public lengen::Task {
   }
 
  private:
-  static std::pair<int64_t, int64_t> range_option(const lengen::Options& o, const char* key) {
-    auto v = o.get_int_list(key);
-    if (v.size() == 1) {
-      v.push_back(v[0]);
-    }
-    if (v.size() != 2 || v[0] > v[1]) {
-      o.fail(key, "expected [lo, hi] with lo <= hi");
-    }
-    return {v[0], v[1]};
-  }
-
   bool is_digit(int64_t tok) const { return tok >= 2 && tok <= 11; }  // ids of "0".."9"
 
   static std::vector<std::string> vocabulary_tokens(bool scratchpad) {

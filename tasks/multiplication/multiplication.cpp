@@ -86,10 +86,10 @@ class Multiplication final : public lengen::Task {
         coupled_(o.get_string("position_ids") == "coupled"),
         zero_pad_(o.get_bool("zero_pad")),
         reverse_(o.get_bool("reverse_output")),
-        train_a_(range(o, "train_a_digits")),
-        train_b_(range(o, "train_b_digits")),
-        eval_a_(range(o, "eval_a_digits")),
-        eval_b_(range(o, "eval_b_digits")),
+        train_a_(o.get_int_range("train_a_digits")),
+        train_b_(o.get_int_range("train_b_digits")),
+        eval_a_(o.get_int_range("eval_a_digits")),
+        eval_b_(o.get_int_range("eval_b_digits")),
         vocab_({"<pad>", "$", "0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "*", "+", ">", "="},
                "<pad>", "$", "$") {
     if (scratchpad_ && (!zero_pad_ || !reverse_)) {
@@ -252,13 +252,6 @@ class Multiplication final : public lengen::Task {
   }
 
  private:
-  static std::pair<int64_t, int64_t> range(const lengen::Options& o, const char* key) {
-    auto v = o.get_int_list(key);
-    if (v.size() == 1) v.push_back(v[0]);
-    if (v.size() != 2 || v[0] > v[1]) o.fail(key, "expected [lo, hi] with lo <= hi");
-    return {v[0], v[1]};
-  }
-
   bool is_digit(int64_t tok) const { return tok >= 2 && tok <= 11; }  // ids of "0".."9"
   int64_t digit_id(char c) const { return 2 + (c - '0'); }
 

@@ -40,8 +40,8 @@ class Parity final : public lengen::Task {
   Parity(const lengen::Options& o, const lengen::TaskContext&)
       : scratchpad_(o.get_bool("scratchpad")),
         coupled_(o.get_string("position_ids") == "coupled"),
-        train_(range(o, "train_bits")),
-        eval_(range(o, "eval_bits")),
+        train_(o.get_int_range("train_bits")),
+        eval_(o.get_int_range("eval_bits")),
         vocab_({"<pad>", "$", "0", "1", "="}, "<pad>", "$", "$") {
     if (coupled_ && !scratchpad_) {
       o.fail("position_ids", "coupled parity IDs pair each query bit with its scratchpad bit: set "
@@ -114,13 +114,6 @@ class Parity final : public lengen::Task {
   }
 
  private:
-  static std::pair<int64_t, int64_t> range(const lengen::Options& o, const char* key) {
-    auto v = o.get_int_list(key);
-    if (v.size() == 1) v.push_back(v[0]);
-    if (v.size() != 2 || v[0] > v[1]) o.fail(key, "expected [lo, hi] with lo <= hi");
-    return {v[0], v[1]};
-  }
-
   bool is_bit(int64_t tok) const { return tok == zero_ || tok == one_; }
 
   static std::string random_bits(int64_t n, lengen::Rng& rng) {

@@ -568,6 +568,16 @@ std::vector<int64_t> Options::get_int_list(const std::string& key) const {
 std::vector<double> Options::get_float_list(const std::string& key) const {
   return node_of(key).as_float_list();
 }
+std::pair<int64_t, int64_t> Options::get_int_range(const std::string& key) const {
+  auto v = get_int_list(key);
+  if (v.size() == 1) {
+    v.push_back(v[0]);
+  }
+  if (v.size() != 2 || v[0] > v[1]) {
+    fail(key, "expected [lo, hi] with lo <= hi");
+  }
+  return {v[0], v[1]};
+}
 bool Options::given(const std::string& key) const {
   return std::find(given_.begin(), given_.end(), key) != given_.end();
 }

@@ -135,6 +135,9 @@ AttentionImpl::AttentionImpl(const ModelConfig& cfg, int64_t layer, AttentionKin
 namespace {
 
 // Boolean mask of keys a query may NOT see: key j > offset + query i. [T, S]
+// Query rows per block when evaluating long sequences (see AttentionImpl::forward).
+constexpr int64_t kBlockRows = 256;
+
 torch::Tensor causal_block_mask(int64_t T, int64_t S, int64_t offset, const torch::Device& device) {
   auto opts = torch::TensorOptions().dtype(torch::kBool).device(device);
   return torch::ones({T, S}, opts).triu(offset + 1);
@@ -220,14 +223,33 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x,
   if (!extra.defined() && !value_hooks && attn_out == nullptr) {
     y = compat::fused_attention(q, k, v, causal, offset, p, scale);  // [B, H, T, D] or undefined
   }
+  const double neg_inf = -std::numeric_limits<double>::infinity();
+  if (!y.defined() && causal && T > kBlockRows && !torch::GradMode::is_enabled() && !value_hooks &&
+      attn_out == nullptr) {
+    // Long sequences without gradients (evaluation): query rows block by block, each block
+    // against only the keys it can see. Never materialises [T, S] scores and skips the masked
+    // upper triangle (about half the work). Equal to the path below (tested).
+    const auto qs = q * scale;
+    std::vector<torch::Tensor> parts;
+    for (int64_t r0 = 0; r0 < T; r0 += kBlockRows) {
+      const int64_t rows = std::min(kBlockRows, T - r0), end = offset + r0 + rows;
+      auto s = torch::matmul(qs.narrow(2, r0, rows), k.narrow(2, 0, end).transpose(-2, -1));  // [B, H, rows, end]
+      if (extra.defined()) {
+        s.add_((extra.size(-2) == 1 ? extra : extra.narrow(-2, r0, rows)).narrow(-1, 0, end));
+      }
+      s.masked_fill_(causal_block_mask(rows, end, offset + r0, x.device()), neg_inf);
+      parts.push_back(torch::matmul(torch::softmax(s, -1), v.narrow(2, 0, end)));  // [B, H, rows, D]
+    }
+    y = torch::cat(parts, 2);  // [B, H, T, D]
+  }
   if (!y.defined()) {
-    auto scores = torch::matmul(q, k.transpose(-2, -1)) * scale;  // [B, H, T, D] x [B, H, D, S] -> [B, H, T, S]
+    // In-place steps are safe under autograd: matmul and add keep no outputs for backward.
+    auto scores = torch::matmul(q * scale, k.transpose(-2, -1));  // [B, H, T, D] x [B, H, D, S] -> [B, H, T, S]
     if (extra.defined()) {
-      scores = scores + extra;  // broadcast [B|1, H|1, T, S]
+      scores.add_(extra);  // broadcast [B|1, H|1, T, S]
     }
     if (causal) {
-      scores = scores.masked_fill(causal_block_mask(T, S, offset, x.device()),
-                                  -std::numeric_limits<double>::infinity());
+      scores.masked_fill_(causal_block_mask(T, S, offset, x.device()), neg_inf);
     }
     auto probs = torch::softmax(scores, -1);  // [B, H, T, S]
     if (attn_out) {

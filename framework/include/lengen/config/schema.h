@@ -7,6 +7,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace lengen {
@@ -84,6 +85,9 @@ class LENGEN_API Options {
   std::string get_string(const std::string& key) const;
   std::vector<int64_t> get_int_list(const std::string& key) const;
   std::vector<double> get_float_list(const std::string& key) const;
+  /// An inclusive range written `[lo, hi]` (or one value for lo = hi); anything else, or
+  /// lo > hi, fails naming the key.
+  std::pair<int64_t, int64_t> get_int_range(const std::string& key) const;
   /// True when the key was written in the YAML (not taken from the default).
   bool given(const std::string& key) const;
 
