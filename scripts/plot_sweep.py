@@ -47,6 +47,9 @@ def main():
     for r in rows:
         seeds.setdefault(r["config"], set()).add(int(r["seeds"]))
 
+    if max(max(n) for n in seeds.values()) == 1:
+        stats = stats[:1]  # one seed each: spread and fraction say nothing
+
     def label(c):
         n = seeds.get(c, {0})
         return f"{c}  (seeds: {min(n)}" + (f"-{max(n)})" if len(n) > 1 else ")")
@@ -139,8 +142,8 @@ def main():
     fig.savefig(os.path.join(out, "panel.png"), dpi=100)
     plt.close(fig)
     for c in configs:
-        fig, axs = plt.subplots(1, len(stats), figsize=(4 * len(stats), 3.6))
-        for ax, (key, title, cmap, (lo, hi)) in zip(axs, stats):
+        fig, axs = plt.subplots(1, len(stats), figsize=(4 * len(stats), 3.6), squeeze=False)
+        for ax, (key, title, cmap, (lo, hi)) in zip(axs[0], stats):
             im = draw(ax, grid(c, key), key, title, cmap, lo, hi)
             fig.colorbar(im, ax=ax, fraction=0.046)
         fig.suptitle(label(c))
