@@ -12,6 +12,7 @@
 // reference.
 #include "lengen/core/error.h"
 #include "lengen/plugin/plugin.h"
+#include "lengen/task/decimal.h"
 #include "lengen/task/task.h"
 
 #include <algorithm>
@@ -21,6 +22,9 @@ namespace {
 using lengen::Example;
 using lengen::OptionSpec;
 using lengen::PositionIds;
+using lengen::decimal::pad_left;
+using lengen::decimal::random_number;
+using lengen::decimal::strip_zeros;
 
 // Decimal strings, most significant digit first, no sign.
 std::string add_decimal(const std::vector<std::string>& xs) {
@@ -45,15 +49,6 @@ std::string add_decimal(const std::vector<std::string>& xs) {
   }
   std::reverse(out.begin(), out.end());
   return out;
-}
-
-std::string strip_zeros(const std::string& x) {
-  size_t i = x.find_first_not_of('0');
-  return i == std::string::npos ? "0" : x.substr(i);
-}
-
-std::string pad_left(const std::string& x, size_t n) {
-  return x.size() >= n ? x : std::string(n - x.size(), '0') + x;
 }
 
 // Length of the longest possible sum of m operands of at most `digits` digits:
@@ -337,16 +332,6 @@ class Addition final : public lengen::Task {
     return ids;
   }
 
-  static std::string random_number(int64_t digits, lengen::Rng& rng) {
-    // Uniform among numbers with exactly `digits` digits; 1 digit includes 0.
-    std::string x;
-    x.push_back(static_cast<char>('0' + rng.uniform_int(digits == 1 ? 0 : 1, 9)));
-    for (int64_t i = 1; i < digits; ++i) {
-      x.push_back(static_cast<char>('0' + rng.uniform_int(0, 9)));
-    }
-    return x;
-  }
-
   // Answer digits written for a query of m operands whose longest (padded) operand run has
   // `longest` digits.
   int64_t answer_length_for(int64_t longest, int64_t m) const {
@@ -374,11 +359,7 @@ class Addition final : public lengen::Task {
     }
     Example ex;
     ex.position_ids.assign(1, {});
-    auto push = [&](int64_t tok, int64_t id, bool loss) {
-      ex.tokens.push_back(tok);
-      ex.position_ids[0].push_back(id);
-      ex.loss_mask.push_back(loss ? 1 : 0);
-    };
+    auto push = [&](int64_t tok, int64_t id, bool loss) { ex.push(tok, {id}, loss); };
     const int64_t s = 1;
     push(vocab_.bos(), 0, false);
     for (size_t i = 0; i < ops.size(); ++i) {
@@ -411,12 +392,7 @@ class Addition final : public lengen::Task {
   Example make_scratchpad_example(const std::vector<std::string>& ops, size_t longest, size_t L) const {
     Example ex;
     ex.position_ids.assign(2, {});
-    auto push = [&](int64_t tok, int64_t id1, int64_t id2, bool loss) {
-      ex.tokens.push_back(tok);
-      ex.position_ids[0].push_back(id1);
-      ex.position_ids[1].push_back(id2);
-      ex.loss_mask.push_back(loss ? 1 : 0);
-    };
+    auto push = [&](int64_t tok, int64_t id1, int64_t id2, bool loss) { ex.push(tok, {id1, id2}, loss); };
     const int64_t s = 1;
     push(vocab_.bos(), 0, 0, false);
     for (size_t i = 0; i < ops.size(); ++i) {

@@ -12,6 +12,7 @@
 //   37*925=52243 with IDs 3 2 1 4 3 2 1 2 3 4 5 6 (EOS 0).
 #include "lengen/core/error.h"
 #include "lengen/plugin/plugin.h"
+#include "lengen/task/decimal.h"
 #include "lengen/task/task.h"
 
 #include <algorithm>
@@ -21,6 +22,9 @@ namespace {
 using lengen::Example;
 using lengen::OptionSpec;
 using lengen::PositionIds;
+using lengen::decimal::pad_left;
+using lengen::decimal::random_number;
+using lengen::decimal::strip_zeros;
 
 // Decimal strings, most significant digit first.
 std::string multiply_decimal(const std::string& a, const std::string& b) {
@@ -38,10 +42,6 @@ std::string multiply_decimal(const std::string& a, const std::string& b) {
   for (auto it = acc.rbegin(); it != acc.rend(); ++it) out.push_back(static_cast<char>('0' + *it));
   size_t nz = out.find_first_not_of('0');
   return nz == std::string::npos ? "0" : out.substr(nz);
-}
-
-std::string pad_left(const std::string& x, size_t n) {
-  return x.size() >= n ? x : std::string(n - x.size(), '0') + x;
 }
 
 std::string reversed(std::string x) {
@@ -255,19 +255,6 @@ class Multiplication final : public lengen::Task {
   bool is_digit(int64_t tok) const { return tok >= 2 && tok <= 11; }  // ids of "0".."9"
   int64_t digit_id(char c) const { return 2 + (c - '0'); }
 
-  static std::string strip_zeros(const std::string& x) {
-    size_t i = x.find_first_not_of('0');
-    return i == std::string::npos ? "0" : x.substr(i);
-  }
-
-  static std::string random_number(int64_t digits, lengen::Rng& rng) {
-    // Uniform among numbers with exactly `digits` digits; 1 digit includes 0.
-    std::string x;
-    x.push_back(static_cast<char>('0' + rng.uniform_int(digits == 1 ? 0 : 1, 9)));
-    for (int64_t i = 1; i < digits; ++i) x.push_back(static_cast<char>('0' + rng.uniform_int(0, 9)));
-    return x;
-  }
-
   // The "template" form of the IDs; the causal form above must agree on correct responses
   // (the contract tests check it).
   Example make_example(const std::string& a, const std::string& b) const {
@@ -275,21 +262,15 @@ class Multiplication final : public lengen::Task {
     const int64_t L = scratchpad_ && coupled_ ? 3 : 1;
     Example ex;
     ex.position_ids.assign(static_cast<size_t>(L), {});
-    auto push = [&](int64_t tok, std::vector<int64_t> id, bool loss) {
-      ex.tokens.push_back(tok);
-      for (int64_t l = 0; l < L; ++l) ex.position_ids[l].push_back(id[l]);
-      ex.loss_mask.push_back(loss ? 1 : 0);
-    };
     const int64_t s = 1;
     const bool tri = L == 3;
-    push(vocab_.bos(), {0, 0, 0}, false);
-    for (int64_t i = 0; i < M; ++i) push(digit_id(a[i]), {s + M - i, 0, 0}, false);
-    push(times_, {tri ? 0 : s, 0, 0}, false);
+    ex.push(vocab_.bos(), {0, 0, 0}, false);
+    for (int64_t i = 0; i < M; ++i) ex.push(digit_id(a[i]), {s + M - i, 0, 0}, false);
+    ex.push(times_, {tri ? 0 : s, 0, 0}, false);
     for (int64_t i = 0; i < N; ++i) {
-      push(digit_id(b[i]), tri ? std::vector<int64_t>{0, s + N - i - 1, 0} : std::vector<int64_t>{s + N - i, 0, 0},
-           false);
+      ex.push(digit_id(b[i]), {tri ? 0 : s + N - i, tri ? s + N - i - 1 : 0, 0}, false);
     }
-    push(eq_, {s, s, s}, false);
+    ex.push(eq_, {s, s, s}, false);
     ex.prompt_length = ex.length();
     const std::string product = multiply_decimal(a, b);
     if (!scratchpad_) {
@@ -297,27 +278,27 @@ class Multiplication final : public lengen::Task {
       ex.answer_begin = ex.length();
       for (size_t w = 0; w < p.size(); ++w) {
         const size_t pos = reverse_ ? p.size() - 1 - w : w;  // index into p of the w-th written digit
-        push(digit_id(p[pos]), {s + static_cast<int64_t>(p.size() - pos), 0, 0}, true);
+        ex.push(digit_id(p[pos]), {s + static_cast<int64_t>(p.size() - pos), 0, 0}, true);
       }
     } else {
       // Stage 1: A * B_k, padded to M+1, reversed.
       for (int64_t k = 1; k <= N; ++k) {
-        if (k > 1) push(plus_, {s, s + k - 1, s + k - 1}, true);
+        if (k > 1) ex.push(plus_, {s, s + k - 1, s + k - 1}, true);
         const std::string bk(1, b[static_cast<size_t>(N - k)]);
         const std::string x = reversed(pad_left(multiply_decimal(a, bk), static_cast<size_t>(M + 1)));
-        for (int64_t j = 1; j <= M + 1; ++j) push(digit_id(x[j - 1]), {s + j, s + k - 1, s + k - 1 + j}, true);
+        for (int64_t j = 1; j <= M + 1; ++j) ex.push(digit_id(x[j - 1]), {s + j, s + k - 1, s + k - 1 + j}, true);
       }
       // Stage 2: c_k = A * (the k least significant digits of B), padded to M+N, reversed.
-      push(eq_, {0, s, s}, true);
+      ex.push(eq_, {0, s, s}, true);
       for (int64_t k = 1; k <= N; ++k) {
-        if (k > 1) push(arrow_, {0, s + k - 1, s}, true);
+        if (k > 1) ex.push(arrow_, {0, s + k - 1, s}, true);
         if (k == N) ex.answer_begin = ex.length();
         const std::string low = strip_zeros(b.substr(static_cast<size_t>(N - k)));
         const std::string c = reversed(pad_left(multiply_decimal(a, low), static_cast<size_t>(M + N)));
-        for (int64_t j = 1; j <= M + N; ++j) push(digit_id(c[j - 1]), {0, s + k - 1, s + j}, true);
+        for (int64_t j = 1; j <= M + N; ++j) ex.push(digit_id(c[j - 1]), {0, s + k - 1, s + j}, true);
       }
     }
-    push(vocab_.eos(), {0, 0, 0}, true);
+    ex.push(vocab_.eos(), {0, 0, 0}, true);
     if (!coupled_) {
       for (int64_t t = 0; t < ex.length(); ++t) ex.position_ids[0][t] = t;
     }

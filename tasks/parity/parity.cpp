@@ -125,11 +125,7 @@ class Parity final : public lengen::Task {
   Example make_example(const std::string& bits) const {
     Example ex;
     ex.position_ids.assign(1, {});
-    auto push = [&](int64_t tok, int64_t id, bool loss) {
-      ex.tokens.push_back(tok);
-      ex.position_ids[0].push_back(id);
-      ex.loss_mask.push_back(loss ? 1 : 0);
-    };
+    auto push = [&](int64_t tok, int64_t id, bool loss) { ex.push(tok, {id}, loss); };
     const int64_t s = 1;
     push(vocab_.bos(), 0, false);
     for (size_t k = 0; k < bits.size(); ++k) {

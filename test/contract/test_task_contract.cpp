@@ -44,6 +44,20 @@ void check_contract(const Task& task, const Example& ex) {
   CHECK(task.exact_match(ex, ex.response()));
 }
 
+// Contract and query round trip over `n` training samples of a task built from inline YAML.
+void check_task_yaml(const std::string& yaml, int n, uint64_t seed) {
+  auto task = test::make_task(yaml);
+  Rng rng(seed);
+  for (int i = 0; i < n; ++i) {
+    Example ex = task->sample_train(rng);
+    check_contract(*task, ex);
+    std::string text = task->render({ex.tokens.begin() + 1, ex.tokens.begin() + ex.prompt_length});
+    Example back = task->parse_query(text);
+    CHECK(back.tokens == ex.tokens);
+    CHECK(back.position_ids == ex.position_ids);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("task contract: every registered task with default options", "[contract][task]") {
@@ -70,19 +84,11 @@ TEST_CASE("task contract: every registered task with default options", "[contrac
 TEST_CASE("task contract: addition with scratchpad", "[contract][task]") {
   for (const char* ids : {"coupled", "sequential"}) {
     DYNAMIC_SECTION("ids " << ids) {
-      auto task = test::make_task(fmt::format(
-          "{{name: addition, zero_pad: true, pad_to: answer, scratchpad: true, position_ids: {}, "
-          "train_operands: [2, 6], mixed_lengths: true, train_digits: [1, 8], eval_operands: [2, 9]}}",
-          ids));
-      Rng rng(4);
-      for (int i = 0; i < 80; ++i) {
-        Example ex = task->sample_train(rng);
-        check_contract(*task, ex);
-        std::string text = task->render({ex.tokens.begin() + 1, ex.tokens.begin() + ex.prompt_length});
-        Example back = task->parse_query(text);
-        CHECK(back.tokens == ex.tokens);
-        CHECK(back.position_ids == ex.position_ids);
-      }
+      check_task_yaml(fmt::format(
+                          "{{name: addition, zero_pad: true, pad_to: answer, scratchpad: true, position_ids: {}, "
+                          "train_operands: [2, 6], mixed_lengths: true, train_digits: [1, 8], eval_operands: [2, 9]}}",
+                          ids),
+                      80, 4);
     }
   }
 }
@@ -99,21 +105,10 @@ TEST_CASE("task contract: addition, every format option", "[contract][task]") {
             }
             DYNAMIC_SECTION("zero_pad " << pad << " pad_to " << pad_to << " reverse " << reverse
                                         << " ids " << ids << " operands " << operands) {
-              auto task = test::make_task(fmt::format(
-                  "{{name: addition, zero_pad: {}, pad_to: {}, reverse_output: {}, "
-                  "position_ids: {}, operands: {}, train_digits: [1, 12]}}",
-                  pad, pad_to, reverse, ids, operands));
-              Rng rng(9);
-              for (int i = 0; i < 60; ++i) {
-                Example ex = task->sample_train(rng);
-                check_contract(*task, ex);
-                // The typed query reproduces the prompt exactly.
-                std::string text = task->render(
-                    {ex.tokens.begin() + 1, ex.tokens.begin() + ex.prompt_length});
-                Example back = task->parse_query(text);
-                CHECK(back.tokens == ex.tokens);
-                CHECK(back.position_ids == ex.position_ids);
-              }
+              check_task_yaml(fmt::format("{{name: addition, zero_pad: {}, pad_to: {}, reverse_output: {}, "
+                                          "position_ids: {}, operands: {}, train_digits: [1, 12]}}",
+                                          pad, pad_to, reverse, ids, operands),
+                              60, 9);
             }
           }
         }
@@ -122,23 +117,6 @@ TEST_CASE("task contract: addition, every format option", "[contract][task]") {
   }
 }
 
-namespace {
-
-// Contract and query round trip over `n` training samples of a task built from inline YAML.
-void check_task_yaml(const std::string& yaml, int n, uint64_t seed) {
-  auto task = test::make_task(yaml);
-  Rng rng(seed);
-  for (int i = 0; i < n; ++i) {
-    Example ex = task->sample_train(rng);
-    check_contract(*task, ex);
-    std::string text = task->render({ex.tokens.begin() + 1, ex.tokens.begin() + ex.prompt_length});
-    Example back = task->parse_query(text);
-    CHECK(back.tokens == ex.tokens);
-    CHECK(back.position_ids == ex.position_ids);
-  }
-}
-
-}  // namespace
 
 TEST_CASE("task contract: parity, every format option", "[contract][task]") {
   for (const char* opts : {"scratchpad: true, position_ids: coupled", "scratchpad: true, position_ids: sequential",

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <string>
 #include <vector>
@@ -29,6 +30,16 @@ struct Example {
   std::map<std::string, int64_t> meta;
 
   int64_t length() const { return static_cast<int64_t>(tokens.size()); }
+  /// Appends a token with its ID at each level (`ids` gives at least position_ids.size()
+  /// values; extra values are ignored) and whether it is in the loss.
+  void push(int64_t token, std::initializer_list<int64_t> ids, bool loss) {
+    tokens.push_back(token);
+    auto id = ids.begin();
+    for (auto& level : position_ids) {
+      level.push_back(*id++);
+    }
+    loss_mask.push_back(loss ? 1 : 0);
+  }
   /// Response tokens (after the prompt), EOS included.
   std::vector<int64_t> response() const {
     return {tokens.begin() + prompt_length, tokens.end()};
