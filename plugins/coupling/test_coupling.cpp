@@ -38,6 +38,21 @@ TEST_CASE("coupling: sinusoidal initialisation", "[coupling]") {
   CHECK(table[3][1].item<double>() == Approx(0.5 * std::cos(3.0)).epsilon(1e-5));
 }
 
+TEST_CASE("coupling: the sinusoidal base sets the slowest frequency", "[coupling]") {
+  // w_i = base^(-2i/C). With base 5 over C = 16 columns the last pair turns at 5^(-14/16)
+  // rad per row, more than half a turn over 17 rows; Vaswani's 10000 barely moves there.
+  auto s = make_scheme("{name: coupling, max_position: 16, init_base: 5}", ctx(1));
+  auto w = s->named_parameters()["level0"];
+  CHECK(lengen::test::max_abs_diff(w, lengen::sinusoidal_table(17, 16, 5.0)) < 1e-6);
+  const double w_last = std::pow(5.0, -14.0 / 16.0);
+  CHECK(w[5][14].item<double>() == Approx(std::sin(5 * w_last)).margin(1e-5));
+  CHECK(w[5][15].item<double>() == Approx(std::cos(5 * w_last)).margin(1e-5));
+  CHECK(w[16][15].item<double>() < -0.5);
+  CHECK(lengen::sinusoidal_table(17, 16)[16][15].item<double>() > 0.99);
+  CHECK_THROWS_WITH(make_scheme("{name: coupling, init_base: 1}", ctx(1)),
+                    Catch::Contains("init_base"));
+}
+
 TEST_CASE("coupling: random offsets shift non-zero IDs per sample and level", "[coupling]") {
   auto s = make_scheme("{name: coupling, levels: 2, max_position: [12, 9]}", ctx(2));
   // Two samples; level-0 max ID 5, level-1 max ID 3; zeros (BOS/EOS/pad) must stay zero.

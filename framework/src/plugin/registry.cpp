@@ -288,10 +288,11 @@ torch::Tensor PositionScheme::relative_values(const torch::Tensor&, const Attent
   missing_hook("relative_values");
 }
 
-torch::Tensor sinusoidal_table(int64_t rows, int64_t dim) {
+torch::Tensor sinusoidal_table(int64_t rows, int64_t dim, double base) {
+  LENGEN_CHECK(base > 1.0, "the sinusoidal base must be > 1, got {}", base);
   auto pos = torch::arange(rows, torch::kFloat64).unsqueeze(1);                        // [P, 1]
   auto i = torch::arange((dim + 1) / 2, torch::kFloat64);                              // [C/2]
-  auto freq = torch::exp(-std::log(10000.0) * 2.0 * i / static_cast<double>(dim));     // [C/2]
+  auto freq = torch::exp(-std::log(base) * 2.0 * i / static_cast<double>(dim));        // [C/2]
   auto angle = pos * freq.unsqueeze(0);                                                 // [P, C/2]
   auto table = torch::stack({torch::sin(angle), torch::cos(angle)}, 2).reshape({rows, -1});  // [P, C']
   return table.slice(1, 0, dim).to(torch::kFloat32).contiguous();                      // [P, C]
@@ -342,7 +343,13 @@ std::vector<OptionSpec> PositionTables::init_options(const std::string& default_
               .with_default(1.0)
               .at_least(0),
           OptionSpec::number("init_scale", "scale of the sinusoidal initialisation")
-              .with_default(1.0)};
+              .with_default(1.0),
+          OptionSpec::number("init_base",
+                             "frequency base of the sinusoidal initialisation, w_i = base^(-2i/d); "
+                             "for a short table about (max_position + 1) / pi, so that the "
+                             "slowest column makes half a turn over the table")
+              .with_default(10000.0)
+              .at_least(1.0001)};
 }
 
 PositionTables::PositionTables(torch::nn::Module& owner,
@@ -353,9 +360,10 @@ PositionTables::PositionTables(torch::nn::Module& owner,
   const std::string init = o.get_string("init");
   const double init_std = o.get_float("init_std");
   const double init_scale = o.get_float("init_scale");
+  const double init_base = o.get_float("init_base");
   for (size_t l = 0; l < max_position.size(); ++l) {
     const int64_t rows = max_position[l] + 1;  // IDs 0..max_position
-    torch::Tensor w = init == "sinusoidal" ? sinusoidal_table(rows, d_model) * init_scale
+    torch::Tensor w = init == "sinusoidal" ? sinusoidal_table(rows, d_model, init_base) * init_scale
                                            : torch::randn({rows, d_model}) * init_std;
     tables_.push_back(owner.register_parameter(fmt::format("level{}", l), w));
   }

@@ -11,12 +11,14 @@
 //   LENGEN_PLUGIN_ABI  major; must be equal. Bumped on any incompatible change.
 //   LENGEN_PLUGIN_API  minor; a plugin built against API n loads in any host with API >= n.
 //
-// API history: 0 first release; 1 adds the relative_values hook (kHookRelativeValues).
+// API history: 0 first release; 1 adds the relative_values hook (kHookRelativeValues); 2 adds
+// Options::get_int_range, Example::push and the header-only lengen/task/decimal.h (a task
+// plugin using them needs a host with API >= 2).
 
 #include <cstdint>
 
 #define LENGEN_PLUGIN_ABI 1
-#define LENGEN_PLUGIN_API 1
+#define LENGEN_PLUGIN_API 2
 
 namespace lengen {
 class Registrar;

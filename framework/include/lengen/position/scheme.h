@@ -125,11 +125,12 @@ class LENGEN_API PositionTables {
  public:
   PositionTables() = default;
   /// The initialisation options `init` (normal | sinusoidal, default `default_init`),
-  /// `init_std` and `init_scale`.
+  /// `init_std`, `init_scale` and `init_base`.
   static std::vector<OptionSpec> init_options(const std::string& default_init);
 
   /// Registers one table per entry of `max_position` on `owner`, initialised as the
-  /// init_options() in `o` say: N(0, init_std) or sinusoidal_table * init_scale.
+  /// init_options() in `o` say: N(0, init_std) or
+  /// sinusoidal_table(rows, C, init_base) * init_scale.
   PositionTables(torch::nn::Module& owner,
                  const std::vector<int64_t>& max_position,
                  int64_t d_model,
@@ -222,7 +223,9 @@ class LENGEN_API RelativeVectors {
 };
 
 /// Sinusoidal table [rows, dim]: row p = (sin(p w_0), cos(p w_0), sin(p w_1), ...),
-/// w_i = 10000^(-2i/dim) (Vaswani et al. 2017). Shared by the APE and coupling plugins.
-LENGEN_API torch::Tensor sinusoidal_table(int64_t rows, int64_t dim);
+/// w_i = base^(-2i/dim) (Vaswani et al. 2017: base 10000). Shared by the APE and coupling
+/// plugins. A short table (tens of IDs) wants a small base: with 10000 most columns are
+/// nearly constant over its rows and the few fast ones alias after about 2*pi rows.
+LENGEN_API torch::Tensor sinusoidal_table(int64_t rows, int64_t dim, double base = 10000.0);
 
 }  // namespace lengen
