@@ -50,6 +50,11 @@ def main():
     if max(max(n) for n in seeds.values()) == 1:
         stats = stats[:1]  # one seed each: spread and fraction say nothing
 
+    def scale_top(m, hi):
+        # Spread panels share a floor of 0.5: one seed (IQR 0 everywhere) stays black on a
+        # readable scale instead of an autoscaled [0, 1e-9].
+        return hi if hi is not None else max(0.5, float(np.nanmax(m)))
+
     def label(c):
         n = seeds.get(c, {0})
         return f"{c}  (seeds: {min(n)}" + (f"-{max(n)})" if len(n) > 1 else ")")
@@ -64,7 +69,7 @@ def main():
             m = np.full((len(configs), len(xs)), np.nan)
             for r in rows:
                 m[configs.index(r["config"]), xs.index(int(r[a]))] = float(r[key])
-            im = ax.imshow(m, aspect="auto", cmap=cmap, vmin=lo, vmax=hi if hi is not None else max(1e-9, np.nanmax(m)),
+            im = ax.imshow(m, aspect="auto", cmap=cmap, vmin=lo, vmax=scale_top(m, hi),
                            interpolation="nearest")
             ax.set_title(title)
             if len(xs) <= 40:
@@ -72,7 +77,7 @@ def main():
                     if not np.isnan(v):
                         ax.text(j, i, f"{100 * v:.0f}" if key != "frac_above" else f"{v:.2f}".lstrip("0"),
                                 ha="center", va="center", fontsize=6,
-                                color="white" if v < 0.5 * (hi or max(1e-9, np.nanmax(m))) else "black")
+                                color="white" if v < 0.5 * scale_top(m, hi) else "black")
             if a in trained:
                 inside = [i for i, x in enumerate(xs) if trained[a][0] <= x <= trained[a][1]]
                 if inside:
@@ -120,7 +125,7 @@ def main():
         return m
 
     def draw(ax, m, key, title, cmap, lo, hi):
-        im = ax.imshow(m, origin="lower", cmap=cmap, vmin=lo, vmax=hi if hi is not None else max(1e-9, np.nanmax(m)),
+        im = ax.imshow(m, origin="lower", cmap=cmap, vmin=lo, vmax=scale_top(m, hi),
                        extent=(xs[0] - 0.5, xs[-1] + 0.5, ys[0] - 0.5, ys[-1] + 0.5), aspect="auto")
         if ax0 in trained and ax1 in trained:
             from matplotlib.patches import Rectangle
