@@ -4,7 +4,9 @@
 // Training: per sample and level, every non-zero ID is shifted by
 // delta_l ~ U[0, max_position_l - max ID_l] (random offsets); evaluation uses the task's IDs
 // (start 1) unchanged. Hooks: input embedding. Limit: an evaluation sample whose IDs exceed
-// max_position is refused with an error naming the level.
+// max_position is refused with an error naming the level. Initialisation: sinusoidal by
+// default (`init_base` sets its frequencies); the authors' code uses N(0, 1) (`init: normal`).
+// At CPU scale the choice moves where length generalization stops (docs/results.md).
 #include "lengen/core/error.h"
 #include "lengen/plugin/plugin.h"
 #include "lengen/position/scheme.h"

@@ -57,11 +57,29 @@ TEST_CASE("integration: a tiny coupled model learns addition; verdicts agree", "
                            exs.back().tokens.begin() + exs.back().prompt_length);
     }
     auto tf = teacher_forced_exact_match(model, exs, exp.task->vocabulary().pad(), torch::kCPU, 64);
+    auto first = teacher_forced_first_errors(model, exs, exp.task->vocabulary().pad(), torch::kCPU, 64);
     std::vector<PositionIds> fed;
     auto decoded = greedy_decode(model, *exp.task, prompts, torch::kCPU, &fed);
     for (size_t i = 0; i < exs.size(); ++i) {
       const bool ok = exp.task->exact_match(exs[i], decoded[i]);
       agree += ok == tf[i] ? 1 : 0;
+      CHECK((first[i].position < 0) == tf[i]);
+      if (!ok) {
+        // The teacher-forced first error is where the greedy decode first leaves the
+        // reference: same position, same expected and same predicted token.
+        const auto& ref = exs[i].tokens;
+        const auto p = static_cast<size_t>(exs[i].prompt_length);
+        size_t k = 0;
+        while (k < decoded[i].size() && p + k < ref.size() &&
+               ref[p + k] == decoded[i][k]) {
+          ++k;
+        }
+        REQUIRE(k < decoded[i].size());
+        REQUIRE(p + k < ref.size());
+        CHECK(first[i].position == exs[i].prompt_length - 1 + static_cast<int64_t>(k));
+        CHECK(first[i].expected == ref[p + k]);
+        CHECK(first[i].predicted == decoded[i][k]);
+      }
       correct += ok ? 1 : 0;
       ++total;
       if (ok) {

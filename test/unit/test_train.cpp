@@ -223,6 +223,31 @@ TEST_CASE("eval: answer-only accuracy is never below whole-response accuracy", "
     CHECK(whole[i].tokens == 200 * (2 * n + 3));
     CHECK(whole[i].seconds > 0);
     more += answer[i].correct - whole[i].correct;
+    // Every wrong sample is counted once at its first wrong token, a real disagreement.
+    int64_t wrong = 0;
+    for (const auto& [tokens, n] : whole[i].first_errors) {
+      CHECK(tokens.first != tokens.second);
+      CHECK(exp.task->vocabulary().contains(tokens.first));
+      CHECK(exp.task->vocabulary().contains(tokens.second));
+      wrong += n;
+    }
+    CHECK(wrong == whole[i].samples - whole[i].correct);
   }
   CHECK(more > 0);
+  // summary.json lists each cell's most frequent first errors, most frequent first.
+  write_grid_results(dir.str(), whole, {"bits"});
+  std::ifstream in(dir.file("summary.json"));
+  auto summary = nlohmann::json::parse(in);
+  for (const auto& cell : summary["cells"]) {
+    const auto& errs = cell["first_errors"];
+    CHECK(errs.size() <= 5);
+    int64_t listed = 0;
+    for (size_t k = 0; k < errs.size(); ++k) {
+      listed += errs[k]["samples"].get<int64_t>();
+      if (k > 0) {
+        CHECK(errs[k]["samples"].get<int64_t>() <= errs[k - 1]["samples"].get<int64_t>());
+      }
+    }
+    CHECK(listed <= cell["samples"].get<int64_t>() - cell["correct"].get<int64_t>());
+  }
 }

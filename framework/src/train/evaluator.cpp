@@ -166,14 +166,14 @@ std::string metric_description(const EvalConfig& cfg) {
   return fmt::format("exact match of the whole response {}", how);
 }
 
-std::vector<bool> teacher_forced_exact_match(Transformer& model,
-                                             const std::vector<Example>& examples,
-                                             int64_t pad_id,
-                                             const torch::Device& device,
-                                             int64_t batch_size) {
+std::vector<FirstError> teacher_forced_first_errors(Transformer& model,
+                                                    const std::vector<Example>& examples,
+                                                    int64_t pad_id,
+                                                    const torch::Device& device,
+                                                    int64_t batch_size) {
   torch::NoGradGuard no_grad;
   model->eval();
-  std::vector<bool> out(examples.size(), false);
+  std::vector<FirstError> out(examples.size());
   // Bucket by length so that a batch pads little.
   std::vector<size_t> order(examples.size());
   std::iota(order.begin(), order.end(), 0);
@@ -186,19 +186,58 @@ std::vector<bool> teacher_forced_exact_match(Transformer& model,
       chunk.push_back(examples[order[i]]);
     }
     Batch b = make_batch(chunk, pad_id).to(device);
-    auto logits = model->forward(b.inputs, b.ids);             // [B, T, V]
-    auto pred = logits.argmax(-1);                              // [B, T]
-    auto ok = (pred == b.targets).logical_or(b.mask == 0);      // [B, T]
-    auto all_ok = ok.all(1).to(torch::kCPU);                    // [B]
-    auto acc = all_ok.accessor<bool, 1>();
+    auto logits = model->forward(b.inputs, b.ids);                      // [B, T, V]
+    auto pred = logits.argmax(-1);                                       // [B, T]
+    auto wrong = (pred != b.targets).logical_and(b.mask != 0);           // [B, T]
+    auto any = wrong.any(1);                                             // [B]
+    auto first = wrong.to(torch::kInt64).argmax(1);                      // [B] first true
+    auto expected = b.targets.gather(1, first.unsqueeze(1)).squeeze(1);  // [B]
+    auto predicted = pred.gather(1, first.unsqueeze(1)).squeeze(1);      // [B]
+    auto cpu = torch::stack({any.to(torch::kInt64), first, expected, predicted}).to(torch::kCPU);
+    auto acc = cpu.accessor<int64_t, 2>();                               // [4, B]
     for (size_t i = begin; i < end; ++i) {
-      out[order[i]] = acc[static_cast<int64_t>(i - begin)];
+      const auto j = static_cast<int64_t>(i - begin);
+      if (acc[0][j] != 0) {
+        out[order[i]] = FirstError{acc[1][j], acc[2][j], acc[3][j]};
+      }
     }
   }
   return out;
 }
 
+std::vector<bool> teacher_forced_exact_match(Transformer& model,
+                                             const std::vector<Example>& examples,
+                                             int64_t pad_id,
+                                             const torch::Device& device,
+                                             int64_t batch_size) {
+  auto errors = teacher_forced_first_errors(model, examples, pad_id, device, batch_size);
+  std::vector<bool> out(errors.size());
+  for (size_t i = 0; i < errors.size(); ++i) {
+    out[i] = errors[i].position < 0;
+  }
+  return out;
+}
+
 namespace {
+
+// (expected, predicted) at the first token where a generated response leaves the reference
+// response; -1 where one of them has already ended.
+std::pair<int64_t, int64_t> first_divergence(const Example& ex, const std::vector<int64_t>& resp) {
+  const auto ref_begin = ex.tokens.begin() + ex.prompt_length;
+  const size_t ref_len = static_cast<size_t>(ex.tokens.end() - ref_begin);
+  for (size_t i = 0; i < std::max(ref_len, resp.size()); ++i) {
+    const int64_t want = i < ref_len ? *(ref_begin + static_cast<std::ptrdiff_t>(i)) : -1;
+    const int64_t got = i < resp.size() ? resp[i] : -1;
+    if (want != got) {
+      return {want, got};
+    }
+  }
+  return {-1, -1};
+}
+
+std::string token_name(const Task& task, int64_t id) {
+  return id < 0 ? "(none)" : task.vocabulary().token(id);
+}
 
 // IDs of the last token of `tokens`, as [L] values.
 std::vector<int64_t> last_ids(const Task& task, const std::vector<int64_t>& tokens, int64_t prompt_len) {
@@ -311,6 +350,7 @@ std::vector<CellResult> evaluate_grid(
     }
     const bool answer = cfg.metric == "answer";
     int64_t correct = 0;
+    std::map<std::pair<int64_t, int64_t>, int64_t> first_errors;
     if (cfg.greedy_decode) {
       // Group prompts of equal length so they decode as one batch.
       std::map<size_t, std::vector<size_t>> by_len;
@@ -329,10 +369,12 @@ std::vector<CellResult> evaluate_grid(
           for (size_t i = b; i < e; ++i) {
             const Example& ex = examples[idx[i]];
             const auto& resp = responses[i - b];
-            correct += (answer ? answer_match(ex, resp, task.vocabulary().eos())
-                               : task.exact_match(ex, resp))
-                           ? 1
-                           : 0;
+            if (answer ? answer_match(ex, resp, task.vocabulary().eos())
+                       : task.exact_match(ex, resp)) {
+              ++correct;
+            } else if (!answer) {
+              ++first_errors[first_divergence(ex, resp)];
+            }
           }
         }
       }
@@ -342,14 +384,23 @@ std::vector<CellResult> evaluate_grid(
           ex = answer_only(ex);
         }
       }
-      auto ok = teacher_forced_exact_match(model, examples, task.vocabulary().pad(), device,
-                                           cfg.batch_size);
-      correct = std::count(ok.begin(), ok.end(), true);
+      auto errors = teacher_forced_first_errors(model, examples, task.vocabulary().pad(),
+                                                device, cfg.batch_size);
+      for (const auto& err : errors) {
+        if (err.position < 0) {
+          ++correct;
+        } else {
+          ++first_errors[{err.expected, err.predicted}];
+        }
+      }
     }
     CellResult r;
     r.cell = cell;
     r.samples = cfg.samples;
     r.correct = correct;
+    for (const auto& [tokens, n] : first_errors) {
+      r.first_errors[{token_name(task, tokens.first), token_name(task, tokens.second)}] += n;
+    }
     r.accuracy = static_cast<double>(correct) / static_cast<double>(cfg.samples);
     std::tie(r.ci_low, r.ci_high) = wilson_interval(correct, cfg.samples);
     for (const auto& ex : examples) {
@@ -400,6 +451,19 @@ void write_grid_results(const std::string& dir,
     c["ci95"] = {r.ci_low, r.ci_high};
     c["tokens"] = r.tokens;
     c["seconds"] = r.seconds;
+    // The most frequent first errors, most frequent first (what a failing cell gets wrong).
+    std::vector<std::pair<int64_t, std::pair<std::string, std::string>>> errs;
+    for (const auto& [tokens, n] : r.first_errors) {
+      errs.emplace_back(n, tokens);
+    }
+    std::stable_sort(errs.begin(), errs.end(),
+                     [](const auto& a, const auto& b) { return a.first > b.first; });
+    c["first_errors"] = nlohmann::json::array();
+    for (size_t i = 0; i < std::min<size_t>(errs.size(), 5); ++i) {
+      c["first_errors"].push_back({{"expected", errs[i].second.first},
+                                   {"predicted", errs[i].second.second},
+                                   {"samples", errs[i].first}});
+    }
     cells.push_back(c);
     total += r.samples;
     total_correct += r.correct;

@@ -46,6 +46,17 @@ struct CellResult {
   double ci_low = 0, ci_high = 0;  ///< 95% Wilson score interval
   int64_t tokens = 0;              ///< tokens of the cell's sequences (prompt + reference response)
   double seconds = 0;              ///< wall time to sample and evaluate the cell
+  /// Where the wrong samples first go wrong: (expected token, predicted token) -> samples;
+  /// "(none)" where the response ended early or ran past the reference's end. Not
+  /// recorded for the answer-only metric under greedy decoding.
+  std::map<std::pair<std::string, std::string>, int64_t> first_errors;
+};
+
+/// The first response position where greedy decoding leaves the reference, if any.
+struct FirstError {
+  int64_t position = -1;   ///< index into the sequence's targets; -1: the sample is correct
+  int64_t expected = -1;   ///< reference token there
+  int64_t predicted = -1;  ///< the model's argmax there
 };
 
 /// 95% Wilson score interval for k successes out of n.
@@ -67,6 +78,13 @@ LENGEN_API std::vector<bool> teacher_forced_exact_match(Transformer& model,
                                                         int64_t pad_id,
                                                         const torch::Device& device,
                                                         int64_t batch_size);
+
+/// The same pass, saying for each example where it first goes wrong (position -1: correct).
+LENGEN_API std::vector<FirstError> teacher_forced_first_errors(Transformer& model,
+                                                               const std::vector<Example>& examples,
+                                                               int64_t pad_id,
+                                                               const torch::Device& device,
+                                                               int64_t batch_size);
 
 /// Greedy KV-cached decoding of one prompt per row (all prompts the same length). New tokens'
 /// position IDs come from task.causal_position_ids over the prompt and the generated prefix
