@@ -168,3 +168,18 @@ TEST_CASE("compare: finished runs of one name are seeds of one configuration", "
   std::ofstream(fs::path(dirs[3]) / "eval" / "summary.json") << R"({"axes": ["bits"], "cells": []})";
   CHECK_THROWS_WITH(sweep::compare_runs({dirs[0], dirs[3]}, out), Contains("compare runs of one grid"));
 }
+
+TEST_CASE("sweep: the ETA counts what running points have left and shares the rest over workers", "[sweep]") {
+  // Two workers start two 100 s points together, 4 more wait. When the first finishes, the
+  // other has run 100 s too: 4 points x 100 s / 2 workers = 200 s, not 4 x 100 s (the
+  // wall-clock-per-finished estimate, which ignored the point already done in parallel).
+  CHECK(sweep::sweep_eta_seconds(100.0, {100.0}, 4, 2) == Approx(200.0));
+  // A running point that has used 30 s of the mean has 70 s left.
+  CHECK(sweep::sweep_eta_seconds(100.0, {30.0}, 1, 2) == Approx(85.0));
+  // A running point slower than the mean is counted as about to finish, never negative.
+  CHECK(sweep::sweep_eta_seconds(100.0, {250.0}, 0, 2) == Approx(0.0));
+  // One worker: the points run one after another.
+  CHECK(sweep::sweep_eta_seconds(60.0, {}, 3, 1) == Approx(180.0));
+  // Nothing left.
+  CHECK(sweep::sweep_eta_seconds(60.0, {}, 0, 4) == Approx(0.0));
+}

@@ -501,6 +501,13 @@ int run_point(const Sweep& s, const Point& p, const std::string& lengen, int64_t
   return status;
 }
 
+double sweep_eta_seconds(double mean_point_s, const std::vector<double>& running_elapsed_s,
+                         int64_t not_started, int64_t workers) {
+  double work = mean_point_s * static_cast<double>(std::max<int64_t>(0, not_started));
+  for (double e : running_elapsed_s) work += std::max(0.0, mean_point_s - e);
+  return work / static_cast<double>(std::max<int64_t>(1, workers));
+}
+
 int64_t run_local(const Sweep& s, const std::string& lengen, int64_t workers, const std::vector<std::string>& gpus) {
   auto log = logger("sweep");
   std::vector<const Point*> todo;
@@ -523,9 +530,9 @@ int64_t run_local(const Sweep& s, const std::string& lengen, int64_t workers, co
   };
   std::vector<Slot> slots(static_cast<size_t>(workers));
   size_t next = 0;
-  int64_t failures = 0, finished = 0;
+  int64_t failures = 0, finished = 0, succeeded = 0;
+  double finished_s = 0.0;  // summed durations of the points that succeeded, for the ETA
   bool stopping = false;
-  const auto t0 = std::chrono::steady_clock::now();
   while (true) {
     if (g_stop && !stopping) {
       stopping = true;
@@ -541,8 +548,8 @@ int64_t run_local(const Sweep& s, const std::string& lengen, int64_t workers, co
         int raw = 0;
         if (::waitpid(sl.pid, &raw, WNOHANG) == sl.pid) {
           const int status = exit_status(raw);
-          const double secs =
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - sl.start).count();
+          const auto now = std::chrono::steady_clock::now();
+          const double secs = std::chrono::duration<double>(now - sl.start).count();
           if (stopping || WIFSIGNALED(raw)) {
             // Stopped on request, or killed by a signal: interrupted, resumable, not failed.
             mark_stopped(*sl.point, status);
@@ -555,9 +562,16 @@ int64_t run_local(const Sweep& s, const std::string& lengen, int64_t workers, co
               log->error("point {} failed (exit {}); log: {}", sl.point->name, status,
                          (fs::path(sl.point->run_dir) / "sweep.log").string());
             } else {
-              const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-              const double eta = elapsed / static_cast<double>(finished) *
-                                 static_cast<double>(todo.size() - static_cast<size_t>(finished));
+              finished_s += secs;
+              ++succeeded;
+              std::vector<double> running;
+              for (const auto& other : slots) {
+                if (other.pid > 0 && &other != &sl) {
+                  running.push_back(std::chrono::duration<double>(now - other.start).count());
+                }
+              }
+              const double eta = sweep_eta_seconds(finished_s / static_cast<double>(succeeded), running,
+                                                   static_cast<int64_t>(todo.size() - next), workers);
               log->info("done {} in {:.0f}s [{}/{}] ETA {:.0f}s", sl.point->name, secs, finished, todo.size(),
                         eta);
             }

@@ -81,6 +81,13 @@ LENGEN_API int run_point(const Sweep& sweep, const Point& point, const std::stri
 LENGEN_API int64_t run_local(const Sweep& sweep, const std::string& lengen, int64_t workers,
                              const std::vector<std::string>& gpus);
 
+/// Seconds until a local sweep ends, from what has finished so far: every point is assumed to
+/// take `mean_point_s` (the mean of the finished ones); a running point that has run
+/// `running_elapsed_s[i]` has what is left of that mean; points not yet started share the
+/// `workers` slots. Never negative.
+LENGEN_API double sweep_eta_seconds(double mean_point_s, const std::vector<double>& running_elapsed_s,
+                                    int64_t not_started, int64_t workers);
+
 /// The sbatch script of a job array over `indices` (points not done), mapping
 /// SLURM_ARRAY_TASK_ID to a point through `lengen sweep FILE --point ID`.
 LENGEN_API std::string slurm_script(const Sweep& sweep, const std::vector<int64_t>& indices,
