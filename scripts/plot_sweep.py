@@ -55,6 +55,18 @@ def main():
         # readable scale instead of an autoscaled [0, 1e-9].
         return hi if hi is not None else max(0.5, float(np.nanmax(m)))
 
+    def wrap(c, width=36):
+        """A long configuration name on several lines, broken after commas (panel titles)."""
+        lines = [""]
+        for part in c.split(","):
+            piece = part if not lines[-1] else "," + part
+            if lines[-1] and len(lines[-1]) + len(piece) > width:
+                lines[-1] += ","
+                lines.append(part)
+            else:
+                lines[-1] += piece
+        return "\n".join(lines)
+
     def label(c):
         n = seeds.get(c, {0})
         return f"{c}  (seeds: {min(n)}" + (f"-{max(n)})" if len(n) > 1 else ")")
@@ -141,7 +153,7 @@ def main():
                             squeeze=False)
     for j, c in enumerate(configs):
         for i, (key, title, cmap, (lo, hi)) in enumerate(stats):
-            im = draw(axs[i][j], grid(c, key), key, f"{c}\n{title}", cmap, lo, hi)
+            im = draw(axs[i][j], grid(c, key), key, f"{wrap(c)}\n{title}", cmap, lo, hi)
             fig.colorbar(im, ax=axs[i][j], fraction=0.046)
     fig.tight_layout()
     fig.savefig(os.path.join(out, "panel.png"), dpi=100)
