@@ -234,6 +234,18 @@ TEST_CASE("eval: answer-only accuracy is never below whole-response accuracy", "
     CHECK(wrong == whole[i].samples - whole[i].correct);
   }
   CHECK(more > 0);
+  // Greedy decoding gives the same verdicts and records, for every wrong answer, where its
+  // response first leaves the reference.
+  exp.eval.greedy_decode = true;
+  auto greedy = evaluate_grid(model, *exp.task, exp.eval, torch::kCPU);
+  for (size_t i = 0; i < greedy.size(); ++i) {
+    int64_t wrong = 0;
+    for (const auto& [tokens, n] : greedy[i].first_errors) {
+      CHECK(tokens.first != tokens.second);
+      wrong += n;
+    }
+    CHECK(wrong == greedy[i].samples - greedy[i].correct);
+  }
   // summary.json lists each cell's most frequent first errors, most frequent first.
   write_grid_results(dir.str(), whole, {"bits"});
   std::ifstream in(dir.file("summary.json"));

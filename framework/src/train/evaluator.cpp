@@ -372,7 +372,8 @@ std::vector<CellResult> evaluate_grid(
             if (answer ? answer_match(ex, resp, task.vocabulary().eos())
                        : task.exact_match(ex, resp)) {
               ++correct;
-            } else if (!answer) {
+            } else {
+              // A wrong answer implies a wrong response, so this is a real disagreement.
               ++first_errors[first_divergence(ex, resp)];
             }
           }

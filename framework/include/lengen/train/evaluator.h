@@ -47,8 +47,10 @@ struct CellResult {
   int64_t tokens = 0;              ///< tokens of the cell's sequences (prompt + reference response)
   double seconds = 0;              ///< wall time to sample and evaluate the cell
   /// Where the wrong samples first go wrong: (expected token, predicted token) -> samples;
-  /// "(none)" where the response ended early or ran past the reference's end. Not
-  /// recorded for the answer-only metric under greedy decoding.
+  /// "(none)" where the response ended early or ran past the reference's end. For the
+  /// answer-only metric: teacher-forced, the first wrong answer token given the reference
+  /// scratchpad; under greedy decoding, where the response of a wrong answer first leaves
+  /// the reference (possibly in the scratchpad).
   std::map<std::pair<std::string, std::string>, int64_t> first_errors;
 };
 
