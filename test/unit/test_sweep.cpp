@@ -1,6 +1,7 @@
 // Sweep planning (grid x zip + points, names, validation before anything runs) and the
 // aggregation statistics (median, quartiles, fraction of seeds above the threshold).
 #include "helpers.h"
+#include "lengen/experiment/experiment.h"
 #include "lengen/sweep/sweep.h"
 
 #include <nlohmann/json.hpp>
@@ -182,4 +183,28 @@ TEST_CASE("sweep: the ETA counts what running points have left and shares the re
   CHECK(sweep::sweep_eta_seconds(60.0, {}, 3, 1) == Approx(180.0));
   // Nothing left.
   CHECK(sweep::sweep_eta_seconds(60.0, {}, 0, 4) == Approx(0.0));
+}
+
+TEST_CASE("shipped experiments and sweeps load, and every model builds", "[sweep][shipped]") {
+  // Every YAML under experiments/ is what a researcher runs first: an unknown key, a bad value
+  // or a model whose shape does not add up must fail here, not an hour into a GPU job.
+  const fs::path root = fs::path(LENGEN_SOURCE_DIR) / "experiments";
+  int64_t experiments = 0, sweeps = 0;
+  for (const auto& e : fs::recursive_directory_iterator(root)) {
+    if (e.path().extension() != ".yaml") {
+      continue;
+    }
+    INFO(e.path().string());
+    if (e.path().parent_path().filename() == "sweeps") {
+      sweep::Sweep s = sweep::load_sweep(e.path().string());
+      CHECK(!s.points.empty());
+      ++sweeps;
+    } else {
+      Experiment exp = Experiment::load(e.path().string());
+      CHECK(exp.build_model(torch::kCPU)->parameter_count() > 0);
+      ++experiments;
+    }
+  }
+  CHECK(experiments >= 10);
+  CHECK(sweeps >= 4);
 }
