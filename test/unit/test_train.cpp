@@ -234,8 +234,8 @@ TEST_CASE("eval: answer-only accuracy is never below whole-response accuracy", "
     CHECK(wrong == whole[i].samples - whole[i].correct);
   }
   CHECK(more > 0);
-  // Greedy decoding gives the same verdicts and records, for every wrong answer, where its
-  // response first leaves the reference.
+  // Under greedy decoding the answer metric records, for every wrong answer, where its
+  // response first leaves the reference: one real disagreement per wrong sample.
   exp.eval.greedy_decode = true;
   auto greedy = evaluate_grid(model, *exp.task, exp.eval, torch::kCPU);
   for (size_t i = 0; i < greedy.size(); ++i) {
