@@ -355,3 +355,41 @@ TEST_CASE("cli: Ctrl-C stops a local sweep cleanly; the next run resumes the sto
   CHECK_THAT(sh("sweep " + tmp.file("s.yaml") + " --status"),
              Contains("2 done, 0 running, 0 failed, 0 interrupted"));
 }
+
+TEST_CASE("cli: a local sweep does not start a point that another process took meanwhile",
+          "[cli][sweep]") {
+  test::TempDir tmp;
+  write_seed_sweep(tmp, "shared", 300, 100, 100, 3, "[0, 1]");
+  const fs::path runs = fs::path(tmp.str()) / "shared" / "runs" / "shared";
+  pid_t pid = fork();
+  if (pid == 0) {
+    const std::string log = tmp.file("sweep.log");
+    freopen(log.c_str(), "w", stdout);
+    freopen(log.c_str(), "a", stderr);
+    execl(LENGEN_CLI, LENGEN_CLI, "sweep", tmp.file("s.yaml").c_str(), "-j", "1", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  // Once the sweep has listed both points and started point 0, a second sweeper (this test
+  // process, alive on this host) claims point 1 the way `lengen sweep` does.
+  for (int i = 0; i < 3000 && !fs::exists(runs / "0" / "sweep-running.json"); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  REQUIRE(fs::exists(runs / "0" / "sweep-running.json"));
+  REQUIRE(!fs::exists(runs / "0" / "eval" / "summary.json"));
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  fs::create_directories(runs / "1");
+  test::write_text((runs / "1" / "sweep-running.json").string(),
+                   nlohmann::json{{"pid", ::getpid()}, {"host", host}}.dump());
+  int raw = 0;
+  waitpid(pid, &raw, 0);
+  std::ifstream in(tmp.file("sweep.log"));
+  const std::string log((std::istreambuf_iterator<char>(in)), {});
+  INFO(log);
+  CHECK(WIFEXITED(raw));
+  CHECK_THAT(log, Contains("2 points, 2 to run") && Contains("skip shared,seed=1: running in another process"));
+  CHECK(!Contains("start shared,seed=1").match(log));
+  CHECK(fs::exists(runs / "0" / "eval" / "summary.json"));
+  CHECK(!fs::exists(runs / "1" / "checkpoints"));
+  CHECK_THAT(sh("sweep " + tmp.file("s.yaml") + " --status"), Contains("1 done, 1 running"));
+}

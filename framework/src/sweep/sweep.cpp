@@ -580,6 +580,15 @@ int64_t run_local(const Sweep& s, const std::string& lengen, int64_t workers, co
           sl.point = nullptr;
         }
       }
+      // A second `lengen sweep` on the same file (started later to add workers, or on
+      // another shell) may have taken or finished a point since the list was made: check
+      // again just before starting one, so that no two processes train one run directory.
+      while (sl.pid == 0 && !stopping && next < todo.size()) {
+        const State now_state = point_state(*todo[next]);
+        if (now_state != State::kDone && now_state != State::kRunning) break;
+        log->info("skip {}: {} in another process", todo[next]->name, state_name(now_state));
+        ++next;
+      }
       if (sl.pid == 0 && !stopping && next < todo.size()) {
         const Point* p = todo[next++];
         const std::string gpu = gpus.empty() ? "" : gpus[i % gpus.size()];
