@@ -274,6 +274,20 @@ executor: {{workers: 2, threads_per_run: 1}}
 )", name, tmp.str(), seeds));
 }
 
+// Starts `lengen sweep <tmp>/s.yaml [extra]` in a child process, its output in <tmp>/sweep.log.
+pid_t start_sweep(const test::TempDir& tmp, const char* extra_flag = nullptr, const char* extra_value = nullptr) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    const std::string log = tmp.file("sweep.log");
+    freopen(log.c_str(), "w", stdout);
+    freopen(log.c_str(), "a", stderr);
+    execl(LENGEN_CLI, LENGEN_CLI, "sweep", tmp.file("s.yaml").c_str(), extra_flag, extra_value,
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  return pid;
+}
+
 }  // namespace
 
 TEST_CASE("cli: a local sweep records a failure, finishes the rest, and a rerun completes it",
@@ -321,14 +335,7 @@ TEST_CASE("cli: Ctrl-C stops a local sweep cleanly; the next run resumes the sto
   test::TempDir tmp;
   write_seed_sweep(tmp, "stop", 4000, 500, 50, 3, "[0, 1]");
   const fs::path runs = fs::path(tmp.str()) / "stop" / "runs" / "stop";
-  pid_t pid = fork();
-  if (pid == 0) {
-    const std::string log = tmp.file("sweep.log");
-    freopen(log.c_str(), "w", stdout);
-    freopen(log.c_str(), "a", stderr);
-    execl(LENGEN_CLI, LENGEN_CLI, "sweep", tmp.file("s.yaml").c_str(), static_cast<char*>(nullptr));
-    _exit(127);
-  }
+  const pid_t pid = start_sweep(tmp);
   // Interrupt once both points have a checkpoint.
   for (int i = 0; i < 600; ++i) {
     if (fs::exists(runs / "0" / "checkpoints") && fs::exists(runs / "1" / "checkpoints") &&
@@ -361,14 +368,7 @@ TEST_CASE("cli: a local sweep does not start a point that another process took m
   test::TempDir tmp;
   write_seed_sweep(tmp, "shared", 300, 100, 100, 3, "[0, 1]");
   const fs::path runs = fs::path(tmp.str()) / "shared" / "runs" / "shared";
-  pid_t pid = fork();
-  if (pid == 0) {
-    const std::string log = tmp.file("sweep.log");
-    freopen(log.c_str(), "w", stdout);
-    freopen(log.c_str(), "a", stderr);
-    execl(LENGEN_CLI, LENGEN_CLI, "sweep", tmp.file("s.yaml").c_str(), "-j", "1", static_cast<char*>(nullptr));
-    _exit(127);
-  }
+  const pid_t pid = start_sweep(tmp, "-j", "1");
   // Once the sweep has listed both points and started point 0, a second sweeper (this test
   // process, alive on this host) claims point 1 the way `lengen sweep` does.
   for (int i = 0; i < 3000 && !fs::exists(runs / "0" / "sweep-running.json"); ++i) {
