@@ -34,17 +34,22 @@ def main():
     fig, axs = plt.subplots(rows, cols, figsize=(size * cols, size * rows), squeeze=False)
     for ax in axs.flat:
         ax.axis("off")
-    labels = [t if t.strip() else "_" for t in tokens]
+    def labelled(ts):
+        return [t if t.strip() else "_" for t in ts]
+
     for ax, m in zip(axs.flat, maps):
         w = np.array(m["weights"])
+        # Cross-attention and encoder maps carry their own query/key tokens.
+        queries = labelled(m.get("queries", tokens))
+        keys = labelled(m.get("keys", tokens))
         ax.axis("on")
         ax.imshow(w, cmap="viridis", vmin=0, vmax=max(1e-9, w.max()), interpolation="nearest")
-        ax.set_title(f"layer {m['layer']}, head {m['head']}", fontsize=9)
-        fs = 6 if len(tokens) <= 60 else 4
-        ax.set_xticks(range(len(labels)))
-        ax.set_xticklabels(labels, fontsize=fs)
-        ax.set_yticks(range(len(labels)))
-        ax.set_yticklabels(labels, fontsize=fs)
+        ax.set_title(f"{m.get('name', 'layer ' + str(m['layer']))}, head {m['head']}", fontsize=9)
+        fs = 6 if max(len(queries), len(keys)) <= 60 else 4
+        ax.set_xticks(range(len(keys)))
+        ax.set_xticklabels(keys, fontsize=fs)
+        ax.set_yticks(range(len(queries)))
+        ax.set_yticklabels(queries, fontsize=fs)
         ax.set_xlabel("key")
         ax.set_ylabel("query")
     cell = ", ".join(f"{k}={v}" for k, v in data["cell"].items())

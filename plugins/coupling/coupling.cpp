@@ -65,6 +65,15 @@ class Coupling final : public lengen::PositionScheme {
     return training && random_offset_ ? tables_.random_offsets(used) : used;
   }
 
+  std::pair<torch::Tensor, torch::Tensor> transform_ids_pair(const torch::Tensor& source,
+                                                             const torch::Tensor& target,
+                                                             bool training) override {
+    if (training && random_offset_) {
+      return tables_.random_offsets_pair(source, target);  // one delta per sample, both sides
+    }
+    return {source.slice(0, 0, tables_.levels()), target.slice(0, 0, tables_.levels())};
+  }
+
   void check_ids(const torch::Tensor& ids) const override {
     tables_.check(ids.slice(0, 0, tables_.levels()));
   }

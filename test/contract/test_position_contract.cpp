@@ -179,7 +179,10 @@ TEST_CASE("position contract: bidirectional self-attention and cross-attention",
       // Where a scheme has no meaning, building a model that would use it there is refused
       // with the scheme's place in `position:` and the attention kind.
       for (auto kind : {AttentionKind::kBidirectionalSelf, AttentionKind::kCross}) {
-        if (!scheme->supports(kind)) {
+        if (scheme->hooks() == kHookInputEmbedding) {
+          // An input embedding never acts inside attention: accepted in every kind.
+          CHECK_NOTHROW(check_position_support(Schemes{scheme}, kind, "encoder_decoder"));
+        } else if (!scheme->supports(kind)) {
           CHECK_THROWS_WITH(check_position_support(Schemes{test::make_scheme("nope", sc), scheme},
                                                    kind, "encoder_decoder"),
                             Catch::Contains("position[1]") &&
@@ -198,7 +201,12 @@ TEST_CASE("position contract: bidirectional self-attention and cross-attention",
       auto ids = scheme->transform_ids(torch::arange(T).expand({1, B, T}).contiguous(), 0, false);
       auto x = torch::randn({B, T, cfg.d_model}, torch::kFloat64);
       torch::Tensor weights;
-      auto y = attn->forward(x, Schemes{scheme}, {ids}, {ids}, nullptr, nullptr, &weights);
+      const Schemes schemes{scheme};
+      const std::vector<torch::Tensor> id_list{ids};
+      AttentionInputs in{&schemes, &id_list, &id_list};
+      AttentionInputs with_weights = in;
+      with_weights.attn_out = &weights;
+      auto y = attn->forward(x, with_weights);
       CHECK(y.sizes() == x.sizes());
       CHECK(torch::isfinite(y).all().item<bool>());
       // Every query sees every key: the weights are full rows, and the first query's output
@@ -207,11 +215,10 @@ TEST_CASE("position contract: bidirectional self-attention and cross-attention",
       CHECK(test::max_abs_diff(weights.sum(-1), torch::ones({B, cfg.heads, T})) < 1e-12);
       auto x2 = x.clone();
       x2.select(1, T - 1).add_(1.0);
-      auto y2 = attn->forward(x2, Schemes{scheme}, {ids}, {ids}, nullptr, nullptr, nullptr);
+      auto y2 = attn->forward(x2, in);
       CHECK(test::max_abs_diff(y.select(1, 0), y2.select(1, 0)) > 1e-9);
       // The explicit path (weights requested) and the default path agree.
-      CHECK(test::max_abs_diff(y, attn->forward(x, Schemes{scheme}, {ids}, {ids}, nullptr, nullptr,
-                                                nullptr)) < 1e-12);
+      CHECK(test::max_abs_diff(y, attn->forward(x, in)) < 1e-12);
     }
   }
 }

@@ -56,8 +56,8 @@ TEST_CASE("integration: a tiny coupled model learns addition; verdicts agree", "
       prompts.emplace_back(exs.back().tokens.begin(),
                            exs.back().tokens.begin() + exs.back().prompt_length);
     }
-    auto tf = teacher_forced_exact_match(model, exs, exp.task->vocabulary().pad(), torch::kCPU, 64);
-    auto first = teacher_forced_first_errors(model, exs, exp.task->vocabulary().pad(), torch::kCPU, 64);
+    auto tf = teacher_forced_exact_match(model, *exp.task, exs, torch::kCPU, 64);
+    auto first = teacher_forced_first_errors(model, *exp.task, exs, torch::kCPU, 64);
     std::vector<PositionIds> fed;
     auto decoded = greedy_decode(model, *exp.task, prompts, torch::kCPU, &fed);
     for (size_t i = 0; i < exs.size(); ++i) {

@@ -17,7 +17,7 @@ std::string bad(const std::string& name) {
 TEST_CASE("plugin loader: refusals", "[plugin]") {
   SECTION("ABI mismatch names both versions and how to fix it") {
     CHECK_THROWS_WITH(load_plugin(bad("abi_mismatch")),
-                      Contains("incompatible plugin ABI version (plugin: 42, lengen: 1)") &&
+                      Contains("incompatible plugin ABI version (plugin: 43, lengen: 2)") &&
                           Contains("rebuild the plugin"));
     CHECK(position_registry().find("bad_abi") == nullptr);
   }

@@ -11,6 +11,7 @@
 #include "lengen/train/batch.h"
 #include "lengen/train/checkpoint.h"
 #include "lengen/train/evaluator.h"
+#include "lengen/train/objective.h"
 #include "lengen/train/trainer.h"
 
 #include <CLI/CLI.hpp>
@@ -239,7 +240,8 @@ void run_attention(const std::string& run, const std::string& cell_text_in, int6
     LENGEN_CHECK(cell.count(a.name), "--cell {}: the task's grid also needs '{}'", cell_text_in, a.name);
   }
   LENGEN_CHECK(n >= 1, "--samples must be >= 1");
-  auto layers = index_list(layers_text, r.exp.model.layers, "layers");
+  const std::vector<std::string> names = r.model->attention_names();
+  auto layers = index_list(layers_text, static_cast<int64_t>(names.size()), "layers");
   auto heads = index_list(heads_text, r.exp.model.heads, "heads");
   Rng rng(mix_seed(r.exp.eval.seed, {0xA77}));
   std::vector<Example> exs;
@@ -248,18 +250,25 @@ void run_attention(const std::string& run, const std::string& cell_text_in, int6
     LENGEN_CHECK(e.length() == exs[0].length(), "samples of cell {} differ in length ({} and {}); attention maps "
                  "can be averaged only over equal lengths", cell_text_in, e.length(), exs[0].length());
   }
-  Batch b = make_batch(exs, task.vocabulary().pad());
+  auto objective = objective_for(r.model);
+  Batch b = objective->make_batch(task, exs);
   std::vector<torch::Tensor> attn;
   {
     torch::NoGradGuard ng;
     r.model->eval();
-    r.model->forward(b.inputs.to(r.device), b.ids.to(r.device), nullptr, &attn);
+    objective->logits(r.model, b.to(r.device), &attn);
   }
   nlohmann::json j;
-  const auto& first = exs[0];
-  std::vector<std::string> tokens;
-  for (int64_t t = 0; t + 1 < first.length(); ++t) tokens.push_back(task.vocabulary().token(first.tokens[t]));
-  j["tokens"] = tokens;  // the queries/keys are the inputs (every token but the last)
+  auto token_row = [&](const torch::Tensor& t) {  // [B, T] -> the first sample's token strings
+    std::vector<std::string> out;
+    for (int64_t i = 0; i < t.size(1); ++i) out.push_back(task.vocabulary().token(t[0][i].item<int64_t>()));
+    return out;
+  };
+  // Decoder self-attention (and the encoder's of `encoder`) is over the model's inputs;
+  // an encoder_decoder's encoder is over the source, its cross-attention from target to source.
+  const std::vector<std::string> tokens = token_row(b.inputs);
+  const std::vector<std::string> source = b.source.defined() ? token_row(b.source) : tokens;
+  j["tokens"] = tokens;
   j["cell"] = cell;
   j["samples"] = n;
   j["run"] = r.dir;
@@ -273,7 +282,11 @@ void run_attention(const std::string& run, const std::string& cell_text_in, int6
         auto row = m[q];
         rows[q].assign(row.data_ptr<double>(), row.data_ptr<double>() + row.numel());
       }
-      maps.push_back({{"layer", l}, {"head", h}, {"weights", rows}});
+      const std::string& nm = names[static_cast<size_t>(l)];
+      const bool cross = nm.find(".cross") != std::string::npos;
+      const bool enc = nm.rfind("encoder.", 0) == 0;
+      maps.push_back({{"layer", l}, {"name", nm}, {"head", h}, {"weights", rows},
+                      {"queries", enc ? source : tokens}, {"keys", enc || cross ? source : tokens}});
     }
   }
   j["maps"] = maps;
@@ -670,7 +683,7 @@ int main(int argc, char** argv) {
       Example ex = task.parse_query(dec_query);
       std::vector<int64_t> prompt(ex.tokens.begin(), ex.tokens.begin() + ex.prompt_length);
       std::vector<PositionIds> ids;
-      auto response = greedy_decode(r.model, task, {prompt}, r.device, &ids)[0];
+      auto response = objective_for(r.model)->decode(r.model, task, {ex}, r.device, &ids)[0];
       std::vector<int64_t> all = prompt;
       all.insert(all.end(), response.begin(), response.end());
       const bool ok = task.exact_match(ex, response);
@@ -823,8 +836,21 @@ int main(int argc, char** argv) {
         ids[static_cast<int64_t>(l)][0] = torch::tensor(pid[l], torch::kInt64);
       }
       torch::NoGradGuard ng;
-      auto logits = r.model->forward(tokens.to(r.device), ids.to(r.device))[0][T - 1]
-                        .to(torch::kCPU, torch::kFloat64);  // [V]
+      r.model->eval();
+      torch::Tensor logits;
+      if (r.model->arch().layout == Layout::kSequence) {
+        logits = r.model->forward(tokens.to(r.device), ids.to(r.device))[0][T - 1];  // [V]
+      } else {
+        // The first output position that predicts the response: the decoder's first step
+        // (encoder_decoder) or the first slot (encoder).
+        LENGEN_CHECK(!lg_raw, "--raw: the '{}' architecture needs a query the task can parse",
+                     r.model->arch().name);
+        auto objective = objective_for(r.model);
+        Batch b = objective->make_batch(task, {task.parse_query(lg_text)}).to(r.device);
+        const int64_t first = b.mask[0].nonzero()[0][0].item<int64_t>();
+        logits = objective->logits(r.model, b)[0][first];  // [V]
+      }
+      logits = logits.to(torch::kCPU, torch::kFloat64);
       std::vector<double> values(logits.data_ptr<double>(), logits.data_ptr<double>() + logits.numel());
       std::vector<std::string> toks;
       for (int64_t t : prompt) {

@@ -1,4 +1,5 @@
 #include "lengen/experiment/experiment.h"
+#include "lengen/train/objective.h"
 
 #include "lengen/core/error.h"
 #include "lengen/core/log.h"
@@ -43,7 +44,7 @@ SchemeContext scheme_context(const ModelConfig& m, int64_t levels) {
   c.d_model = m.d_model;
   c.heads = m.heads;
   c.head_dim = m.head_dim();
-  c.layers = m.layers;
+  c.layers = m.attention_layers();  // one table per distinct block, not per loop
   c.position_levels = levels;
   return c;
 }
@@ -145,6 +146,14 @@ Experiment Experiment::load(const std::string& path, const std::vector<std::stri
     std::vector<Example> sample;
     for (int i = 0; i < 256; ++i) {
       sample.push_back(e.task->sample_train(rng));
+    }
+    // The task must render its examples in the architecture's layout (a refusal names both).
+    const std::string task_name =
+        e.task_node.is_scalar() ? e.task_node.as_string() : e.task_node.child("name").as_string();
+    try {
+      check_layout(*e.task, task_name, architecture(e.model.arch), sample);
+    } catch (const Error& err) {
+      root.child("model").child("arch").fail(err.what());
     }
     for (size_t i = 0; i < schemes.size(); ++i) {
       try {

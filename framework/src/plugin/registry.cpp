@@ -257,6 +257,11 @@ torch::Tensor PositionScheme::transform_ids(const torch::Tensor& ids,
   return ids;
 }
 
+std::pair<torch::Tensor, torch::Tensor> PositionScheme::transform_ids_pair(
+    const torch::Tensor& source, const torch::Tensor& target, bool training) {
+  return {transform_ids(source, 0, training), transform_ids(target, 0, training)};
+}
+
 void PositionScheme::check_ids(const torch::Tensor& /*ids*/) const {}
 
 namespace {
@@ -407,6 +412,14 @@ torch::Tensor PositionTables::random_offsets(const torch::Tensor& ids) const {
                    .clamp_max(room);                                         // [L, B]
   auto shifted = used + delta.unsqueeze(2) * (used != 0).to(torch::kInt64);  // [L, B, T]
   return shifted;
+}
+
+std::pair<torch::Tensor, torch::Tensor> PositionTables::random_offsets_pair(
+    const torch::Tensor& source, const torch::Tensor& target) const {
+  const int64_t L = levels(), S = source.size(2);
+  auto both = torch::cat({source.slice(0, 0, L), target.slice(0, 0, L)}, 2);  // [L, B, S+U]
+  auto shifted = random_offsets(both);                                        // [L, B, S+U]
+  return {shifted.narrow(2, 0, S), shifted.narrow(2, S, target.size(2))};
 }
 
 // ---------------------------------------------------------------------------------------

@@ -80,3 +80,64 @@ std::string Task::render(const std::vector<int64_t>& tokens) const {
 }
 
 }  // namespace lengen
+
+namespace lengen {
+
+namespace {
+
+PositionIds slice_ids(const PositionIds& ids, int64_t begin, int64_t end) {
+  PositionIds out;
+  for (const auto& level : ids) {
+    out.emplace_back(level.begin() + begin, level.begin() + end);
+  }
+  return out;
+}
+
+}  // namespace
+
+Seq2SeqExample Task::to_seq2seq(const Example& ex) const {
+  const int64_t P = ex.prompt_length, T = ex.length();
+  LENGEN_CHECK(P >= 1 && P < T, "to_seq2seq: prompt length {} outside [1, {})", P, T);
+  Seq2SeqExample out;
+  out.source.assign(ex.tokens.begin(), ex.tokens.begin() + P);
+  out.source_ids = slice_ids(ex.position_ids, 0, P);
+  out.target.assign(ex.tokens.begin() + (P - 1), ex.tokens.end());
+  out.target_ids = slice_ids(ex.position_ids, P - 1, T);
+  out.loss_mask.assign(ex.loss_mask.begin() + (P - 1), ex.loss_mask.end());
+  out.loss_mask[0] = 0;  // the start token is given, never predicted
+  return out;
+}
+
+LabeledExample Task::to_labeled(const Example& ex) const {
+  const int64_t P = ex.prompt_length, T = ex.length();
+  const std::vector<int64_t> prompt(ex.tokens.begin(), ex.tokens.begin() + P);
+  const int64_t R = max_response_length(prompt);
+  if (T - P != R) {
+    throw Error(fmt::format(
+        "the per-position (encoder) layout needs a response whose length the query fixes: the "
+        "response of '{}' has {} tokens where the query allows {} (its output slots would "
+        "reveal the answer's length); use a padded format (e.g. zero_pad: true)",
+        render(ex.tokens), T - P, R));
+  }
+  const int64_t pad = vocabulary().pad();
+  LabeledExample out;
+  out.tokens = prompt;
+  out.tokens.resize(static_cast<size_t>(T), pad);  // one slot per response token
+  out.ids = ex.position_ids;
+  out.labels.assign(static_cast<size_t>(P), pad);
+  out.labels.insert(out.labels.end(), ex.tokens.begin() + P, ex.tokens.end());
+  out.label_mask.assign(static_cast<size_t>(P), 0);
+  out.label_mask.insert(out.label_mask.end(), ex.loss_mask.begin() + P, ex.loss_mask.end());
+  out.slot_begin = P;
+  return out;
+}
+
+std::vector<int64_t> labeled_response(const std::vector<int64_t>& predicted_slots, int64_t pad_id) {
+  std::vector<int64_t> out = predicted_slots;
+  while (!out.empty() && out.back() == pad_id) {
+    out.pop_back();
+  }
+  return out;
+}
+
+}  // namespace lengen

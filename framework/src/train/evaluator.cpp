@@ -4,6 +4,7 @@
 #include "lengen/core/rng.h"
 #include "lengen/train/batch.h"
 #include "lengen/train/checkpoint.h"
+#include "lengen/train/objective.h"
 
 #include <nlohmann/json.hpp>
 
@@ -24,6 +25,7 @@ EvalConfig EvalConfig::from_config(const ConfigNode& node, const std::vector<Gri
   c.batch_size = r.get_int("batch_size", c.batch_size);
   c.seed = static_cast<uint64_t>(r.get_int("seed", static_cast<int64_t>(c.seed)));
   c.greedy_decode = r.get_bool("greedy_decode", c.greedy_decode);
+  c.loops = r.get_int("loops", c.loops);
   c.metric = r.get_string("metric", c.metric);
   if (c.metric != "response" && c.metric != "answer") {
     node.child("metric").fail(fmt::format(
@@ -66,6 +68,10 @@ EvalConfig EvalConfig::from_config(const ConfigNode& node, const std::vector<Gri
   if (c.samples < 1) {
     node.child("samples").fail(fmt::format("eval.samples must be >= 1, got {}", c.samples));
   }
+  if (c.loops < 0) {
+    node.child("loops").fail(fmt::format(
+        "eval.loops must be >= 1 (or 0: the model's own model.loops), got {}", c.loops));
+  }
   if (c.batch_size < 1) {
     node.child("batch_size").fail("eval.batch_size must be >= 1");
   }
@@ -81,6 +87,7 @@ YAML::Node EvalConfig::to_yaml() const {
   n["seed"] = seed;
   n["greedy_decode"] = greedy_decode;
   n["metric"] = metric;
+  n["loops"] = loops;
   for (const auto& axis : grid_order_) {
     const auto& v = grid.at(axis);
     bool contiguous = true;
@@ -167,12 +174,13 @@ std::string metric_description(const EvalConfig& cfg) {
 }
 
 std::vector<FirstError> teacher_forced_first_errors(Transformer& model,
+                                                    const Task& task,
                                                     const std::vector<Example>& examples,
-                                                    int64_t pad_id,
                                                     const torch::Device& device,
                                                     int64_t batch_size) {
   torch::NoGradGuard no_grad;
   model->eval();
+  auto objective = objective_for(model);
   std::vector<FirstError> out(examples.size());
   // Bucket by length so that a batch pads little.
   std::vector<size_t> order(examples.size());
@@ -185,8 +193,8 @@ std::vector<FirstError> teacher_forced_first_errors(Transformer& model,
     for (size_t i = begin; i < end; ++i) {
       chunk.push_back(examples[order[i]]);
     }
-    Batch b = make_batch(chunk, pad_id).to(device);
-    auto logits = model->forward(b.inputs, b.ids);                      // [B, T, V]
+    Batch b = objective->make_batch(task, chunk).to(device);
+    auto logits = objective->logits(model, b);                          // [B, T, V]
     auto pred = logits.argmax(-1);                                       // [B, T]
     auto wrong = (pred != b.targets).logical_and(b.mask != 0);           // [B, T]
     auto any = wrong.any(1);                                             // [B]
@@ -206,11 +214,11 @@ std::vector<FirstError> teacher_forced_first_errors(Transformer& model,
 }
 
 std::vector<bool> teacher_forced_exact_match(Transformer& model,
+                                             const Task& task,
                                              const std::vector<Example>& examples,
-                                             int64_t pad_id,
                                              const torch::Device& device,
                                              int64_t batch_size) {
-  auto errors = teacher_forced_first_errors(model, examples, pad_id, device, batch_size);
+  auto errors = teacher_forced_first_errors(model, task, examples, device, batch_size);
   std::vector<bool> out(errors.size());
   for (size_t i = 0; i < errors.size(); ++i) {
     out[i] = errors[i].position < 0;
@@ -239,89 +247,7 @@ std::string token_name(const Task& task, int64_t id) {
   return id < 0 ? "(none)" : task.vocabulary().token(id);
 }
 
-// IDs of the last token of `tokens`, as [L] values.
-std::vector<int64_t> last_ids(const Task& task, const std::vector<int64_t>& tokens, int64_t prompt_len) {
-  PositionIds ids = task.causal_position_ids(tokens, prompt_len);
-  std::vector<int64_t> out;
-  for (const auto& level : ids) {
-    out.push_back(level.back());
-  }
-  return out;
-}
-
 }  // namespace
-
-std::vector<std::vector<int64_t>> greedy_decode(Transformer& model,
-                                                const Task& task,
-                                                const std::vector<std::vector<int64_t>>& prompts,
-                                                const torch::Device& device,
-                                                std::vector<PositionIds>* ids_out) {
-  torch::NoGradGuard no_grad;
-  model->eval();
-  const int64_t B = static_cast<int64_t>(prompts.size());
-  LENGEN_CHECK(B > 0, "greedy_decode: no prompts");
-  const int64_t Tp = static_cast<int64_t>(prompts[0].size());
-  for (const auto& p : prompts) {
-    LENGEN_CHECK(static_cast<int64_t>(p.size()) == Tp,
-                 "greedy_decode: prompts of one batch must have the same length");
-  }
-  const int64_t L = task.position_levels();
-  const int64_t eos = task.vocabulary().eos();
-  auto tokens = torch::empty({B, Tp}, torch::kInt64);
-  auto ids = torch::empty({L, B, Tp}, torch::kInt64);
-  std::vector<PositionIds> fed(static_cast<size_t>(B));
-  int64_t max_new = 0;
-  for (int64_t b = 0; b < B; ++b) {
-    PositionIds pid = task.causal_position_ids(prompts[b], Tp);
-    for (int64_t t = 0; t < Tp; ++t) {
-      tokens[b][t] = prompts[b][t];
-      for (int64_t l = 0; l < L; ++l) {
-        ids[l][b][t] = pid[l][t];
-      }
-    }
-    fed[b] = pid;
-    max_new = std::max(max_new, task.max_response_length(prompts[b]));
-  }
-  KVCache cache;
-  auto logits = model->forward(tokens.to(device), ids.to(device), &cache);  // [B, Tp, V]
-  std::vector<std::vector<int64_t>> seqs = prompts;
-  std::vector<std::vector<int64_t>> responses(static_cast<size_t>(B));
-  std::vector<bool> done(static_cast<size_t>(B), false);
-  for (int64_t step = 0; step < max_new; ++step) {
-    auto next = logits.select(1, logits.size(1) - 1).argmax(-1).to(torch::kCPU);  // [B]
-    auto step_tokens = torch::empty({B, 1}, torch::kInt64);
-    auto step_ids = torch::zeros({L, B, 1}, torch::kInt64);
-    bool all_done = true;
-    for (int64_t b = 0; b < B; ++b) {
-      const int64_t tok = next[b].item<int64_t>();
-      if (!done[b]) {
-        responses[b].push_back(tok);
-        seqs[b].push_back(tok);
-        done[b] = tok == eos ||
-                  static_cast<int64_t>(responses[b].size()) >= task.max_response_length(prompts[b]);
-      }
-      all_done = all_done && done[b];
-      step_tokens[b][0] = seqs[b].back();
-      std::vector<int64_t> li = last_ids(task, seqs[b], Tp);
-      for (int64_t l = 0; l < L; ++l) {
-        step_ids[l][b][0] = li[l];
-      }
-      if (!done[b]) {
-        for (int64_t l = 0; l < L; ++l) {
-          fed[b][l].push_back(li[l]);
-        }
-      }
-    }
-    if (all_done) {
-      break;
-    }
-    logits = model->forward(step_tokens.to(device), step_ids.to(device), &cache);  // [B, 1, V]
-  }
-  if (ids_out) {
-    *ids_out = fed;
-  }
-  return responses;
-}
 
 std::vector<CellResult> evaluate_grid(
     Transformer& model,
@@ -331,6 +257,15 @@ std::vector<CellResult> evaluate_grid(
     const std::function<void(const CellResult&, size_t, size_t)>& progress) {
   std::vector<GridCell> cells = cfg.cells();
   std::vector<CellResult> results;
+  // eval.loops: a looped model applied more (or fewer) times than in training.
+  struct LoopsGuard {
+    Transformer& m;
+    int64_t saved;
+    ~LoopsGuard() { m->set_loops(saved); }
+  } loops_guard{model, model->loops()};
+  if (cfg.loops > 0) {
+    model->set_loops(cfg.loops);
+  }
   for (size_t ci = 0; ci < cells.size(); ++ci) {
     const GridCell& cell = cells[ci];
     const auto t0 = std::chrono::steady_clock::now();
@@ -352,30 +287,21 @@ std::vector<CellResult> evaluate_grid(
     int64_t correct = 0;
     std::map<std::pair<int64_t, int64_t>, int64_t> first_errors;
     if (cfg.greedy_decode) {
-      // Group prompts of equal length so they decode as one batch.
-      std::map<size_t, std::vector<size_t>> by_len;
-      for (size_t i = 0; i < examples.size(); ++i) {
-        by_len[static_cast<size_t>(examples[i].prompt_length)].push_back(i);
-      }
-      for (const auto& [len, idx] : by_len) {
-        for (size_t b = 0; b < idx.size(); b += static_cast<size_t>(cfg.batch_size)) {
-          std::vector<std::vector<int64_t>> prompts;
-          size_t e = std::min(idx.size(), b + static_cast<size_t>(cfg.batch_size));
-          for (size_t i = b; i < e; ++i) {
-            const Example& ex = examples[idx[i]];
-            prompts.emplace_back(ex.tokens.begin(), ex.tokens.begin() + ex.prompt_length);
-          }
-          auto responses = greedy_decode(model, task, prompts, device);
-          for (size_t i = b; i < e; ++i) {
-            const Example& ex = examples[idx[i]];
-            const auto& resp = responses[i - b];
-            if (answer ? answer_match(ex, resp, task.vocabulary().eos())
-                       : task.exact_match(ex, resp)) {
-              ++correct;
-            } else {
-              // A wrong answer implies a wrong response, so this is a real disagreement.
-              ++first_errors[first_divergence(ex, resp)];
-            }
+      auto objective = objective_for(model);
+      for (size_t b = 0; b < examples.size(); b += static_cast<size_t>(cfg.batch_size)) {
+        const size_t e = std::min(examples.size(), b + static_cast<size_t>(cfg.batch_size));
+        std::vector<Example> chunk(examples.begin() + static_cast<std::ptrdiff_t>(b),
+                                   examples.begin() + static_cast<std::ptrdiff_t>(e));
+        auto responses = objective->decode(model, task, chunk, device);
+        for (size_t i = 0; i < chunk.size(); ++i) {
+          const Example& ex = chunk[i];
+          const auto& resp = responses[i];
+          if (answer ? answer_match(ex, resp, task.vocabulary().eos())
+                     : task.exact_match(ex, resp)) {
+            ++correct;
+          } else {
+            // A wrong answer implies a wrong response, so this is a real disagreement.
+            ++first_errors[first_divergence(ex, resp)];
           }
         }
       }
@@ -385,8 +311,7 @@ std::vector<CellResult> evaluate_grid(
           ex = answer_only(ex);
         }
       }
-      auto errors = teacher_forced_first_errors(model, examples, task.vocabulary().pad(),
-                                                device, cfg.batch_size);
+      auto errors = teacher_forced_first_errors(model, task, examples, device, cfg.batch_size);
       for (const auto& err : errors) {
         if (err.position < 0) {
           ++correct;

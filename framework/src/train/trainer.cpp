@@ -6,6 +6,7 @@
 #include "lengen/core/torch_compat.h"
 #include "lengen/core/version.h"
 #include "lengen/train/checkpoint.h"
+#include "lengen/train/objective.h"
 
 #include <nlohmann/json.hpp>
 
@@ -239,58 +240,6 @@ double clip_grad_norm(const std::vector<torch::Tensor>& params, double max_norm)
 }
 
 // ---------------------------------------------------------------------------------------
-// Batches
-
-Batch Batch::to(const torch::Device& device) const {
-  if (device.is_cpu()) {
-    return *this;
-  }
-  Batch b = *this;
-  b.inputs = inputs.to(device, /*non_blocking=*/true);
-  b.targets = targets.to(device, true);
-  b.mask = mask.to(device, true);
-  b.ids = ids.to(device, true);
-  return b;
-}
-
-Batch make_batch(const std::vector<Example>& examples, int64_t pad_id) {
-  LENGEN_CHECK(!examples.empty(), "make_batch: no examples");
-  const int64_t B = static_cast<int64_t>(examples.size());
-  const int64_t L = static_cast<int64_t>(examples[0].position_ids.size());
-  int64_t T = 0;
-  for (const auto& e : examples) {
-    T = std::max(T, e.length());
-  }
-  const int64_t Tm = T - 1;
-  auto inputs = torch::full({B, Tm}, pad_id, torch::kInt64);
-  auto targets = torch::full({B, Tm}, pad_id, torch::kInt64);
-  auto mask = torch::zeros({B, Tm}, torch::kFloat32);
-  auto ids = torch::zeros({L, B, Tm}, torch::kInt64);
-  auto in_a = inputs.accessor<int64_t, 2>();
-  auto tg_a = targets.accessor<int64_t, 2>();
-  auto mk_a = mask.accessor<float, 2>();
-  auto id_a = ids.accessor<int64_t, 3>();
-  int64_t tokens = 0;
-  for (int64_t b = 0; b < B; ++b) {
-    const Example& e = examples[b];
-    LENGEN_CHECK(static_cast<int64_t>(e.position_ids.size()) == L,
-                 "make_batch: examples disagree on position levels ({} vs {})",
-                 e.position_ids.size(), L);
-    const int64_t n = e.length();
-    for (int64_t t = 0; t + 1 < n; ++t) {
-      in_a[b][t] = e.tokens[t];
-      tg_a[b][t] = e.tokens[t + 1];
-      mk_a[b][t] = e.loss_mask[t + 1] ? 1.0f : 0.0f;
-      for (int64_t l = 0; l < L; ++l) {
-        id_a[l][b][t] = e.position_ids[l][t];
-      }
-    }
-    tokens += n - 1;
-  }
-  return Batch{inputs, targets, mask, ids, tokens};
-}
-
-// ---------------------------------------------------------------------------------------
 // Weights
 
 std::vector<std::pair<std::string, torch::Tensor>> named_weights(Transformer& model) {
@@ -336,7 +285,8 @@ Trainer::Trainer(TrainConfig cfg,
       model_(std::move(model)),
       device_(device),
       run_dir_(std::move(run_dir)),
-      optimizer_(cfg_, named_weights(model_)) {
+      optimizer_(cfg_, named_weights(model_)),
+      objective_(objective_for(model_)) {
   if (cfg_.dataset_size > 0) {
     Rng rng(mix_seed(seed_, {0xDA7A}));
     dataset_.reserve(static_cast<size_t>(cfg_.dataset_size));
@@ -372,7 +322,7 @@ Batch Trainer::batch_for_step(int64_t step_index) {
       examples.push_back(dataset_[static_cast<size_t>(perm_[g % N])]);
     }
   }
-  return make_batch(examples, task_.vocabulary().pad()).to(device_);
+  return objective_->make_batch(task_, examples).to(device_);
 }
 
 double Trainer::step(const Batch& batch, int64_t step_index) {
@@ -384,14 +334,9 @@ double Trainer::step(const Batch& batch, int64_t step_index) {
   torch::Tensor logits;
   {
     compat::CudaAutocast autocast(bf16_autocast_ && device_.is_cuda());
-    logits = model_->forward(batch.inputs, batch.ids);  // [B, T, V]
+    logits = objective_->logits(model_, batch);  // [B, T, V]
   }
-  const int64_t V = logits.size(-1);
-  auto per_token = torch::nn::functional::cross_entropy(
-      logits.reshape({-1, V}).to(torch::kFloat32), batch.targets.reshape({-1}),
-      torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));  // [B*T]
-  auto mask = batch.mask.reshape({-1});                                           // [B*T]
-  auto loss = (per_token * mask).sum() / mask.sum().clamp_min(1.0);
+  auto loss = objective_->loss(logits, batch);
   loss.backward();
   const double loss_value = loss.item<double>();
   if (!std::isfinite(loss_value)) {

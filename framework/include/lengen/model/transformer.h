@@ -3,6 +3,7 @@
 #include "lengen/config/node.h"
 #include "lengen/core/export.h"
 #include "lengen/position/scheme.h"
+#include "lengen/task/example.h"
 
 #include <torch/nn/module.h>
 #include <torch/nn/modules/container/modulelist.h>
@@ -12,6 +13,7 @@
 #include <torch/nn/pimpl.h>
 #include <torch/types.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -21,8 +23,9 @@ namespace lengen {
 /// The model section of an experiment. Every field is a YAML key of `model:`; the key `bias`
 /// sets attention_bias and ff_bias together.
 struct LENGEN_API ModelConfig {
-  std::string arch = "decoder";        ///< decoder (encoder / encoder_decoder come later)
-  int64_t layers = 2;                  ///< 0 is allowed (embeddings, final norm, output only)
+  std::string arch = "decoder";        ///< a registered architecture (architectures())
+  int64_t layers = 2;                  ///< decoder layers; the encoder's for `encoder`; 0 allowed
+  int64_t encoder_layers = -1;         ///< encoder_decoder: encoder depth (-1: same as layers)
   int64_t heads = 4;
   int64_t d_model = 128;               ///< C
   int64_t d_head = 0;                  ///< D; 0 means d_model / heads
@@ -35,26 +38,70 @@ struct LENGEN_API ModelConfig {
   bool attention_bias = false;         ///< biases in the q/k/v and output projections
   bool ff_bias = false;                ///< biases in the feed-forward projections
   bool tie_embeddings = false;         ///< LM head shares the token embedding
-  bool shared_layers = false;          ///< universal transformer: one block applied `layers` times
+  bool shared_layers = false;          ///< universal: one block per stack applied `layers` times
+  int64_t loops = 1;                   ///< universal/looped: each stack applied `loops` times
+  bool input_injection = false;        ///< add the input embedding again before every loop > 0
 
   /// Reads and validates the `model:` map (unknown keys, ranges, choices).
   static ModelConfig from_config(const ConfigNode& node);
   YAML::Node to_yaml() const;
   int64_t head_dim() const { return d_head > 0 ? d_head : d_model / heads; }
+  /// Encoder depth (0 for `decoder`).
+  int64_t encoder_depth() const;
+  /// Decoder depth (0 for `encoder`).
+  int64_t decoder_depth() const;
+  /// Blocks with their own weights in a stack of `depth` applications per loop.
+  int64_t distinct(int64_t depth) const { return shared_layers ? std::min<int64_t>(depth, 1) : depth; }
+  /// Self-attention layers with their own weights over all stacks: what position schemes
+  /// with per-layer tables allocate (SchemeContext::layers). Loops reuse them.
+  int64_t attention_layers() const { return distinct(encoder_depth()) + distinct(decoder_depth()); }
 };
 
-/// Keys and values cached for incremental decoding, one entry per layer, plus the raw
-/// position IDs of every cached token (schemes need them for bias rows).
+/// An architecture, registered by name: which stacks it has and how examples are laid out
+/// for it (the objective follows from the layout: next-token, seq2seq or per-position).
+struct LENGEN_API Architecture {
+  std::string name;
+  std::string summary;
+  Layout layout = Layout::kSequence;
+  bool encoder = false;  ///< a bidirectional encoder stack
+  bool decoder = false;  ///< a causal decoder stack
+  bool cross = false;    ///< decoder blocks cross-attend to the encoder's output
+};
+
+/// Registers an architecture (the three built-in ones are registered at start-up); a name
+/// registered twice is an error.
+LENGEN_API void register_architecture(Architecture arch);
+/// Every registered architecture, by name.
+LENGEN_API std::vector<Architecture> architectures();
+/// The architecture `name`; fails listing the registered ones and the closest.
+LENGEN_API const Architecture& architecture(const std::string& name);
+
+/// Keys and values cached for incremental decoding, one entry per layer application, plus the
+/// raw position IDs of every cached token (schemes need them for bias rows). For an
+/// encoder-decoder also the encoder's output and each decoder layer's cross-attention keys
+/// and values, computed once per source.
 struct LENGEN_API KVCache {
-  std::vector<torch::Tensor> keys;    ///< per layer [B, H, S, D] (after any q/k transform)
-  std::vector<torch::Tensor> values;  ///< per layer [B, H, S, D]
+  std::vector<torch::Tensor> keys;    ///< per application [B, H, S, D] (after any q/k transform)
+  std::vector<torch::Tensor> values;  ///< per application [B, H, S, D]
   torch::Tensor ids;                  ///< [L, B, S] task IDs of cached tokens
+  std::vector<torch::Tensor> cross_keys, cross_values;  ///< per decoder application [B, H, Ss, D]
+  torch::Tensor memory;               ///< encoder output [B, Ss, C]
+  torch::Tensor memory_padding;       ///< [B, Ss] bool, true on source padding
+  std::vector<torch::Tensor> memory_ids;  ///< per scheme: transformed source IDs [L', B, Ss]
   int64_t length() const { return ids.defined() ? ids.size(2) : 0; }
-  void clear() {
-    keys.clear();
-    values.clear();
-    ids = torch::Tensor();
-  }
+  void clear() { *this = KVCache(); }
+};
+
+/// What the model reads. Decoder and encoder: tokens/ids (and `padding` for the encoder).
+/// Encoder-decoder: source/source_ids/source_padding for the encoder and tokens/ids for the
+/// decoder (the target); with a KV cache the source is given on the first call only.
+struct LENGEN_API ModelInputs {
+  torch::Tensor tokens;          ///< [B, T] int64
+  torch::Tensor ids;             ///< [L, B, T] int64, the task's IDs
+  torch::Tensor padding;         ///< [B, T] bool, true on padding keys; undefined: none
+  torch::Tensor source;          ///< [B, S] int64 (encoder_decoder)
+  torch::Tensor source_ids;      ///< [L, B, S] int64
+  torch::Tensor source_padding;  ///< [B, S] bool; undefined: none
 };
 
 /// RMSNorm (Zhang & Sennrich 2019) or LayerNorm over the last dimension.
@@ -79,30 +126,38 @@ LENGEN_API void check_position_support(const std::vector<std::shared_ptr<Positio
                                        AttentionKind kind,
                                        const std::string& arch);
 
-/// Multi-head attention that calls the position schemes' hooks. Self-attention (causal or
-/// bidirectional) and cross-attention share this class; the AttentionKind decides masking and
-/// which hooks apply. Parameters: qkv.weight [3*H*D, C] (rows: q, then k, then v), out.weight
-/// [C, H*D].
+/// Everything one attention call needs besides its input (docs/architecture.md, "Attention
+/// inputs"). Built by the stack; the attention reads only what its kind uses.
+struct LENGEN_API AttentionInputs {
+  const std::vector<std::shared_ptr<PositionScheme>>* schemes = nullptr;
+  const std::vector<torch::Tensor>* query_ids = nullptr;  ///< per scheme [L', B|1, T]
+  const std::vector<torch::Tensor>* key_ids = nullptr;    ///< per scheme [L', B|1, S]
+  torch::Tensor key_padding;   ///< [B, S] bool, true on keys nobody may attend to
+  torch::Tensor memory;        ///< cross-attention: the encoder output [B, S, C]
+  torch::Tensor* cache_k = nullptr;   ///< this application's cache slot (updated in place)
+  torch::Tensor* cache_v = nullptr;
+  torch::Tensor* attn_out = nullptr;  ///< receives the attention weights [B, H, T, S]
+};
+
+/// Multi-head attention that calls the position schemes' hooks. Causal self-, bidirectional
+/// self- and cross-attention share this class; the AttentionKind decides masking, which
+/// hooks apply (cross-attention calls only schemes that support kCross) and the parameters:
+/// self: qkv.weight [3*H*D, C] (rows: q, then k, then v); cross: q.weight [H*D, C] and
+/// kv.weight [2*H*D, C] (k rows first) over the encoder output; both: out.weight [C, H*D].
 class LENGEN_API AttentionImpl : public torch::nn::Module {
  public:
   AttentionImpl(const ModelConfig& cfg, int64_t layer, AttentionKind kind);
 
-  /// x [B, T, C]; ids: per scheme, transformed IDs of the queries [L', B, T] and keys
-  /// [L', B, S] (S = cache + T). cache_k/cache_v: this layer's cache entry (updated in
-  /// place) or nullptr. attn_out: receives the attention weights [B, H, T, S] if non-null.
-  torch::Tensor forward(const torch::Tensor& x,
-                        const std::vector<std::shared_ptr<PositionScheme>>& schemes,
-                        const std::vector<torch::Tensor>& query_ids,
-                        const std::vector<torch::Tensor>& key_ids,
-                        torch::Tensor* cache_k,
-                        torch::Tensor* cache_v,
-                        torch::Tensor* attn_out);
+  /// x [B, T, C] -> [B, T, C]. Self-attention with a cache: the new keys are appended to the
+  /// cache slot. Cross-attention with a cache: keys/values of the memory are computed on the
+  /// first call and reused after.
+  torch::Tensor forward(const torch::Tensor& x, const AttentionInputs& in);
 
  private:
   int64_t layer_, heads_, head_dim_;
   AttentionKind kind_;
   double dropout_;
-  torch::nn::Linear qkv_{nullptr}, out_{nullptr};
+  torch::nn::Linear qkv_{nullptr}, q_{nullptr}, kv_{nullptr}, out_{nullptr};
 };
 TORCH_MODULE(Attention);
 
@@ -121,61 +176,103 @@ class LENGEN_API FeedForwardImpl : public torch::nn::Module {
 };
 TORCH_MODULE(FeedForward);
 
-/// One Transformer block with pre-, post- or pre+post normalisation (models.md §1.2).
+/// One Transformer block with pre-, post- or pre+post normalisation (models.md §1.2):
+/// self-attention (causal or bidirectional), cross-attention to an encoder output when the
+/// block has one (encoder-decoder), then the feed-forward, each a residual branch.
 class LENGEN_API BlockImpl : public torch::nn::Module {
  public:
-  BlockImpl(const ModelConfig& cfg, int64_t layer);
+  BlockImpl(const ModelConfig& cfg, int64_t layer, AttentionKind self_kind, bool cross);
+  /// x [B, T, C] -> [B, T, C]; `cross` is used only by a block with cross-attention.
   torch::Tensor forward(const torch::Tensor& x,
-                        const std::vector<std::shared_ptr<PositionScheme>>& schemes,
-                        const std::vector<torch::Tensor>& query_ids,
-                        const std::vector<torch::Tensor>& key_ids,
-                        torch::Tensor* cache_k,
-                        torch::Tensor* cache_v,
-                        torch::Tensor* attn_out);
+                        const AttentionInputs& self,
+                        const AttentionInputs& cross = {});
 
  private:
   bool pre_, post_;
   double dropout_;
-  Attention attn_{nullptr};
+  Attention attn_{nullptr}, cross_{nullptr};
   FeedForward ff_{nullptr};
   Norm norm_attn_pre_{nullptr}, norm_attn_post_{nullptr};
+  Norm norm_cross_pre_{nullptr}, norm_cross_post_{nullptr};
   Norm norm_ff_pre_{nullptr}, norm_ff_post_{nullptr};
 };
 TORCH_MODULE(Block);
 
-/// Decoder-only Transformer language model over a task's vocabulary with pluggable
-/// position schemes. Parameter names (stable; documented in docs/checkpoints.md):
-///   tok_emb.weight [V, C]; position.<i>.* (scheme i's parameters);
-///   blocks.<l>.attn.qkv.weight, blocks.<l>.attn.out.weight, blocks.<l>.ff.up.weight,
-///   blocks.<l>.ff.down.weight, blocks.<l>.norm_{attn,ff}_{pre,post}.weight;
-///   norm_final.weight; lm_head.weight (absent when tied).
+/// A Transformer over a task's vocabulary with pluggable position schemes, in one of the
+/// registered architectures (docs/architecture.md):
+///   decoder          causal stack, next-token logits at every position;
+///   encoder          bidirectional stack with a key-padding mask, a per-position classifier
+///                    (the output head applied at every position; the layout says which count);
+///   encoder_decoder  bidirectional encoder over the source, causal decoder over the target
+///                    with cross-attention to the encoder output.
+/// Parameter names (stable; documented in docs/checkpoints.md):
+///   tok_emb.weight [V, C] (shared by encoder and decoder); position.<i>.* (scheme i);
+///   blocks.<l>.attn.qkv.weight, blocks.<l>.attn.out.weight, blocks.<l>.ff.{up,down}.weight,
+///   blocks.<l>.norm_{attn,ff}_{pre,post}.weight (the decoder's blocks, or the encoder's for
+///   `encoder`); encoder.<l>.* (encoder_decoder's encoder blocks, same names);
+///   blocks.<l>.cross.{q,kv,out}.weight and blocks.<l>.norm_cross_{pre,post}.weight
+///   (cross-attention); norm_encoder.weight (encoder_decoder, pre-norm); norm_final.weight;
+///   lm_head.weight (absent when tied).
+/// Looping (universal Transformers): each stack applies its blocks `loops` times (set_loops
+/// changes it at test time); with shared_layers one block per stack is applied `layers`
+/// times per loop. Position schemes see one layer index per distinct block (encoder blocks
+/// first), whatever the number of loops.
 class LENGEN_API TransformerImpl : public torch::nn::Module {
  public:
   TransformerImpl(ModelConfig cfg,
                   int64_t vocab_size,
                   std::vector<std::shared_ptr<PositionScheme>> schemes);
 
-  /// tokens [B, T] int64, ids [L, B, T] int64 -> logits [B, T, V].
-  /// With a cache, tokens/ids are only the new tokens; cached keys are reused and extended.
-  /// attention: if non-null, receives one [B, H, T, S] tensor per layer.
+  /// Logits [B, T, V] for in.tokens. With a cache (decoder, encoder_decoder), tokens/ids are
+  /// only the new tokens; cached keys are reused and extended (encoder_decoder: the source is
+  /// encoded on the first call and kept in the cache). attention: if non-null, receives one
+  /// [B, H, T, S] tensor per attention application, named by attention_names().
+  torch::Tensor forward(const ModelInputs& in,
+                        KVCache* cache = nullptr,
+                        std::vector<torch::Tensor>* attention = nullptr);
+
+  /// Decoder-only shorthand: tokens [B, T], ids [L, B, T] -> logits [B, T, V].
   torch::Tensor forward(const torch::Tensor& tokens,
                         const torch::Tensor& ids,
                         KVCache* cache = nullptr,
                         std::vector<torch::Tensor>* attention = nullptr);
 
+  /// Names of the maps forward() returns in `attention`, in order: "encoder.<l>" (encoder
+  /// self), "blocks.<l>" (decoder self, or the encoder's for `encoder`), "blocks.<l>.cross";
+  /// with loops > 1 each application is suffixed "@<loop>".
+  std::vector<std::string> attention_names() const;
+
   const ModelConfig& config() const { return cfg_; }
+  const Architecture& arch() const { return arch_; }
   const std::vector<std::shared_ptr<PositionScheme>>& schemes() const { return schemes_; }
   int64_t vocab_size() const { return vocab_size_; }
   /// Number of trainable scalars.
   int64_t parameter_count() const;
+  /// Applications of each stack at the next forward (eval.loops; 1 = the stack once).
+  void set_loops(int64_t loops);
+  int64_t loops() const { return loops_; }
 
  private:
+  /// Runs `stack` (loops x depth applications) over x. `slot0` is the stack's first cache slot.
+  torch::Tensor run_stack(torch::nn::ModuleList& stack,
+                          int64_t depth,
+                          torch::Tensor x,
+                          const AttentionInputs& self,
+                          const AttentionInputs& cross,
+                          KVCache* cache,
+                          bool use_cross_cache,
+                          std::vector<torch::Tensor>* attention,
+                          size_t attention_offset);
+  torch::Tensor head(torch::Tensor x);
+
   ModelConfig cfg_;
+  Architecture arch_;
   int64_t vocab_size_;
+  int64_t loops_ = 1;
   std::vector<std::shared_ptr<PositionScheme>> schemes_;
   torch::nn::Embedding tok_emb_{nullptr};
-  torch::nn::ModuleList blocks_{nullptr};
-  Norm norm_final_{nullptr};
+  torch::nn::ModuleList blocks_{nullptr}, encoder_{nullptr};
+  Norm norm_final_{nullptr}, norm_encoder_{nullptr};
   torch::nn::Linear lm_head_{nullptr};
   torch::nn::Dropout emb_dropout_{nullptr};
 };

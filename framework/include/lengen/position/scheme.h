@@ -49,8 +49,12 @@ class LENGEN_API PositionScheme : public torch::nn::Module {
   /// Bit set of Hook values this scheme implements.
   virtual uint32_t hooks() const = 0;
 
-  /// Whether the scheme has a meaning in this kind of attention; the model refuses a config
-  /// that would use it where it has none. Default: causal and bidirectional self-attention.
+  /// Whether the scheme has a meaning in this kind of attention. Self-attention: the model
+  /// refuses an architecture whose self-attention kind a scheme does not support (schemes
+  /// with only the input-embedding hook are accepted everywhere). Cross-attention: the
+  /// scheme's attention hooks are called there only when it returns true (T5-style: by
+  /// default cross-attention carries no positional term). Default: causal and bidirectional
+  /// self-attention.
   virtual bool supports(AttentionKind kind) const;
 
   /// Transforms the task's IDs before any hook sees them (random offsets during training,
@@ -59,6 +63,16 @@ class LENGEN_API PositionScheme : public torch::nn::Module {
   /// `offset` is the absolute sequence index of column 0 (the KV-cache length when decoding).
   /// Default: identity.
   virtual torch::Tensor transform_ids(const torch::Tensor& ids, int64_t offset, bool training);
+
+  /// The IDs of an encoder-decoder's source [L, B, S] and target [L, B, U] for one forward
+  /// pass over whole sequences (plugin ABI >= 2): -> (source [L', B|1, S], target
+  /// [L', B|1, U]). Randomness (e.g. offsets) must be drawn once per sample and shared by
+  /// both sides so that coupled IDs stay aligned across cross-attention. Default:
+  /// transform_ids of each side at offset 0, right for deterministic transforms; a scheme
+  /// with training-time randomness overrides it (see PositionTables::random_offsets_pair).
+  virtual std::pair<torch::Tensor, torch::Tensor> transform_ids_pair(const torch::Tensor& source,
+                                                                     const torch::Tensor& target,
+                                                                     bool training);
 
   /// Fails (lengen::Error) when `ids` ([L, B, T], as emitted by the task for evaluation) need
   /// something the scheme cannot provide, e.g. an ID above max_position. Default: accepts.
@@ -145,6 +159,11 @@ class LENGEN_API PositionTables {
   /// Training-time random offsets (Cho et al.): per sample and level, adds
   /// delta ~ U[0, max_position_l - max ID of the sample at level l] to every non-zero ID.
   torch::Tensor random_offsets(const torch::Tensor& ids) const;
+
+  /// random_offsets for an encoder-decoder's source [L, B, S] and target [L, B, U]: one delta
+  /// per sample and level, drawn over both sides together, added to both.
+  std::pair<torch::Tensor, torch::Tensor> random_offsets_pair(const torch::Tensor& source,
+                                                              const torch::Tensor& target) const;
 
   int64_t levels() const { return static_cast<int64_t>(tables_.size()); }
   const std::vector<int64_t>& max_position() const { return max_position_; }

@@ -46,4 +46,52 @@ struct Example {
   }
 };
 
+/// The layouts an architecture trains on (docs/architecture.md, "Three layouts"). A task
+/// emits every example as one sequence (Example); Task::to_seq2seq and Task::to_labeled
+/// render it for the other two.
+enum class Layout {
+  kSequence,  ///< decoder: `BOS query = response EOS`, next-token prediction
+  kSeq2Seq,   ///< encoder_decoder: (source, target), the target predicted token by token
+  kLabeled,   ///< encoder: one input, a label per output position (non-autoregressive)
+};
+
+/// "sequence", "seq2seq", "labeled".
+inline const char* layout_name(Layout l) {
+  return l == Layout::kSequence ? "sequence" : l == Layout::kSeq2Seq ? "seq2seq" : "labeled";
+}
+
+/// An example as a (source, target) pair for an encoder-decoder.
+///
+///   source        [S]     what the encoder reads (the prompt, `BOS query =` by default)
+///   source_ids    [L][S]
+///   target        [U]     the decoder's sequence: a start token, then the response, EOS last
+///   target_ids    [L][U]  in the same coordinates as source_ids, so coupled IDs stay aligned
+///                         across cross-attention
+///   loss_mask     [U]     1 where target[j] is predicted (at j-1); target[0] never is
+struct Seq2SeqExample {
+  std::vector<int64_t> source;
+  PositionIds source_ids;
+  std::vector<int64_t> target;
+  PositionIds target_ids;
+  std::vector<uint8_t> loss_mask;
+};
+
+/// An example as one input with a label per position for an encoder with a per-position
+/// classifier.
+///
+///   tokens        [T]     the input (by default the prompt, then one slot token per response
+///                         token)
+///   ids           [L][T]
+///   labels        [T]     the token each position must output (pad id where none)
+///   label_mask    [T]     1 where a label is scored (loss and exact match)
+///   slot_begin            the first output position; outputs are [slot_begin, T)
+struct LabeledExample {
+  std::vector<int64_t> tokens;
+  PositionIds ids;
+  std::vector<int64_t> labels;
+  std::vector<uint8_t> label_mask;
+  int64_t slot_begin = 0;
+  int64_t length() const { return static_cast<int64_t>(tokens.size()); }
+};
+
 }  // namespace lengen

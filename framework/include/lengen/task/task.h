@@ -72,6 +72,25 @@ class LENGEN_API Task {
 
   /// Text of a token sequence (default: concatenated token strings, BOS/EOS shown as-is).
   virtual std::string render(const std::vector<int64_t>& tokens) const;
+
+  /// The example as an encoder-decoder's (source, target) pair (plugin ABI >= 2). Default:
+  /// the source is the prompt `BOS query =` with its IDs; the target is the prompt's last
+  /// token (the start token, `=`) followed by the response, with the example's IDs, so every
+  /// target token keeps the ID it has in the one-sequence layout. Override for a paper's own
+  /// seq2seq format. Throws lengen::Error when the task has no such layout.
+  virtual Seq2SeqExample to_seq2seq(const Example& ex) const;
+
+  /// The example as an encoder's (input, per-position labels) (plugin ABI >= 2). Default: the
+  /// prompt followed by max_response_length(prompt) slot tokens (the pad token) whose labels
+  /// are the response (EOS included; unused slots labelled pad) and whose IDs are the
+  /// response's IDs. Throws lengen::Error when the response length is not fixed by the
+  /// prompt (the slots would leak it), e.g. an unpadded format.
+  virtual LabeledExample to_labeled(const Example& ex) const;
 };
+
+/// Generated tokens back from an encoder's per-position outputs: the predicted labels of the
+/// slots [slot_begin, T) with trailing pad tokens removed (the reference gives the response).
+LENGEN_API std::vector<int64_t> labeled_response(const std::vector<int64_t>& predicted_slots,
+                                                 int64_t pad_id);
 
 }  // namespace lengen

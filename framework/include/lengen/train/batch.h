@@ -1,6 +1,7 @@
 #pragma once
 
 #include "lengen/core/export.h"
+#include "lengen/model/transformer.h"
 #include "lengen/task/example.h"
 
 #include <torch/types.h>
@@ -9,20 +10,34 @@
 
 namespace lengen {
 
-/// Examples padded into tensors for teacher forcing. With T = longest example length:
-///   inputs   [B, T-1]     tokens[0 .. T-2] (pad id after the end)
-///   targets  [B, T-1]     tokens[1 .. T-1]
-///   mask     [B, T-1]     1.0 where targets[t] is a response token in the loss
-///   ids      [L, B, T-1]  position IDs of the inputs (0 on padding)
-/// Right padding is invisible to real tokens under a causal mask.
+/// Examples of one layout padded into tensors for teacher forcing. Always (T = padded length):
+///   inputs   [B, T]     what the model reads (decoder: tokens[0 .. n-2]; encoder: the input;
+///                       encoder_decoder: target[0 .. n-2])
+///   targets  [B, T]     what each position must predict (next token, or the label)
+///   mask     [B, T]     1.0 where targets[t] is scored (loss and exact match)
+///   ids      [L, B, T]  position IDs of the inputs (0 on padding)
+/// Labeled layout (encoder) also: padding [B, T] bool, true on padding (masked as keys).
+/// Seq2seq layout also: source [B, S], source_ids [L, B, S], source_padding [B, S] bool.
+/// Right padding is invisible to real tokens: under a causal mask, or masked as keys.
 struct LENGEN_API Batch {
+  Layout layout = Layout::kSequence;
   torch::Tensor inputs, targets, mask, ids;
-  int64_t tokens = 0;  ///< number of non-pad input tokens (for tokens/s)
+  torch::Tensor padding;
+  torch::Tensor source, source_ids, source_padding;
+  int64_t tokens = 0;  ///< number of non-pad tokens the model reads (for tokens/s)
 
   Batch to(const torch::Device& device) const;
+  /// What the model's forward reads.
+  ModelInputs model_inputs() const;
 };
 
-/// Pads and stacks examples (all with the same number of ID levels).
+/// Pads and stacks examples in the one-sequence layout (all with the same number of ID
+/// levels).
 LENGEN_API Batch make_batch(const std::vector<Example>& examples, int64_t pad_id);
+/// Pads and stacks (source, target) pairs: the decoder reads target[0 .. n-2] and predicts
+/// target[1 .. n-1].
+LENGEN_API Batch make_seq2seq_batch(const std::vector<Seq2SeqExample>& examples, int64_t pad_id);
+/// Pads and stacks (input, labels) examples.
+LENGEN_API Batch make_labeled_batch(const std::vector<LabeledExample>& examples, int64_t pad_id);
 
 }  // namespace lengen

@@ -25,6 +25,8 @@ struct LENGEN_API EvalConfig {
   /// answer_begin up to (not including) EOS (Cho et al. 2025: parity's answer token, the
   /// answer-only ablation of App. C).
   std::string metric = "response";
+  /// Applications of each looped stack at test time (0: the model's own `model.loops`).
+  int64_t loops = 0;
 
   /// Reads `eval:`; `axes` are the task's axes (unknown axis names are errors).
   static EvalConfig from_config(const ConfigNode& node, const std::vector<GridAxis>& axes);
@@ -71,24 +73,27 @@ LENGEN_API Example answer_only(const Example& ex);
 /// generated tokens just before the first EOS (a response without EOS does not match).
 LENGEN_API bool answer_match(const Example& ex, const std::vector<int64_t>& response, int64_t eos);
 
-/// Exact match under greedy decoding, decided by one teacher-forced forward pass: a greedy
-/// decode reproduces the reference exactly iff at every response position the argmax of the
-/// logits given the reference prefix is the reference token (then the decode's prefixes are
-/// the reference's prefixes, by induction). Examples are bucketed by length.
+/// Exact match under greedy decoding, decided by one teacher-forced forward pass in the
+/// model's layout (Objective): a greedy decode reproduces the reference exactly iff at every
+/// response position the argmax of the logits given the reference prefix is the reference
+/// token (then the decode's prefixes are the reference's prefixes, by induction). Examples
+/// are bucketed by length.
 LENGEN_API std::vector<bool> teacher_forced_exact_match(Transformer& model,
+                                                        const Task& task,
                                                         const std::vector<Example>& examples,
-                                                        int64_t pad_id,
                                                         const torch::Device& device,
                                                         int64_t batch_size);
 
 /// The same pass, saying for each example where it first goes wrong (position -1: correct).
 LENGEN_API std::vector<FirstError> teacher_forced_first_errors(Transformer& model,
+                                                               const Task& task,
                                                                const std::vector<Example>& examples,
-                                                               int64_t pad_id,
                                                                const torch::Device& device,
                                                                int64_t batch_size);
 
-/// Greedy KV-cached decoding of one prompt per row (all prompts the same length). New tokens'
+/// Greedy KV-cached decoding of one prompt per row (all prompts the same length), for the
+/// autoregressive architectures (decoder; encoder_decoder: the encoder reads the prompt and
+/// is run once, the decoder starts from the prompt's last token). New tokens'
 /// position IDs come from task.causal_position_ids over the prompt and the generated prefix
 /// only. Returns the generated responses (EOS included when produced); when `ids_out` is
 /// given it receives the IDs fed for each sequence (prompt + response tokens fed back).

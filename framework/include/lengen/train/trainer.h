@@ -9,10 +9,13 @@
 #include <torch/types.h>
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace lengen {
+
+class Objective;
 
 /// The `train:` section of an experiment.
 struct LENGEN_API TrainConfig {
@@ -114,6 +117,7 @@ class LENGEN_API Trainer {
   torch::Device device_;
   std::string run_dir_;
   Optimizer optimizer_;
+  std::shared_ptr<const Objective> objective_;  ///< from the model's architecture
   bool bf16_autocast_ = false;
   std::vector<Example> dataset_;  ///< fixed training set when dataset_size > 0
   std::vector<int64_t> perm_;     ///< visiting order of dataset_ in epoch perm_epoch_

@@ -1,0 +1,327 @@
+// The model's components: normalisation, attention (causal self, bidirectional self, cross),
+// feed-forward and the residual block. The stacks that use them are in transformer.cpp.
+#include "lengen/core/error.h"
+#include "lengen/core/torch_compat.h"
+#include "lengen/model/transformer.h"
+
+#include <cmath>
+#include <limits>
+
+namespace lengen {
+
+// ---------------------------------------------------------------------------------------
+// Norm
+
+NormImpl::NormImpl(const std::string& kind, int64_t dim, double eps)
+    : rms_(kind == "rmsnorm"), eps_on_std_(kind == "taotp_layernorm"), eps_(eps) {
+  weight_ = register_parameter("weight", torch::ones({dim}));
+  if (!rms_) {
+    bias_ = register_parameter("bias", torch::zeros({dim}));
+  }
+}
+
+torch::Tensor NormImpl::forward(const torch::Tensor& x) {
+  if (rms_) {
+    auto inv = torch::rsqrt(x.pow(2).mean(-1, /*keepdim=*/true) + eps_);  // [..., 1]
+    return x * inv * weight_;                                             // [..., C]
+  }
+  if (eps_on_std_) {
+    // TAOTP (Figure 1.1): population standard deviation, epsilon added to it.
+    auto centred = x - x.mean(-1, /*keepdim=*/true);             // [..., C]
+    auto std = centred.pow(2).mean(-1, /*keepdim=*/true).sqrt();  // [..., 1]
+    return centred / (std + eps_) * weight_ + bias_;              // [..., C]
+  }
+  return torch::layer_norm(x, {x.size(-1)}, weight_, bias_, eps_);
+}
+
+// ---------------------------------------------------------------------------------------
+// Attention
+
+void check_position_support(const std::vector<std::shared_ptr<PositionScheme>>& schemes,
+                            AttentionKind kind,
+                            const std::string& arch) {
+  for (size_t i = 0; i < schemes.size(); ++i) {
+    // A scheme that only embeds inputs never acts inside attention.
+    if (schemes[i]->hooks() == kHookInputEmbedding) {
+      continue;
+    }
+    if (!schemes[i]->supports(kind)) {
+      throw Error(fmt::format("position[{}] has no meaning in {} attention, which the '{}' "
+                              "architecture uses; choose a scheme that supports it (`lengen "
+                              "plugins --describe NAME` lists where each applies)",
+                              i, attention_kind_name(kind), arch));
+    }
+  }
+}
+
+AttentionImpl::AttentionImpl(const ModelConfig& cfg, int64_t layer, AttentionKind kind)
+    : layer_(layer),
+      heads_(cfg.heads),
+      head_dim_(cfg.head_dim()),
+      kind_(kind),
+      dropout_(cfg.dropout) {
+  const int64_t inner = heads_ * head_dim_;
+  auto linear = [&](int64_t in, int64_t out) {
+    return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(cfg.attention_bias));
+  };
+  if (kind == AttentionKind::kCross) {
+    q_ = register_module("q", linear(cfg.d_model, inner));
+    kv_ = register_module("kv", linear(cfg.d_model, 2 * inner));
+  } else {
+    qkv_ = register_module("qkv", linear(cfg.d_model, 3 * inner));
+  }
+  out_ = register_module("out", linear(inner, cfg.d_model));
+}
+
+namespace {
+
+// Query rows per block when evaluating long sequences (see AttentionImpl::forward).
+constexpr int64_t kBlockRows = 256;
+
+// Boolean mask of keys a query may NOT see: key j > offset + query i. [T, S]
+torch::Tensor causal_block_mask(int64_t T, int64_t S, int64_t offset, const torch::Device& device) {
+  auto opts = torch::TensorOptions().dtype(torch::kBool).device(device);
+  return torch::ones({T, S}, opts).triu(offset + 1);
+}
+
+bool applies(const PositionScheme& s, AttentionKind kind) {
+  return kind != AttentionKind::kCross || s.supports(kind);
+}
+
+}  // namespace
+
+torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionInputs& in) {
+  const int64_t B = x.size(0), T = x.size(1);
+  static const std::vector<std::shared_ptr<PositionScheme>> kNone;
+  const auto& schemes = in.schemes ? *in.schemes : kNone;
+  const bool cross = kind_ == AttentionKind::kCross;
+  for (const auto& s : schemes) {
+    LENGEN_CHECK(cross || s->hooks() == kHookInputEmbedding || s->supports(kind_),
+                 "internal: a position scheme was called for {} attention, which it does not "
+                 "support (check_position_support not called)",
+                 attention_kind_name(kind_));
+  }
+  torch::Tensor q, k, v;
+  int64_t offset = 0;
+  const bool cached = in.cache_k && in.cache_k->defined();
+  if (cross) {
+    q = q_(x).view({B, T, heads_, head_dim_}).transpose(1, 2);  // [B, H, T, D]
+    if (cached) {
+      k = *in.cache_k;  // [B, H, S, D]
+      v = *in.cache_v;
+    } else {
+      LENGEN_CHECK(in.memory.defined(), "internal: cross-attention without an encoder output");
+      const int64_t S = in.memory.size(1);
+      auto kv = kv_(in.memory)                               // [B, S, 2*H*D]
+                    .view({B, S, 2, heads_, head_dim_})      // [B, S, 2, H, D]
+                    .permute({2, 0, 3, 1, 4});               // [2, B, H, S, D]
+      k = kv[0];
+      v = kv[1];
+    }
+  } else {
+    auto qkv = qkv_(x)                                 // [B, T, 3*H*D]
+                   .view({B, T, 3, heads_, head_dim_})  // [B, T, 3, H, D]
+                   .permute({2, 0, 3, 1, 4});           // [3, B, H, T, D]
+    q = qkv[0], k = qkv[1], v = qkv[2];                 // [B, H, T, D]
+    offset = cached ? in.cache_k->size(2) : 0;
+  }
+
+  AttentionContext ctx;
+  ctx.kind = kind_;
+  ctx.layer = layer_;
+  ctx.heads = heads_;
+  ctx.head_dim = head_dim_;
+  ctx.query_length = T;
+  ctx.key_length = cross ? k.size(2) : offset + T;
+  ctx.cache_offset = offset;
+  ctx.training = is_training();
+  auto set_ids = [&](size_t i) {
+    ctx.query_ids = (*in.query_ids)[i];
+    ctx.key_ids = (*in.key_ids)[i];
+  };
+
+  // Cross keys are cached as projected (every call transforms them again with the queries).
+  if (cross && in.cache_k && !cached) {
+    *in.cache_k = k;
+    *in.cache_v = v;
+  }
+  // q/k transforms act on the new self-attention keys only; cached ones are stored
+  // transformed.
+  for (size_t i = 0; i < schemes.size(); ++i) {
+    if ((schemes[i]->hooks() & kHookQKTransform) && applies(*schemes[i], kind_)) {
+      set_ids(i);
+      std::tie(q, k) = schemes[i]->transform_qk(q, k, ctx);
+    }
+  }
+  if (!cross && in.cache_k) {
+    if (cached) {
+      k = torch::cat({*in.cache_k, k}, 2);  // [B, H, S, D]
+      v = torch::cat({*in.cache_v, v}, 2);  // [B, H, S, D]
+    }
+    *in.cache_k = k;
+    *in.cache_v = v;
+  }
+  const int64_t S = k.size(2);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim_));
+  const bool causal = kind_ == AttentionKind::kCausalSelf;
+  const double neg_inf = -std::numeric_limits<double>::infinity();
+
+  // Additive terms: the schemes' biases (positions only) and relative logits (q-dependent),
+  // then the key-padding mask.
+  torch::Tensor extra;
+  for (size_t i = 0; i < schemes.size(); ++i) {
+    const uint32_t h = schemes[i]->hooks();
+    if (!(h & (kHookAdditiveBias | kHookRelativeLogits)) || !applies(*schemes[i], kind_)) {
+      continue;
+    }
+    set_ids(i);
+    if (h & kHookAdditiveBias) {
+      auto b = schemes[i]->additive_bias(ctx);  // [B|1, H|1, T, S]
+      extra = extra.defined() ? extra + b : b;
+    }
+    if (h & kHookRelativeLogits) {
+      auto r = schemes[i]->relative_logits(q, k, ctx);  // [B, H, T, S]
+      extra = extra.defined() ? extra + r : r;
+    }
+  }
+  if (in.key_padding.defined()) {
+    auto pad = torch::zeros({B, 1, 1, S}, q.options())
+                   .masked_fill_(in.key_padding.view({B, 1, 1, S}), neg_inf);  // [B, 1, 1, S]
+    extra = extra.defined() ? extra + pad : pad;
+  }
+
+  bool value_hooks = false;
+  for (const auto& s : schemes) {
+    value_hooks = value_hooks || ((s->hooks() & kHookRelativeValues) && applies(*s, kind_));
+  }
+
+  const double p = is_training() ? dropout_ : 0.0;
+  torch::Tensor y;
+  if (!extra.defined() && !value_hooks && in.attn_out == nullptr) {
+    y = compat::fused_attention(q, k, v, causal, offset, p, scale);  // [B, H, T, D] or undefined
+  }
+  if (!y.defined() && causal && T > kBlockRows && !torch::GradMode::is_enabled() && !value_hooks &&
+      in.attn_out == nullptr) {
+    // Long sequences without gradients (evaluation): query rows block by block, each block
+    // against only the keys it can see. Never materialises [T, S] scores and skips the masked
+    // upper triangle (about half the work). Equal to the path below (tested).
+    const auto qs = q * scale;
+    std::vector<torch::Tensor> parts;
+    for (int64_t r0 = 0; r0 < T; r0 += kBlockRows) {
+      const int64_t rows = std::min(kBlockRows, T - r0), end = offset + r0 + rows;
+      auto s = torch::matmul(qs.narrow(2, r0, rows), k.narrow(2, 0, end).transpose(-2, -1));  // [B, H, rows, end]
+      if (extra.defined()) {
+        s.add_((extra.size(-2) == 1 ? extra : extra.narrow(-2, r0, rows)).narrow(-1, 0, end));
+      }
+      s.masked_fill_(causal_block_mask(rows, end, offset + r0, x.device()), neg_inf);
+      parts.push_back(torch::matmul(torch::softmax(s, -1), v.narrow(2, 0, end)));  // [B, H, rows, D]
+    }
+    y = torch::cat(parts, 2);  // [B, H, T, D]
+  }
+  if (!y.defined()) {
+    // In-place steps are safe under autograd: matmul and add keep no outputs for backward.
+    auto scores = torch::matmul(q * scale, k.transpose(-2, -1));  // [B, H, T, D] x [B, H, D, S] -> [B, H, T, S]
+    if (extra.defined()) {
+      scores.add_(extra);  // broadcast [B|1, H|1, T, S]
+    }
+    if (causal) {
+      scores.masked_fill_(causal_block_mask(T, S, offset, x.device()), neg_inf);
+    }
+    auto probs = torch::softmax(scores, -1);  // [B, H, T, S]
+    if (in.attn_out) {
+      *in.attn_out = probs.detach();
+    }
+    if (p > 0) {
+      probs = torch::dropout(probs, p, /*train=*/true);
+    }
+    y = torch::matmul(probs, v);  // [B, H, T, S] x [B, H, S, D] -> [B, H, T, D]
+    for (size_t i = 0; i < schemes.size(); ++i) {
+      if ((schemes[i]->hooks() & kHookRelativeValues) && applies(*schemes[i], kind_)) {
+        set_ids(i);
+        y = y + schemes[i]->relative_values(probs, ctx);  // [B, H, T, D]
+      }
+    }
+  }
+  y = y.transpose(1, 2).reshape({B, T, heads_ * head_dim_});  // [B, T, H*D]
+  return out_(y);                                            // [B, T, C]
+}
+
+// ---------------------------------------------------------------------------------------
+// Feed-forward
+
+FeedForwardImpl::FeedForwardImpl(const ModelConfig& cfg)
+    : activation_(cfg.activation), gated_(cfg.activation == "geglu" || cfg.activation == "swiglu") {
+  const int64_t up_width = gated_ ? 2 * cfg.d_ff : cfg.d_ff;
+  up_ = register_module(
+      "up", torch::nn::Linear(torch::nn::LinearOptions(cfg.d_model, up_width).bias(cfg.ff_bias)));
+  down_ = register_module(
+      "down", torch::nn::Linear(torch::nn::LinearOptions(cfg.d_ff, cfg.d_model).bias(cfg.ff_bias)));
+}
+
+torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
+  auto h = up_(x);  // [B, T, F] or [B, T, 2F]
+  if (gated_) {
+    auto parts = h.chunk(2, -1);  // gate [B, T, F], linear [B, T, F]
+    auto gate = activation_ == "geglu" ? torch::gelu(parts[0]) : torch::silu(parts[0]);
+    h = gate * parts[1];  // [B, T, F]
+  } else {
+    h = activation_ == "relu" ? torch::relu(h) : torch::gelu(h);
+  }
+  return down_(h);  // [B, T, C]
+}
+
+// ---------------------------------------------------------------------------------------
+// Block
+
+BlockImpl::BlockImpl(const ModelConfig& cfg, int64_t layer, AttentionKind self_kind, bool cross)
+    : pre_(cfg.norm_position != "post"),
+      post_(cfg.norm_position != "pre"),
+      dropout_(cfg.dropout) {
+  auto norm = [&] { return Norm(cfg.norm, cfg.d_model, cfg.norm_eps); };
+  attn_ = register_module("attn", Attention(cfg, layer, self_kind));
+  if (cross) {
+    cross_ = register_module("cross", Attention(cfg, layer, AttentionKind::kCross));
+  }
+  if (cfg.d_ff > 0) {
+    ff_ = register_module("ff", FeedForward(cfg));
+  }
+  if (pre_) {
+    norm_attn_pre_ = register_module("norm_attn_pre", norm());
+    if (cross_) {
+      norm_cross_pre_ = register_module("norm_cross_pre", norm());
+    }
+    if (ff_) {
+      norm_ff_pre_ = register_module("norm_ff_pre", norm());
+    }
+  }
+  if (post_) {
+    norm_attn_post_ = register_module("norm_attn_post", norm());
+    if (cross_) {
+      norm_cross_post_ = register_module("norm_cross_post", norm());
+    }
+    if (ff_) {
+      norm_ff_post_ = register_module("norm_ff_post", norm());
+    }
+  }
+}
+
+torch::Tensor BlockImpl::forward(const torch::Tensor& x_in,
+                                 const AttentionInputs& self,
+                                 const AttentionInputs& cross) {
+  const double p = is_training() ? dropout_ : 0.0;
+  auto residual = [&](torch::Tensor x, const torch::Tensor& branch, Norm& post) {
+    x = x + (p > 0 ? torch::dropout(branch, p, true) : branch);  // [B, T, C]
+    return post_ ? post(x) : x;
+  };
+  torch::Tensor x = x_in;  // [B, T, C]
+  x = residual(x, attn_(pre_ ? norm_attn_pre_(x) : x, self), norm_attn_post_);
+  if (cross_) {
+    x = residual(x, cross_(pre_ ? norm_cross_pre_(x) : x, cross), norm_cross_post_);
+  }
+  if (ff_) {
+    x = residual(x, ff_(pre_ ? norm_ff_pre_(x) : x), norm_ff_post_);
+  }
+  return x;
+}
+
+}  // namespace lengen

@@ -1,0 +1,166 @@
+// Padding examples of each layout into tensors (the batch contract is in batch.h).
+#include "lengen/train/batch.h"
+
+#include "lengen/core/error.h"
+
+#include <algorithm>
+
+namespace lengen {
+
+Batch Batch::to(const torch::Device& device) const {
+  if (device.is_cpu()) {
+    return *this;
+  }
+  Batch b = *this;
+  for (torch::Tensor* t : {&b.inputs, &b.targets, &b.mask, &b.ids, &b.padding, &b.source,
+                           &b.source_ids, &b.source_padding}) {
+    if (t->defined()) {
+      *t = t->to(device, /*non_blocking=*/true);
+    }
+  }
+  return b;
+}
+
+ModelInputs Batch::model_inputs() const {
+  ModelInputs in;
+  in.tokens = inputs;
+  in.ids = ids;
+  in.padding = padding;
+  in.source = source;
+  in.source_ids = source_ids;
+  in.source_padding = source_padding;
+  return in;
+}
+
+namespace {
+
+// Rows of (tokens, ids) right-padded into [B, T] tokens, [L, B, T] ids and a [B, T] padding
+// mask (true on padding). `take(b)` gives row b's tokens and IDs and how many to copy.
+struct Padded {
+  torch::Tensor tokens, ids, padding;
+};
+
+Padded pad_rows(const std::vector<const std::vector<int64_t>*>& rows,
+                const std::vector<const PositionIds*>& ids,
+                int64_t length_cut,
+                int64_t pad_id) {
+  const int64_t B = static_cast<int64_t>(rows.size());
+  LENGEN_CHECK(B > 0, "make_batch: no examples");
+  const int64_t L = static_cast<int64_t>(ids[0]->size());
+  int64_t T = 0;
+  for (const auto* r : rows) {
+    T = std::max<int64_t>(T, static_cast<int64_t>(r->size()) - length_cut);
+  }
+  Padded p;
+  p.tokens = torch::full({B, T}, pad_id, torch::kInt64);
+  p.ids = torch::zeros({L, B, T}, torch::kInt64);
+  p.padding = torch::ones({B, T}, torch::kBool);
+  auto tk = p.tokens.accessor<int64_t, 2>();
+  auto id = p.ids.accessor<int64_t, 3>();
+  auto pd = p.padding.accessor<bool, 2>();
+  for (int64_t b = 0; b < B; ++b) {
+    LENGEN_CHECK(static_cast<int64_t>(ids[b]->size()) == L,
+                 "make_batch: examples disagree on position levels ({} vs {})", ids[b]->size(), L);
+    const int64_t n = static_cast<int64_t>(rows[b]->size()) - length_cut;
+    for (int64_t t = 0; t < n; ++t) {
+      tk[b][t] = (*rows[b])[t];
+      pd[b][t] = false;
+      for (int64_t l = 0; l < L; ++l) {
+        id[l][b][t] = (*ids[b])[l][t];
+      }
+    }
+  }
+  return p;
+}
+
+// targets[b][t] = row[t + shift], mask[b][t] = mask_row[t + shift] over [B, T].
+void fill_targets(Batch& out,
+                  const std::vector<const std::vector<int64_t>*>& rows,
+                  const std::vector<const std::vector<uint8_t>*>& masks,
+                  int64_t shift,
+                  int64_t pad_id) {
+  const int64_t B = out.inputs.size(0), T = out.inputs.size(1);
+  out.targets = torch::full({B, T}, pad_id, torch::kInt64);
+  out.mask = torch::zeros({B, T}, torch::kFloat32);
+  auto tg = out.targets.accessor<int64_t, 2>();
+  auto mk = out.mask.accessor<float, 2>();
+  for (int64_t b = 0; b < B; ++b) {
+    const int64_t n = static_cast<int64_t>(rows[b]->size()) - shift;
+    for (int64_t t = 0; t < n; ++t) {
+      tg[b][t] = (*rows[b])[t + shift];
+      mk[b][t] = (*masks[b])[t + shift] ? 1.0f : 0.0f;
+    }
+  }
+}
+
+}  // namespace
+
+Batch make_batch(const std::vector<Example>& examples, int64_t pad_id) {
+  std::vector<const std::vector<int64_t>*> rows;
+  std::vector<const PositionIds*> ids;
+  std::vector<const std::vector<uint8_t>*> masks;
+  for (const auto& e : examples) {
+    rows.push_back(&e.tokens);
+    ids.push_back(&e.position_ids);
+    masks.push_back(&e.loss_mask);
+  }
+  Padded p = pad_rows(rows, ids, /*length_cut=*/1, pad_id);
+  Batch b;
+  b.layout = Layout::kSequence;
+  b.inputs = p.tokens;
+  b.ids = p.ids;
+  fill_targets(b, rows, masks, /*shift=*/1, pad_id);
+  b.tokens = (~p.padding).sum().item<int64_t>();
+  return b;
+}
+
+Batch make_seq2seq_batch(const std::vector<Seq2SeqExample>& examples, int64_t pad_id) {
+  std::vector<const std::vector<int64_t>*> src, tgt;
+  std::vector<const PositionIds*> src_ids, tgt_ids;
+  std::vector<const std::vector<uint8_t>*> masks;
+  for (const auto& e : examples) {
+    src.push_back(&e.source);
+    src_ids.push_back(&e.source_ids);
+    tgt.push_back(&e.target);
+    tgt_ids.push_back(&e.target_ids);
+    masks.push_back(&e.loss_mask);
+  }
+  Padded s = pad_rows(src, src_ids, 0, pad_id);
+  Padded t = pad_rows(tgt, tgt_ids, 1, pad_id);
+  Batch b;
+  b.layout = Layout::kSeq2Seq;
+  b.source = s.tokens;
+  b.source_ids = s.ids;
+  b.source_padding = s.padding;
+  b.inputs = t.tokens;
+  b.ids = t.ids;
+  fill_targets(b, tgt, masks, 1, pad_id);
+  b.tokens = (~s.padding).sum().item<int64_t>() + (~t.padding).sum().item<int64_t>();
+  return b;
+}
+
+Batch make_labeled_batch(const std::vector<LabeledExample>& examples, int64_t pad_id) {
+  std::vector<const std::vector<int64_t>*> rows, labels;
+  std::vector<const PositionIds*> ids;
+  std::vector<const std::vector<uint8_t>*> masks;
+  for (const auto& e : examples) {
+    LENGEN_CHECK(e.labels.size() == e.tokens.size() && e.label_mask.size() == e.tokens.size(),
+                 "make_labeled_batch: {} tokens but {} labels and {} mask entries",
+                 e.tokens.size(), e.labels.size(), e.label_mask.size());
+    rows.push_back(&e.tokens);
+    labels.push_back(&e.labels);
+    ids.push_back(&e.ids);
+    masks.push_back(&e.label_mask);
+  }
+  Padded p = pad_rows(rows, ids, 0, pad_id);
+  Batch b;
+  b.layout = Layout::kLabeled;
+  b.inputs = p.tokens;
+  b.ids = p.ids;
+  b.padding = p.padding;
+  fill_targets(b, labels, masks, 0, pad_id);
+  b.tokens = (~p.padding).sum().item<int64_t>();
+  return b;
+}
+
+}  // namespace lengen

@@ -1,0 +1,298 @@
+// The three objectives (next_token, seq2seq, per_position) and greedy decoding.
+#include "lengen/train/objective.h"
+
+#include "lengen/core/error.h"
+#include "lengen/train/evaluator.h"
+
+#include <map>
+
+namespace lengen {
+
+Objective::~Objective() = default;
+
+torch::Tensor Objective::logits(Transformer& model,
+                                const Batch& batch,
+                                std::vector<torch::Tensor>* attention) const {
+  LENGEN_CHECK(batch.layout == layout(), "internal: a {} batch given to the {} objective",
+               layout_name(batch.layout), name());
+  return model->forward(batch.model_inputs(), nullptr, attention);  // [B, T, V]
+}
+
+torch::Tensor Objective::loss(const torch::Tensor& logits, const Batch& batch) const {
+  const int64_t V = logits.size(-1);
+  auto per_token = torch::nn::functional::cross_entropy(
+      logits.reshape({-1, V}).to(torch::kFloat32), batch.targets.reshape({-1}),
+      torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));  // [B*T]
+  auto mask = batch.mask.reshape({-1});                                           // [B*T]
+  return (per_token * mask).sum() / mask.sum().clamp_min(1.0);
+}
+
+namespace {
+
+std::vector<std::vector<int64_t>> prompts_of(const std::vector<Example>& examples) {
+  std::vector<std::vector<int64_t>> out;
+  for (const auto& ex : examples) {
+    out.emplace_back(ex.tokens.begin(), ex.tokens.begin() + ex.prompt_length);
+  }
+  return out;
+}
+
+// Decodes prompts grouped by length (each group one batch) and puts the results back in order.
+std::vector<std::vector<int64_t>> decode_grouped(Transformer& model,
+                                                 const Task& task,
+                                                 const std::vector<Example>& examples,
+                                                 const torch::Device& device,
+                                                 std::vector<PositionIds>* ids_out) {
+  auto prompts = prompts_of(examples);
+  std::map<size_t, std::vector<size_t>> by_len;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    by_len[prompts[i].size()].push_back(i);
+  }
+  std::vector<std::vector<int64_t>> out(prompts.size());
+  if (ids_out) {
+    ids_out->assign(prompts.size(), PositionIds());
+  }
+  for (const auto& [len, idx] : by_len) {
+    std::vector<std::vector<int64_t>> group;
+    for (size_t i : idx) {
+      group.push_back(prompts[i]);
+    }
+    std::vector<PositionIds> fed;
+    auto responses = greedy_decode(model, task, group, device, ids_out ? &fed : nullptr);
+    for (size_t j = 0; j < idx.size(); ++j) {
+      out[idx[j]] = responses[j];
+      if (ids_out) {
+        (*ids_out)[idx[j]] = fed[j];
+      }
+    }
+  }
+  return out;
+}
+
+class NextToken final : public Objective {
+ public:
+  Layout layout() const override { return Layout::kSequence; }
+  const char* name() const override { return "next_token"; }
+  Batch make_batch(const Task& task, const std::vector<Example>& examples) const override {
+    return lengen::make_batch(examples, task.vocabulary().pad());
+  }
+  std::vector<std::vector<int64_t>> decode(Transformer& model,
+                                           const Task& task,
+                                           const std::vector<Example>& examples,
+                                           const torch::Device& device,
+                                           std::vector<PositionIds>* ids_out) const override {
+    return decode_grouped(model, task, examples, device, ids_out);
+  }
+};
+
+class Seq2Seq final : public Objective {
+ public:
+  Layout layout() const override { return Layout::kSeq2Seq; }
+  const char* name() const override { return "seq2seq"; }
+  Batch make_batch(const Task& task, const std::vector<Example>& examples) const override {
+    std::vector<Seq2SeqExample> pairs;
+    pairs.reserve(examples.size());
+    for (const auto& ex : examples) {
+      pairs.push_back(task.to_seq2seq(ex));
+    }
+    return make_seq2seq_batch(pairs, task.vocabulary().pad());
+  }
+  std::vector<std::vector<int64_t>> decode(Transformer& model,
+                                           const Task& task,
+                                           const std::vector<Example>& examples,
+                                           const torch::Device& device,
+                                           std::vector<PositionIds>* ids_out) const override {
+    return decode_grouped(model, task, examples, device, ids_out);
+  }
+};
+
+class PerPosition final : public Objective {
+ public:
+  Layout layout() const override { return Layout::kLabeled; }
+  const char* name() const override { return "per_position"; }
+  Batch make_batch(const Task& task, const std::vector<Example>& examples) const override {
+    std::vector<LabeledExample> labeled;
+    labeled.reserve(examples.size());
+    for (const auto& ex : examples) {
+      labeled.push_back(task.to_labeled(ex));
+    }
+    return make_labeled_batch(labeled, task.vocabulary().pad());
+  }
+  std::vector<std::vector<int64_t>> decode(Transformer& model,
+                                           const Task& task,
+                                           const std::vector<Example>& examples,
+                                           const torch::Device& device,
+                                           std::vector<PositionIds>* ids_out) const override {
+    torch::NoGradGuard no_grad;
+    model->eval();
+    std::vector<LabeledExample> labeled;
+    for (const auto& ex : examples) {
+      labeled.push_back(task.to_labeled(ex));
+    }
+    const int64_t pad = task.vocabulary().pad();
+    Batch b = make_labeled_batch(labeled, pad).to(device);
+    auto pred = model->forward(b.model_inputs()).argmax(-1).to(torch::kCPU);  // [B, T]
+    auto acc = pred.accessor<int64_t, 2>();
+    std::vector<std::vector<int64_t>> out;
+    for (size_t i = 0; i < labeled.size(); ++i) {
+      const auto& e = labeled[i];
+      std::vector<int64_t> slots;
+      for (int64_t t = e.slot_begin; t < e.length(); ++t) {
+        slots.push_back(acc[static_cast<int64_t>(i)][t]);
+      }
+      out.push_back(labeled_response(slots, pad));
+    }
+    if (ids_out) {
+      ids_out->clear();
+      for (const auto& e : labeled) {
+        ids_out->push_back(e.ids);
+      }
+    }
+    return out;
+  }
+};
+
+// (last token's IDs) of a sequence, as [L] values.
+std::vector<int64_t> last_ids(const Task& task, const std::vector<int64_t>& tokens, int64_t prompt_len) {
+  PositionIds ids = task.causal_position_ids(tokens, prompt_len);
+  std::vector<int64_t> out;
+  for (const auto& level : ids) {
+    out.push_back(level.back());
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::vector<int64_t>> Objective::decode(Transformer& model,
+                                                    const Task& task,
+                                                    const std::vector<Example>& examples,
+                                                    const torch::Device& device,
+                                                    std::vector<PositionIds>* ids_out) const {
+  return decode_grouped(model, task, examples, device, ids_out);
+}
+
+std::unique_ptr<Objective> make_objective(Layout layout) {
+  switch (layout) {
+    case Layout::kSequence:
+      return std::make_unique<NextToken>();
+    case Layout::kSeq2Seq:
+      return std::make_unique<Seq2Seq>();
+    case Layout::kLabeled:
+      return std::make_unique<PerPosition>();
+  }
+  LENGEN_FAIL("internal: unknown layout");
+}
+
+std::unique_ptr<Objective> objective_for(const Transformer& model) {
+  return make_objective(model->arch().layout);
+}
+
+void check_layout(const Task& task,
+                  const std::string& task_name,
+                  const Architecture& arch,
+                  const std::vector<Example>& probe) {
+  auto objective = make_objective(arch.layout);
+  try {
+    objective->make_batch(task, probe);
+  } catch (const Error& e) {
+    throw Error(fmt::format("task '{}' cannot be laid out for the '{}' architecture ({} layout): "
+                            "{}",
+                            task_name, arch.name, layout_name(arch.layout), e.what()));
+  }
+}
+
+std::vector<std::vector<int64_t>> greedy_decode(Transformer& model,
+                                                const Task& task,
+                                                const std::vector<std::vector<int64_t>>& prompts,
+                                                const torch::Device& device,
+                                                std::vector<PositionIds>* ids_out) {
+  torch::NoGradGuard no_grad;
+  model->eval();
+  const Layout layout = model->arch().layout;
+  LENGEN_CHECK(layout != Layout::kLabeled,
+               "greedy_decode: the '{}' architecture decodes all output slots at once; use "
+               "Objective::decode with examples",
+               model->arch().name);
+  const bool seq2seq = layout == Layout::kSeq2Seq;
+  const int64_t B = static_cast<int64_t>(prompts.size());
+  LENGEN_CHECK(B > 0, "greedy_decode: no prompts");
+  const int64_t Tp = static_cast<int64_t>(prompts[0].size());
+  for (const auto& p : prompts) {
+    LENGEN_CHECK(static_cast<int64_t>(p.size()) == Tp,
+                 "greedy_decode: prompts of one batch must have the same length");
+  }
+  const int64_t L = task.position_levels();
+  const int64_t eos = task.vocabulary().eos();
+  auto tokens = torch::empty({B, Tp}, torch::kInt64);
+  auto ids = torch::empty({L, B, Tp}, torch::kInt64);
+  std::vector<PositionIds> fed(static_cast<size_t>(B));
+  int64_t max_new = 0;
+  for (int64_t b = 0; b < B; ++b) {
+    PositionIds pid = task.causal_position_ids(prompts[b], Tp);
+    for (int64_t t = 0; t < Tp; ++t) {
+      tokens[b][t] = prompts[b][t];
+      for (int64_t l = 0; l < L; ++l) {
+        ids[l][b][t] = pid[l][t];
+      }
+    }
+    fed[b] = pid;
+    max_new = std::max(max_new, task.max_response_length(prompts[b]));
+  }
+  KVCache cache;
+  ModelInputs first;
+  if (seq2seq) {
+    // The encoder reads the prompt; the decoder starts from the prompt's last token (the
+    // Task::to_seq2seq convention) with its IDs.
+    first.source = tokens.to(device);
+    first.source_ids = ids.to(device);
+    first.tokens = tokens.narrow(1, Tp - 1, 1).to(device);  // [B, 1]
+    first.ids = ids.narrow(2, Tp - 1, 1).to(device);        // [L, B, 1]
+  } else {
+    first.tokens = tokens.to(device);
+    first.ids = ids.to(device);
+  }
+  auto logits = model->forward(first, &cache);  // [B, T, V]
+  std::vector<std::vector<int64_t>> seqs = prompts;
+  std::vector<std::vector<int64_t>> responses(static_cast<size_t>(B));
+  std::vector<bool> done(static_cast<size_t>(B), false);
+  for (int64_t step = 0; step < max_new; ++step) {
+    auto next = logits.select(1, logits.size(1) - 1).argmax(-1).to(torch::kCPU);  // [B]
+    auto step_tokens = torch::empty({B, 1}, torch::kInt64);
+    auto step_ids = torch::zeros({L, B, 1}, torch::kInt64);
+    bool all_done = true;
+    for (int64_t b = 0; b < B; ++b) {
+      const int64_t tok = next[b].item<int64_t>();
+      if (!done[b]) {
+        responses[b].push_back(tok);
+        seqs[b].push_back(tok);
+        done[b] = tok == eos ||
+                  static_cast<int64_t>(responses[b].size()) >= task.max_response_length(prompts[b]);
+      }
+      all_done = all_done && done[b];
+      step_tokens[b][0] = seqs[b].back();
+      std::vector<int64_t> li = last_ids(task, seqs[b], Tp);
+      for (int64_t l = 0; l < L; ++l) {
+        step_ids[l][b][0] = li[l];
+      }
+      if (!done[b]) {
+        for (int64_t l = 0; l < L; ++l) {
+          fed[b][l].push_back(li[l]);
+        }
+      }
+    }
+    if (all_done) {
+      break;
+    }
+    ModelInputs step_in;
+    step_in.tokens = step_tokens.to(device);
+    step_in.ids = step_ids.to(device);
+    logits = model->forward(step_in, &cache);  // [B, 1, V]
+  }
+  if (ids_out) {
+    *ids_out = fed;
+  }
+  return responses;
+}
+
+}  // namespace lengen
