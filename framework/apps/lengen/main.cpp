@@ -815,6 +815,10 @@ int main(int argc, char** argv) {
         fmt::print(markdown ? "## Tasks\n\n" : "tasks:\n");
         for (const auto* e : task_registry().list()) print_entry(e, markdown);
         if (!markdown) {
+          fmt::print("architectures (model.arch):\n");
+          for (const auto& a : architectures()) {
+            fmt::print("  {:<15} {}\n", a.name, a.summary);
+          }
           fmt::print("plugin search path: {}\n", join(plugin_search_path(), ":"));
         }
       }
