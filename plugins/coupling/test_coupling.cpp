@@ -106,3 +106,28 @@ TEST_CASE("coupling: option errors", "[coupling]") {
   CHECK_THROWS_WITH(make_scheme("{name: coupling, max_positon: 4}", ctx(1)),
                     Catch::Contains("did you mean 'max_position'"));
 }
+
+TEST_CASE("coupling: an encoder-decoder's source and target share each sample's offset",
+          "[coupling]") {
+  auto s = make_scheme("{name: coupling, levels: 2, max_position: [30, 12]}", ctx(2));
+  // [L=2, B=64, S=5] and [2, 64, U=4]: the source's largest IDs are below the target's.
+  auto source = torch::tensor({0, 1, 2, 3, 0, 0, 1, 1, 2, 0}, torch::kInt64).view({2, 1, 5})
+                    .expand({2, 64, 5}).contiguous();
+  auto target = torch::tensor({0, 4, 5, 6, 0, 3, 3, 3}, torch::kInt64).view({2, 1, 4})
+                    .expand({2, 64, 4}).contiguous();
+  torch::manual_seed(3);
+  auto [src, tgt] = s->transform_ids_pair(source, target, /*training=*/true);
+  // Per sample and level one delta: every non-zero ID moved by it, on both sides.
+  auto d_src = (src - source).select(2, 1);  // [2, 64] (column 1 is non-zero at both levels)
+  auto d_tgt = (tgt - target).select(2, 1);  // [2, 64]
+  CHECK(torch::equal(d_src, d_tgt));
+  CHECK(torch::equal((src - source).select(2, 0), torch::zeros({2, 64}, torch::kInt64)));
+  CHECK(d_src.max().item<int64_t>() > 0);  // offsets are drawn...
+  // ...within the room the larger side leaves: 30 - 6 at level 0, 12 - 3 at level 1.
+  CHECK(d_src[0].max().item<int64_t>() <= 24);
+  CHECK(d_src[1].max().item<int64_t>() <= 9);
+  // In evaluation both sides keep their IDs.
+  auto [e_src, e_tgt] = s->transform_ids_pair(source, target, false);
+  CHECK(torch::equal(e_src, source));
+  CHECK(torch::equal(e_tgt, target));
+}

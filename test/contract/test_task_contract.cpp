@@ -8,6 +8,45 @@ using namespace lengen;
 
 namespace {
 
+// The example in the other two layouts (Task::to_seq2seq, Task::to_labeled).
+void check_layouts(const Task& task, const Example& ex) {
+  const int64_t P = ex.prompt_length, T = ex.length();
+  // seq2seq: the source is the prompt; the target starts with the prompt's last token and
+  // continues with the response; together they give back the example, IDs included.
+  Seq2SeqExample s = task.to_seq2seq(ex);
+  CHECK(s.source == std::vector<int64_t>(ex.tokens.begin(), ex.tokens.begin() + P));
+  CHECK(s.target.front() == ex.tokens[static_cast<size_t>(P - 1)]);
+  CHECK(std::vector<int64_t>(s.target.begin() + 1, s.target.end()) == ex.response());
+  CHECK(s.loss_mask.front() == 0);
+  for (size_t l = 0; l < ex.position_ids.size(); ++l) {
+    std::vector<int64_t> joined = s.source_ids[l];
+    joined.insert(joined.end(), s.target_ids[l].begin() + 1, s.target_ids[l].end());
+    CHECK(joined == ex.position_ids[l]);
+    CHECK(s.target_ids[l].front() == ex.position_ids[l][static_cast<size_t>(P - 1)]);
+  }
+  // labeled: when the query fixes the response length, one slot per response token with its
+  // label and ID; otherwise a refusal that says why.
+  std::vector<int64_t> prompt(ex.tokens.begin(), ex.tokens.begin() + P);
+  if (task.max_response_length(prompt) != T - P) {
+    CHECK_THROWS_WITH(task.to_labeled(ex), Catch::Contains("fixes"));
+    return;
+  }
+  LabeledExample e = task.to_labeled(ex);
+  REQUIRE(e.length() == T);
+  CHECK(e.slot_begin == P);
+  CHECK(e.ids == ex.position_ids);
+  for (int64_t t = 0; t < T; ++t) {
+    const auto i = static_cast<size_t>(t);
+    CHECK(e.tokens[i] == (t < P ? ex.tokens[i] : task.vocabulary().pad()));
+    CHECK(e.label_mask[i] == (t < P ? 0 : ex.loss_mask[i]));
+    if (t >= P) {
+      CHECK(e.labels[i] == ex.tokens[i]);
+    }
+  }
+  CHECK(labeled_response({e.labels.begin() + P, e.labels.end()}, task.vocabulary().pad()) ==
+        ex.response());
+}
+
 void check_contract(const Task& task, const Example& ex) {
   const auto& v = task.vocabulary();
   const int64_t T = ex.length();
@@ -42,6 +81,7 @@ void check_contract(const Task& task, const Example& ex) {
   std::vector<int64_t> prompt(ex.tokens.begin(), ex.tokens.begin() + ex.prompt_length);
   CHECK(task.max_response_length(prompt) >= T - ex.prompt_length);
   CHECK(task.exact_match(ex, ex.response()));
+  check_layouts(task, ex);
 }
 
 // Contract and query round trip over `n` training samples of a task built from inline YAML.
