@@ -123,6 +123,42 @@ TEST_CASE("cli: run writes the run directory; eval, decode, logits read it", "[c
   }
 }
 
+TEST_CASE("cli: every architecture runs, evaluates, decodes, prints logits and attention",
+          "[cli][arch]") {
+  const std::string arch = GENERATE(as<std::string>{}, "encoder_decoder", "encoder");
+  INFO(arch);
+  test::TempDir tmp;
+  test::write_text(tmp.file("cli.yaml"), kCli);
+  const std::string out_dir = tmp.file("runs");
+  std::string log = sh(fmt::format("run {} --set output_dir={} --set model.arch={}",
+                                   tmp.file("cli.yaml"), out_dir, arch));
+  CHECK_THAT(log, Contains("accuracy"));
+  const fs::path run = fs::path(out_dir) / "cli" / "2";
+  CHECK_THAT(test::read_text((run / "config.yaml").string()), Contains("arch: " + arch));
+  // Greedy decoding gives the teacher-forced verdicts (a short run: some right, some wrong).
+  const std::string tf = test::read_text((run / "eval" / "grid.csv").string());
+  sh(fmt::format("eval {} --decode", run.string()));
+  CHECK(test::read_text((run / "eval" / "grid.csv").string()) == tf);
+  CHECK_THAT(sh(fmt::format("decode {} 12+34", run.string())), Contains("reference: "));
+  auto logits = nlohmann::json::parse(sh(fmt::format("logits {} 12+34", run.string())));
+  CHECK(logits["logits"].size() == logits["vocabulary"].size());
+  sh(fmt::format("attention {} --cell digits=3 -n 4 -o {}", run.string(), tmp.file("att")));
+  auto att = nlohmann::json::parse(test::read_text(tmp.file("att/attention.json")));
+  CHECK(att["maps"].size() >= 2);
+  if (arch == "encoder_decoder") {
+    // Encoder, decoder self- and cross-attention maps, each with its own query/key tokens.
+    bool cross = false;
+    for (const auto& m : att["maps"]) {
+      if (m["name"].get<std::string>().find(".cross") != std::string::npos) {
+        cross = true;
+        CHECK(m["keys"].size() != m["queries"].size());
+        CHECK(m["weights"][0].size() == m["keys"].size());
+      }
+    }
+    CHECK(cross);
+  }
+}
+
 TEST_CASE("cli: example, plugins and bench need no trained model", "[cli]") {
   test::TempDir tmp;
   test::write_text(tmp.file("cli.yaml"), kCli);

@@ -39,12 +39,20 @@ std::vector<std::pair<std::string, torch::Tensor>> final_weights(const Experimen
 }  // namespace
 
 TEST_CASE("integration: resume reproduces an uninterrupted run", "[integration][resume]") {
+  // Every architecture (the encoder-decoder's shared source/target offsets included).
+  const std::string arch =
+      GENERATE(as<std::string>{}, "decoder", "encoder_decoder", "encoder", "looped");
   for (const char* dataset : {"0", "50"}) {
-    DYNAMIC_SECTION("dataset_size " << dataset) {
+    DYNAMIC_SECTION(arch << " / dataset_size " << dataset) {
       test::TempDir tmp;
       test::write_text(tmp.file("exp.yaml"), kSmall);
-      Experiment exp = Experiment::load(tmp.file("exp.yaml"),
-                                        {std::string("train.dataset_size=") + dataset});
+      std::vector<std::string> sets{std::string("train.dataset_size=") + dataset};
+      if (arch == "looped") {
+        sets.insert(sets.end(), {"model.loops=2", "model.input_injection=true"});
+      } else {
+        sets.push_back("model.arch=" + arch);
+      }
+      Experiment exp = Experiment::load(tmp.file("exp.yaml"), sets);
       const std::string a = tmp.file("a"), b = tmp.file("b");
       auto straight = final_weights(exp, a, false);
       // "Kill" run b after step 10: only the step-10 checkpoint of a survives in b.

@@ -13,6 +13,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <set>
 #include <sys/wait.h>
 #include <random>
@@ -62,6 +63,12 @@ inline double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) {
 }
 
 /// Writes text to a file.
+/// The whole file as text ("" when it cannot be read).
+inline std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
 inline void write_text(const std::string& path, const std::string& text) {
   std::ofstream(path) << text;
 }
