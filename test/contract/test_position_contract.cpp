@@ -203,7 +203,9 @@ TEST_CASE("position contract: bidirectional self-attention and cross-attention",
       torch::Tensor weights;
       const Schemes schemes{scheme};
       const std::vector<torch::Tensor> id_list{ids};
-      AttentionInputs in{&schemes, &id_list, &id_list};
+      AttentionInputs in;
+      in.schemes = &schemes;
+      in.query_ids = in.key_ids = &id_list;
       AttentionInputs with_weights = in;
       with_weights.attn_out = &weights;
       auto y = attn->forward(x, with_weights);

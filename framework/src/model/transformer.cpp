@@ -1,5 +1,6 @@
 // The Transformer stacks of every registered architecture (decoder, encoder,
-// encoder_decoder) and their looping; the components are in layers.cpp.
+// encoder_decoder) and their looping; the components are in attention.cpp,
+// block.cpp, feed_forward.cpp and norm.cpp.
 #include "lengen/model/transformer.h"
 
 #include "lengen/core/error.h"
@@ -178,7 +179,10 @@ torch::Tensor TransformerImpl::forward(const ModelInputs& in,
     for (size_t i = 0; i < n; ++i) {
       ids[i] = schemes_[i]->transform_ids(in.ids, 0, train);  // [L', B, T]
     }
-    AttentionInputs self{&schemes_, &ids, &ids, in.padding};
+    AttentionInputs self;
+    self.schemes = &schemes_;
+    self.query_ids = self.key_ids = &ids;
+    self.key_padding = in.padding;
     auto x = run_stack(blocks_, enc_depth, embed(in.tokens, ids), self, {}, nullptr, false,
                        attention, 0);
     return head(x);  // [B, T, V]
@@ -207,7 +211,10 @@ torch::Tensor TransformerImpl::forward(const ModelInputs& in,
           mem_ids[i] = schemes_[i]->transform_ids(in.source_ids, 0, train);  // [L', B, S]
         }
       }
-      AttentionInputs self{&schemes_, &mem_ids, &mem_ids, in.source_padding};
+      AttentionInputs self;
+      self.schemes = &schemes_;
+      self.query_ids = self.key_ids = &mem_ids;
+      self.key_padding = in.source_padding;
       memory = run_stack(encoder_, enc_depth, embed(in.source, mem_ids), self, {}, nullptr,
                          false, attention, 0);  // [B, S, C]
       if (norm_encoder_) {
@@ -230,8 +237,13 @@ torch::Tensor TransformerImpl::forward(const ModelInputs& in,
       k_ids[i] = offset == 0 ? q_ids[i] : schemes_[i]->transform_ids(all_ids, 0, train);  // [L', B, S]
     }
   }
-  AttentionInputs self{&schemes_, &q_ids, &k_ids};
-  AttentionInputs cross{&schemes_, &q_ids, &mem_ids, memory_padding, memory};
+  AttentionInputs self, cross;
+  self.schemes = cross.schemes = &schemes_;
+  self.query_ids = cross.query_ids = &q_ids;
+  self.key_ids = &k_ids;
+  cross.key_ids = &mem_ids;
+  cross.key_padding = memory_padding;
+  cross.memory = memory;
   const size_t attention_offset =
       static_cast<size_t>(arch_.encoder ? enc_depth * loops_ : 0);
   auto x = run_stack(blocks_, dec_depth, embed(in.tokens, q_ids), self, cross, cache, arch_.cross,

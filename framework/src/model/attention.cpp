@@ -1,5 +1,5 @@
-// The model's components: normalisation, attention (causal self, bidirectional self, cross),
-// feed-forward and the residual block. The stacks that use them are in transformer.cpp.
+// Multi-head attention of every kind (causal self, bidirectional self, cross) and the
+// position schemes' hooks inside it; the inputs are one AttentionInputs struct.
 #include "lengen/core/error.h"
 #include "lengen/core/torch_compat.h"
 #include "lengen/model/transformer.h"
@@ -8,34 +8,6 @@
 #include <limits>
 
 namespace lengen {
-
-// ---------------------------------------------------------------------------------------
-// Norm
-
-NormImpl::NormImpl(const std::string& kind, int64_t dim, double eps)
-    : rms_(kind == "rmsnorm"), eps_on_std_(kind == "taotp_layernorm"), eps_(eps) {
-  weight_ = register_parameter("weight", torch::ones({dim}));
-  if (!rms_) {
-    bias_ = register_parameter("bias", torch::zeros({dim}));
-  }
-}
-
-torch::Tensor NormImpl::forward(const torch::Tensor& x) {
-  if (rms_) {
-    auto inv = torch::rsqrt(x.pow(2).mean(-1, /*keepdim=*/true) + eps_);  // [..., 1]
-    return x * inv * weight_;                                             // [..., C]
-  }
-  if (eps_on_std_) {
-    // TAOTP (Figure 1.1): population standard deviation, epsilon added to it.
-    auto centred = x - x.mean(-1, /*keepdim=*/true);             // [..., C]
-    auto std = centred.pow(2).mean(-1, /*keepdim=*/true).sqrt();  // [..., 1]
-    return centred / (std + eps_) * weight_ + bias_;              // [..., C]
-  }
-  return torch::layer_norm(x, {x.size(-1)}, weight_, bias_, eps_);
-}
-
-// ---------------------------------------------------------------------------------------
-// Attention
 
 void check_position_support(const std::vector<std::shared_ptr<PositionScheme>>& schemes,
                             AttentionKind kind,
@@ -244,84 +216,6 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionInpu
   }
   y = y.transpose(1, 2).reshape({B, T, heads_ * head_dim_});  // [B, T, H*D]
   return out_(y);                                            // [B, T, C]
-}
-
-// ---------------------------------------------------------------------------------------
-// Feed-forward
-
-FeedForwardImpl::FeedForwardImpl(const ModelConfig& cfg)
-    : activation_(cfg.activation), gated_(cfg.activation == "geglu" || cfg.activation == "swiglu") {
-  const int64_t up_width = gated_ ? 2 * cfg.d_ff : cfg.d_ff;
-  up_ = register_module(
-      "up", torch::nn::Linear(torch::nn::LinearOptions(cfg.d_model, up_width).bias(cfg.ff_bias)));
-  down_ = register_module(
-      "down", torch::nn::Linear(torch::nn::LinearOptions(cfg.d_ff, cfg.d_model).bias(cfg.ff_bias)));
-}
-
-torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
-  auto h = up_(x);  // [B, T, F] or [B, T, 2F]
-  if (gated_) {
-    auto parts = h.chunk(2, -1);  // gate [B, T, F], linear [B, T, F]
-    auto gate = activation_ == "geglu" ? torch::gelu(parts[0]) : torch::silu(parts[0]);
-    h = gate * parts[1];  // [B, T, F]
-  } else {
-    h = activation_ == "relu" ? torch::relu(h) : torch::gelu(h);
-  }
-  return down_(h);  // [B, T, C]
-}
-
-// ---------------------------------------------------------------------------------------
-// Block
-
-BlockImpl::BlockImpl(const ModelConfig& cfg, int64_t layer, AttentionKind self_kind, bool cross)
-    : pre_(cfg.norm_position != "post"),
-      post_(cfg.norm_position != "pre"),
-      dropout_(cfg.dropout) {
-  auto norm = [&] { return Norm(cfg.norm, cfg.d_model, cfg.norm_eps); };
-  attn_ = register_module("attn", Attention(cfg, layer, self_kind));
-  if (cross) {
-    cross_ = register_module("cross", Attention(cfg, layer, AttentionKind::kCross));
-  }
-  if (cfg.d_ff > 0) {
-    ff_ = register_module("ff", FeedForward(cfg));
-  }
-  if (pre_) {
-    norm_attn_pre_ = register_module("norm_attn_pre", norm());
-    if (cross_) {
-      norm_cross_pre_ = register_module("norm_cross_pre", norm());
-    }
-    if (ff_) {
-      norm_ff_pre_ = register_module("norm_ff_pre", norm());
-    }
-  }
-  if (post_) {
-    norm_attn_post_ = register_module("norm_attn_post", norm());
-    if (cross_) {
-      norm_cross_post_ = register_module("norm_cross_post", norm());
-    }
-    if (ff_) {
-      norm_ff_post_ = register_module("norm_ff_post", norm());
-    }
-  }
-}
-
-torch::Tensor BlockImpl::forward(const torch::Tensor& x_in,
-                                 const AttentionInputs& self,
-                                 const AttentionInputs& cross) {
-  const double p = is_training() ? dropout_ : 0.0;
-  auto residual = [&](torch::Tensor x, const torch::Tensor& branch, Norm& post) {
-    x = x + (p > 0 ? torch::dropout(branch, p, true) : branch);  // [B, T, C]
-    return post_ ? post(x) : x;
-  };
-  torch::Tensor x = x_in;  // [B, T, C]
-  x = residual(x, attn_(pre_ ? norm_attn_pre_(x) : x, self), norm_attn_post_);
-  if (cross_) {
-    x = residual(x, cross_(pre_ ? norm_cross_pre_(x) : x, cross), norm_cross_post_);
-  }
-  if (ff_) {
-    x = residual(x, ff_(pre_ ? norm_ff_pre_(x) : x), norm_ff_post_);
-  }
-  return x;
 }
 
 }  // namespace lengen
