@@ -42,9 +42,10 @@ class Rope final : public lengen::SourcedPositionScheme {
                                  ctx.head_dim, dims_));
     }
     auto k = torch::arange(dims_ / 2, torch::kFloat64);
-    inv_freq_ = register_buffer(
-        "inv_freq", torch::pow(o.get_float("base"), -2.0 * k / static_cast<double>(dims_))
-                        .to(torch::kFloat32));  // [d/2]
+    inv_freq64_ = torch::pow(o.get_float("base"), -2.0 * k / static_cast<double>(dims_));  // [d/2]
+    // The buffer follows the model's device; angles, cos and sin are computed in float64 and
+    // rounded to the queries' dtype only when applied (exact in a float64 model).
+    inv_freq_ = register_buffer("inv_freq", inv_freq64_.to(torch::kFloat32));  // [d/2]
   }
 
   uint32_t hooks() const override { return lengen::kHookQKTransform; }
@@ -61,8 +62,9 @@ class Rope final : public lengen::SourcedPositionScheme {
     const auto& trig = trig_.get(ctx, [&] {
       auto q_pos = ctx.query_ids[0];                                  // [B|1, T]
       auto k_pos = ctx.key_ids[0].slice(1, ctx.key_ids.size(2) - T);  // [B|1, T] new keys
-      auto q_angle = q_pos.to(inv_freq_.dtype()).unsqueeze(-1) * inv_freq_;  // [B|1, T, d/2]
-      auto k_angle = k_pos.to(inv_freq_.dtype()).unsqueeze(-1) * inv_freq_;  // [B|1, T, d/2]
+      auto inv_freq = inv_freq64_.to(inv_freq_.device());                   // [d/2] float64
+      auto q_angle = q_pos.to(torch::kFloat64).unsqueeze(-1) * inv_freq;     // [B|1, T, d/2]
+      auto k_angle = k_pos.to(torch::kFloat64).unsqueeze(-1) * inv_freq;     // [B|1, T, d/2]
       return std::vector<torch::Tensor>{q_angle.cos().unsqueeze(1), q_angle.sin().unsqueeze(1),
                                         k_angle.cos().unsqueeze(1), k_angle.sin().unsqueeze(1)};
     });
@@ -96,7 +98,7 @@ class Rope final : public lengen::SourcedPositionScheme {
  private:
   int64_t dims_;
   bool interleaved_;
-  torch::Tensor inv_freq_;
+  torch::Tensor inv_freq_, inv_freq64_;
   lengen::PositionMemo<std::vector<torch::Tensor>> trig_;
 };
 

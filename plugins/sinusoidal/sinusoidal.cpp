@@ -27,25 +27,27 @@ class Sinusoidal final : public lengen::SourcedPositionScheme {
   Sinusoidal(const lengen::Options& o, const lengen::SchemeContext& ctx)
       : SourcedPositionScheme(o, ctx), scale_(o.get_float("scale")), d_model_(ctx.d_model) {
     auto i = torch::arange((d_model_ + 1) / 2, torch::kFloat64);
-    freq_ = register_buffer(
-        "freq", torch::exp(-std::log(10000.0) * 2.0 * i / static_cast<double>(d_model_))
-                    .to(torch::kFloat32));  // [C/2]
+    freq64_ = torch::exp(-std::log(10000.0) * 2.0 * i / static_cast<double>(d_model_));  // [C/2]
+    // The buffer follows the model's device and dtype; the angles are always computed in
+    // float64 (exact in a float64 model; rounded once, at the end, in a float32 one).
+    freq_ = register_buffer("freq", freq64_.to(torch::kFloat32));  // [C/2]
   }
 
   uint32_t hooks() const override { return lengen::kHookInputEmbedding; }
 
   torch::Tensor embed(const torch::Tensor& ids) override {
-    auto angle = ids[0].to(freq_.dtype()).unsqueeze(-1) * freq_;  // [B, T, 1] * [C/2] -> [B, T, C/2]
+    auto freq = freq64_.to(ids.device());                                      // [C/2] float64
+    auto angle = ids[0].to(torch::kFloat64).unsqueeze(-1) * freq;  // [B, T, 1] * [C/2] -> [B, T, C/2]
     auto pe = torch::stack({torch::sin(angle), torch::cos(angle)}, -1)  // [B, T, C/2, 2]
                   .flatten(-2)                                          // [B, T, C']
                   .slice(-1, 0, d_model_);                              // [B, T, C]
-    return pe * scale_;
+    return (pe * scale_).to(freq_.dtype());
   }
 
  private:
   double scale_;
   int64_t d_model_;
-  torch::Tensor freq_;
+  torch::Tensor freq_, freq64_;
 };
 
 void register_sinusoidal(lengen::Registrar& r) { r.add_position<Sinusoidal>(); }

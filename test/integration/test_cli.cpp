@@ -1,6 +1,7 @@
 // The command line end to end: run, eval, decode, example, plugins, logits, bench; errors
 // exit non-zero with file/line; a run killed with SIGKILL resumes to the same final weights.
 #include "helpers.h"
+#include "lengen/core/error.h"
 #include "lengen/train/checkpoint.h"
 
 #include <nlohmann/json.hpp>
@@ -428,4 +429,59 @@ TEST_CASE("cli: a local sweep does not start a point that another process took m
   CHECK(fs::exists(runs / "0" / "eval" / "summary.json"));
   CHECK(!fs::exists(runs / "1" / "checkpoints"));
   CHECK_THAT(sh("sweep " + tmp.file("s.yaml") + " --status"), Contains("1 done, 1 running"));
+}
+
+TEST_CASE("cli: a run stopped by a signal its supervisor did not send is interrupted, not failed",
+          "[cli][sweep]") {
+  // What a Slurm array task sees when the job is torn down: the training process itself gets
+  // SIGTERM. `lengen run` checkpoints and exits kExitInterrupted; the point is resumable.
+  test::TempDir tmp;
+  write_seed_sweep(tmp, "term", 4000, 500, 50, 3, "[0]");
+  const fs::path run = fs::path(tmp.str()) / "term" / "runs" / "term" / "0";
+  const pid_t pid = start_sweep(tmp, "--point", "0");
+  int64_t child = 0;
+  for (int i = 0; i < 600 && child == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (fs::exists(run / "checkpoints") && !fs::is_empty(run / "checkpoints") &&
+        fs::exists(run / "sweep-running.json")) {
+      child = nlohmann::json::parse(test::read_text((run / "sweep-running.json").string()))
+                  .value("pid", int64_t{0});
+    }
+  }
+  REQUIRE(child > 0);
+  REQUIRE(child != pid);  // the training process, not the supervisor
+  kill(static_cast<pid_t>(child), SIGTERM);
+  int raw = 0;
+  waitpid(pid, &raw, 0);
+  CHECK_THAT(test::read_text((run / "sweep.log").string()), Contains("interrupted at step"));
+  CHECK_THAT(sh("sweep " + tmp.file("s.yaml") + " --status"),
+             Contains("0 done, 0 running, 0 failed, 1 interrupted"));
+  CHECK(fs::exists(run / "sweep-stopped.json"));
+  auto stopped = nlohmann::json::parse(test::read_text((run / "sweep-stopped.json").string()));
+  CHECK(stopped["exit_status"] == kExitInterrupted);
+}
+
+TEST_CASE("cli: typos in a key or a plugin name are named with the closest valid one",
+          "[cli]") {
+  // A fresh process has loaded no plugin yet: the message must still list the installed ones.
+  test::TempDir tmp;
+  std::string good = kCli;
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string t = good;
+    t.replace(t.find(from), from.size(), to);
+    test::write_text(tmp.file("typo.yaml"), t);
+    int rc = 0;
+    std::string out = sh("run " + tmp.file("typo.yaml") + " --set output_dir=" + tmp.file("r"), &rc);
+    CHECK(rc == 1);
+    return out;
+  };
+  CHECK_THAT(with("position:", "positionn:"),
+             Contains("typo.yaml:5:1") && Contains("unknown key 'positionn'") &&
+                 Contains("did you mean 'position'"));
+  CHECK_THAT(with("name: coupling", "name: cuopling"),
+             Contains("unknown position 'cuopling'") && Contains("did you mean 'coupling'") &&
+                 Contains("rope") && !Contains("known: none"));
+  CHECK_THAT(with("name: addition", "name: addtion"),
+             Contains("unknown task 'addtion'") && Contains("did you mean 'addition'") &&
+                 Contains("multiplication"));
 }

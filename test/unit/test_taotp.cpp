@@ -283,3 +283,29 @@ train: {steps: 150, batch_size: 64, optimizer: {name: adam, lr: 0.003}, schedule
   Transformer m2 = rms.build_model(torch::kCPU);
   CHECK_THROWS_WITH(taotp::export_program(rms, m2), Catch::Contains("rmsnorm"));
 }
+
+TEST_CASE("taotp: the softmax adds Figure 1.1's 1e-10 to its denominator", "[taotp]") {
+  // One token, one head whose value cancels the token embedding up to the softmax's
+  // 1/(1 + 1e-10): the residual is then +-1e-10 and the final LayerNorm (eps 1e-10 on the
+  // std) scales it to +-0.5, so the logits are -1 / +1. Without the softmax epsilon the
+  // residual is rounding noise (~1e-16) and the logits ~1e-6: the book's output is lost.
+  taotp::Program p;
+  p.tok_emb = torch::tensor({{1.0, -1.0}, {-1.0, 1.0}}, torch::kFloat64);  // token 0, token 1
+  p.pos_emb = torch::zeros({1, 2}, torch::kFloat64);
+  p.lnf = {torch::tensor(1.0, torch::kFloat64), torch::tensor(0.0, torch::kFloat64)};
+  taotp::Layer L = zero_layer(1, 2, 2, 0);
+  L.V[0] = torch::eye(2, torch::kFloat64) * -(1.0 + 1e-10);  // undoes ln1's 1/(1 + 1e-10)
+  L.P[0] = torch::eye(2, torch::kFloat64);
+  p.layers.push_back(L);
+  auto built = taotp::build_model(p);
+  CHECK(built.config.softmax_eps == 1e-10);
+  torch::NoGradGuard ng;
+  built.model->eval();
+  auto logits = built.model->forward(torch::tensor({{int64_t{1}}}), torch::zeros({1, 1, 1}, torch::kInt64))[0][0];
+  // Figure 1.1 by hand (float64): x = -e + e / (1 + 1e-10) per entry, LN = x / (|x| + 1e-10).
+  const double x = -1.0 + (1.0 + 1e-10) * (1.0 / (1.0 + 1e-10)) * (1.0 / (1.0 + 1e-10));
+  const double ln = x / (std::abs(x) + 1e-10);  // about -0.5
+  CHECK(ln == Approx(-0.5).epsilon(1e-5));
+  CHECK(logits[1].item<double>() == Approx(-2.0 * ln).epsilon(1e-4));
+  CHECK(logits[0].item<double>() == Approx(2.0 * ln).epsilon(1e-4));
+}

@@ -934,6 +934,9 @@ int main(int argc, char** argv) {
                 tp_vocab, tp_input, tp_eos, tp_dtype, tp_sep, tp_steps, tp_ids, tp_trace, tp_run_dir,
                 tp_out, common.sets);
     }
+  } catch (const Interrupted& e) {
+    fmt::print(stderr, "lengen: {}\n", e.what());
+    return kExitInterrupted;  // resumable, not failed (sweeps and Slurm tasks read this)
   } catch (const Error& e) {
     fmt::print(stderr, "lengen: error: {}\n", e.what());
     return 1;

@@ -215,6 +215,13 @@ ConfigNode MapReader::child(const std::string& key) {
 ConfigNode MapReader::required(const std::string& key) {
   ConfigNode c = child(key);
   if (!c.defined()) {
+    // A misspelt key is the likely cause: point at it rather than at the map.
+    for (const auto& present : node_.keys()) {
+      if (!did_you_mean(present, {key}).empty()) {
+        node_.key_node(present).fail(fmt::format(
+            "unknown key '{}' (did you mean '{}'?); '{}' is required", present, key, key));
+      }
+    }
     node_.fail(fmt::format("missing required key '{}'", key));
   }
   return c;

@@ -15,6 +15,9 @@ namespace lengen {
 Error::Error(const std::string& message) : std::runtime_error(message) {}
 Error::~Error() = default;
 
+Interrupted::Interrupted(const std::string& message) : Error(message) {}
+Interrupted::~Interrupted() = default;
+
 namespace {
 
 // Optimal-string-alignment distance: Levenshtein plus adjacent transpositions ("modle").

@@ -31,7 +31,8 @@ AttentionImpl::AttentionImpl(const ModelConfig& cfg, int64_t layer, AttentionKin
       heads_(cfg.heads),
       head_dim_(cfg.head_dim()),
       kind_(kind),
-      dropout_(cfg.dropout) {
+      dropout_(cfg.dropout),
+      softmax_eps_(cfg.softmax_eps) {
   const int64_t inner = heads_ * head_dim_;
   auto linear = [&](int64_t in, int64_t out) {
     return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(cfg.attention_bias));
@@ -169,11 +170,12 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionInpu
 
   const double p = is_training() ? dropout_ : 0.0;
   torch::Tensor y;
-  if (!extra.defined() && !value_hooks && in.attn_out == nullptr) {
+  const bool exact_softmax = softmax_eps_ == 0.0;  // else only the explicit path adds eps
+  if (!extra.defined() && !value_hooks && in.attn_out == nullptr && exact_softmax) {
     y = compat::fused_attention(q, k, v, causal, offset, p, scale);  // [B, H, T, D] or undefined
   }
   if (!y.defined() && causal && T > kBlockRows && !torch::GradMode::is_enabled() && !value_hooks &&
-      in.attn_out == nullptr) {
+      in.attn_out == nullptr && exact_softmax) {
     // Long sequences without gradients (evaluation): query rows block by block, each block
     // against only the keys it can see. Never materialises [T, S] scores and skips the masked
     // upper triangle (about half the work). Equal to the path below (tested).
@@ -199,7 +201,14 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionInpu
     if (causal) {
       scores.masked_fill_(causal_block_mask(T, S, offset, x.device()), neg_inf);
     }
-    auto probs = torch::softmax(scores, -1);  // [B, H, T, S]
+    torch::Tensor probs;
+    if (exact_softmax) {
+      probs = torch::softmax(scores, -1);  // [B, H, T, S]
+    } else {
+      // TAOTP's Figure 1.1: exp(s - max) / (sum exp(s - max) + eps).
+      auto e = (scores - std::get<0>(scores.max(-1, /*keepdim=*/true))).exp();  // [B, H, T, S]
+      probs = e / (e.sum(-1, /*keepdim=*/true) + softmax_eps_);                  // [B, H, T, S]
+    }
     if (in.attn_out) {
       *in.attn_out = probs.detach();
     }

@@ -98,6 +98,7 @@ ModelConfig ModelConfig::from_config(const ConfigNode& node) {
   c.activation = r.get_choice("activation", c.activation, {"relu", "gelu", "geglu", "swiglu"});
   c.dropout = r.get_float("dropout", c.dropout);
   c.norm_eps = r.get_float("norm_eps", c.norm_eps);
+  c.softmax_eps = r.get_float("softmax_eps", c.softmax_eps);
   // `bias` is YAML shorthand for both; the specific keys win.
   const bool bias = r.get_bool("bias", false);
   c.attention_bias = r.get_bool("attention_bias", bias);
@@ -138,6 +139,9 @@ ModelConfig ModelConfig::from_config(const ConfigNode& node) {
     node.child("heads").fail(fmt::format(
         "d_model {} is not divisible by heads {}; set model.d_head explicitly", c.d_model, c.heads));
   }
+  if (c.softmax_eps < 0) {
+    node.child("softmax_eps").fail(fmt::format("model.softmax_eps must be >= 0, got {}", c.softmax_eps));
+  }
   if (c.dropout < 0 || c.dropout >= 1) {
     node.child("dropout").fail(fmt::format("model.dropout must be in [0, 1), got {}", c.dropout));
   }
@@ -160,6 +164,7 @@ YAML::Node ModelConfig::to_yaml() const {
   n["activation"] = activation;
   n["dropout"] = dropout;
   n["norm_eps"] = norm_eps;
+  n["softmax_eps"] = softmax_eps;
   n["attention_bias"] = attention_bias;
   n["ff_bias"] = ff_bias;
   n["tie_embeddings"] = tie_embeddings;

@@ -205,6 +205,11 @@ bool resolve_by_convention(const std::string& kind, const std::string& name) {
   return false;
 }
 
+void resolve_all() {
+  std::vector<std::string> ignored;
+  load_all_plugins(&ignored);
+}
+
 void load_all_plugins(std::vector<std::string>* errors) {
   std::vector<std::string> seen;
   for (const auto& dir : plugin_search_path()) {

@@ -492,8 +492,10 @@ int run_point(const Sweep& s, const Point& p, const std::string& lengen, int64_t
   std::signal(SIGINT, old_int);
   std::signal(SIGTERM, old_term);
   const int status = exit_status(raw);
-  if (forwarded || WIFSIGNALED(raw)) {
-    // Stopped on request, or killed (SIGKILL, OOM): no verdict; interrupted and resumable.
+  if (forwarded || WIFSIGNALED(raw) || status == kExitInterrupted) {
+    // Stopped on request (by us, or by anyone: `lengen run` exits kExitInterrupted after its
+    // checkpoint when it receives SIGTERM/SIGINT, e.g. from Slurm tearing the job down), or
+    // killed (SIGKILL, OOM): no verdict; interrupted and resumable.
     mark_stopped(p, status);
     return status;
   }
@@ -550,7 +552,7 @@ int64_t run_local(const Sweep& s, const std::string& lengen, int64_t workers, co
           const int status = exit_status(raw);
           const auto now = std::chrono::steady_clock::now();
           const double secs = std::chrono::duration<double>(now - sl.start).count();
-          if (stopping || WIFSIGNALED(raw)) {
+          if (stopping || WIFSIGNALED(raw) || status == kExitInterrupted) {
             // Stopped on request, or killed by a signal: interrupted, resumable, not failed.
             mark_stopped(*sl.point, status);
             log->info("stopped {} (resumable)", sl.point->name);

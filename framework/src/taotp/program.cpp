@@ -528,6 +528,7 @@ Built build_model(const Program& p, torch::Dtype dtype) {
   }
   cfg.norm = "taotp_layernorm";
   cfg.norm_eps = 1e-10;
+  cfg.softmax_eps = 1e-10;  // Figure 1.1's softmax: norm(exp(x - max)) adds 1e-10 to the sum
   cfg.norm_position = "pre";
   cfg.activation = "relu";
   cfg.dropout = 0;

@@ -505,7 +505,7 @@ TrainResult Trainer::run(bool resume) {
       save_checkpoint(s + 1);
     }
     if (stop_requested() && !last) {
-      throw Error(fmt::format("interrupted at step {}; checkpoint saved in {}/checkpoints; run "
+      throw Interrupted(fmt::format("interrupted at step {}; checkpoint saved in {}/checkpoints; run "
                               "again with --resume to continue",
                               s + 1, run_dir_));
     }

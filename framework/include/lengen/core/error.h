@@ -20,6 +20,19 @@ class LENGEN_API Error : public std::runtime_error {
   ~Error() override;
 };
 
+/// A run stopped on request (SIGINT/SIGTERM) after writing its checkpoint: not a failure. The
+/// CLI exits with kExitInterrupted for it, so a supervisor (a sweep, a Slurm array task) can
+/// tell an interrupted, resumable run from a failed one by the exit status alone.
+class LENGEN_API Interrupted : public Error {
+ public:
+  explicit Interrupted(const std::string& message);
+  ~Interrupted() override;
+};
+
+/// Exit status of `lengen run` when it was interrupted and can be resumed (sysexits'
+/// EX_TEMPFAIL: "try again later").
+inline constexpr int kExitInterrupted = 75;
+
 /// The candidate closest to `word` by edit distance, or "" when nothing is close enough to
 /// be a plausible typo. Used for "did you mean ...?" hints.
 LENGEN_API std::string closest_match(std::string_view word,

@@ -35,6 +35,7 @@ struct LENGEN_API ModelConfig {
   std::string activation = "gelu";     ///< relu | gelu | geglu | swiglu
   double dropout = 0.0;
   double norm_eps = 1e-5;
+  double softmax_eps = 0.0;            ///< exp(s - max) / (sum + eps); TAOTP's Figure 1.1: 1e-10
   bool attention_bias = false;         ///< biases in the q/k/v and output projections
   bool ff_bias = false;                ///< biases in the feed-forward projections
   bool tie_embeddings = false;         ///< LM head shares the token embedding
@@ -157,6 +158,7 @@ class LENGEN_API AttentionImpl : public torch::nn::Module {
   int64_t layer_, heads_, head_dim_;
   AttentionKind kind_;
   double dropout_;
+  double softmax_eps_;
   torch::nn::Linear qkv_{nullptr}, q_{nullptr}, kv_{nullptr}, out_{nullptr};
 };
 TORCH_MODULE(Attention);

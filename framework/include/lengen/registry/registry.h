@@ -31,6 +31,11 @@ struct PluginOrigin {
 /// Returns true if something was loaded. Implemented by the plugin loader.
 LENGEN_API bool resolve_by_convention(const std::string& kind, const std::string& name);
 
+/// Hook the registries call before reporting an unknown name: loads every plugin on the
+/// search path (errors ignored; they are reported when a broken library is asked for by
+/// name), so the message lists what is installed. Implemented by the plugin loader.
+LENGEN_API void resolve_all();
+
 /// A registry of one kind of component ("position", "task"): name -> schema + factory.
 /// Components are created from their own YAML subtree: a map with `name:` plus options, or
 /// a bare string naming a component without required options.
@@ -82,6 +87,7 @@ class Registry {
         return *e;
       }
     }
+    resolve_all();  // plugins load lazily: list every installed one, not only those loaded
     std::vector<std::string> known = names();
     where.fail(fmt::format("unknown {} '{}'{}; known: {} (plugins are searched in the YAML "
                            "'plugins:' list, --plugin-path, LENGEN_PLUGIN_PATH and the "
