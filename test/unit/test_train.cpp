@@ -197,6 +197,13 @@ TEST_CASE("eval: the answer-only metric looks at the final answer alone", "[eval
     CHECK(c.to_yaml()["metric"].as<std::string>() == "answer");
     CHECK_THROWS_WITH(EvalConfig::from_config(load_config_string("{metric: tokens}", "<t>"), axes),
                       Contains("'response'") && Contains("'answer'") && Contains("tokens"));
+    CHECK_THAT(metric_description(c), Contains("greedy decoding"));
+    EvalConfig g = EvalConfig::from_config(
+        load_config_string("{metric: answer_given_scratchpad}", "<t>"), axes);
+    CHECK_THAT(metric_description(g), Contains("teacher-forced"));
+    CHECK_THROWS_WITH(EvalConfig::from_config(load_config_string(
+                          "{metric: answer_given_scratchpad, greedy_decode: true}", "<t>"), axes),
+                      Contains("teacher-forced by definition"));
   }
 }
 
@@ -212,7 +219,7 @@ TEST_CASE("eval: answer-only accuracy is never below whole-response accuracy", "
   Experiment exp = Experiment::load(dir.file("p.yaml"), {"output_dir=" + dir.str()});
   Transformer model = exp.build_model(torch::kCPU);
   auto whole = evaluate_grid(model, *exp.task, exp.eval, torch::kCPU);
-  exp.eval.metric = "answer";
+  exp.eval.metric = "answer_given_scratchpad";
   auto answer = evaluate_grid(model, *exp.task, exp.eval, torch::kCPU);
   REQUIRE(whole.size() == 3);
   int64_t more = 0;
@@ -234,11 +241,16 @@ TEST_CASE("eval: answer-only accuracy is never below whole-response accuracy", "
     CHECK(wrong == whole[i].samples - whole[i].correct);
   }
   CHECK(more > 0);
-  // Under greedy decoding the answer metric records, for every wrong answer, where its
-  // response first leaves the reference: one real disagreement per wrong sample.
-  exp.eval.greedy_decode = true;
+  // The answer metric decodes whether or not greedy_decode is set (same verdicts), is never
+  // below whole-response accuracy, and records for every wrong answer where its response
+  // first leaves the reference: one real disagreement per wrong sample.
+  exp.eval.metric = "answer";
   auto greedy = evaluate_grid(model, *exp.task, exp.eval, torch::kCPU);
+  exp.eval.greedy_decode = true;
+  auto explicit_greedy = evaluate_grid(model, *exp.task, exp.eval, torch::kCPU);
   for (size_t i = 0; i < greedy.size(); ++i) {
+    CHECK(greedy[i].correct == explicit_greedy[i].correct);
+    CHECK(greedy[i].correct >= whole[i].correct);
     int64_t wrong = 0;
     for (const auto& [tokens, n] : greedy[i].first_errors) {
       CHECK(tokens.first != tokens.second);

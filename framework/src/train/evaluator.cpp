@@ -27,11 +27,17 @@ EvalConfig EvalConfig::from_config(const ConfigNode& node, const std::vector<Gri
   c.greedy_decode = r.get_bool("greedy_decode", c.greedy_decode);
   c.loops = r.get_int("loops", c.loops);
   c.metric = r.get_string("metric", c.metric);
-  if (c.metric != "response" && c.metric != "answer") {
+  if (c.metric != "response" && c.metric != "answer" && c.metric != "answer_given_scratchpad") {
     node.child("metric").fail(fmt::format(
-        "eval.metric must be 'response' (exact match of the whole response) or 'answer' (the "
-        "final answer only), got '{}'",
+        "eval.metric must be 'response' (exact match of the whole response), 'answer' (the "
+        "final answer of a greedy decode) or 'answer_given_scratchpad' (the answer tokens "
+        "teacher-forced after the reference scratchpad), got '{}'",
         c.metric));
+  }
+  if (c.metric == "answer_given_scratchpad" && c.greedy_decode) {
+    node.child("greedy_decode").fail(
+        "eval.metric answer_given_scratchpad is teacher-forced by definition (the answer given "
+        "the reference scratchpad); use metric: answer for the decoded answer");
   }
   std::vector<std::string> names;
   for (const auto& a : axes) {
@@ -166,9 +172,11 @@ std::string metric_description(const EvalConfig& cfg) {
   const char* how = cfg.greedy_decode ? "under greedy decoding"
                                       : "teacher-forced (equal to greedy decoding)";
   if (cfg.metric == "answer") {
-    return cfg.greedy_decode
-               ? "exact match of the final answer (tokens before EOS) under greedy decoding"
-               : "exact match of the final answer given the reference scratchpad, teacher-forced";
+    return "exact match of the final answer (tokens before EOS) under greedy decoding";
+  }
+  if (cfg.metric == "answer_given_scratchpad") {
+    return "exact match of the final answer given the reference scratchpad, teacher-forced "
+           "(not a decoding metric)";
   }
   return fmt::format("exact match of the whole response {}", how);
 }
@@ -283,10 +291,13 @@ std::vector<CellResult> evaluate_grid(
     for (int64_t i = 0; i < cfg.samples; ++i) {
       examples.push_back(task.sample_eval(cell, rng));
     }
+    // The answer of a decode may follow a wrong scratchpad, which teacher forcing cannot see:
+    // the answer metric always decodes (Cho et al.: "we only use greedy decoding").
     const bool answer = cfg.metric == "answer";
+    const bool given_scratchpad = cfg.metric == "answer_given_scratchpad";
     int64_t correct = 0;
     std::map<std::pair<int64_t, int64_t>, int64_t> first_errors;
-    if (cfg.greedy_decode) {
+    if (cfg.greedy_decode || answer) {
       auto objective = objective_for(model);
       for (size_t b = 0; b < examples.size(); b += static_cast<size_t>(cfg.batch_size)) {
         const size_t e = std::min(examples.size(), b + static_cast<size_t>(cfg.batch_size));
@@ -306,7 +317,7 @@ std::vector<CellResult> evaluate_grid(
         }
       }
     } else {
-      if (answer) {
+      if (given_scratchpad) {
         for (auto& ex : examples) {
           ex = answer_only(ex);
         }

@@ -22,8 +22,10 @@ struct LENGEN_API EvalConfig {
   bool greedy_decode = false; ///< true KV-cached decoding instead of the teacher-forced check
   /// "response": exact match of the whole response, scratchpad and EOS included (the papers'
   /// default). "answer": exact match of the final answer only, the tokens from the example's
-  /// answer_begin up to (not including) EOS (Cho et al. 2025: parity's answer token, the
-  /// answer-only ablation of App. C).
+  /// answer_begin up to (not including) EOS, of a greedy decode (always decoded: Cho et al.
+  /// 2025's parity answer token, the answer-only ablation of App. C).
+  /// "answer_given_scratchpad": the answer tokens teacher-forced after the reference
+  /// scratchpad (a diagnostic, not a decoding metric: it can be 100% where decoding fails).
   std::string metric = "response";
   /// Applications of each looped stack at test time (0: the model's own `model.loops`).
   int64_t loops = 0;
