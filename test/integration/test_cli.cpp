@@ -3,6 +3,7 @@
 #include "helpers.h"
 #include "lengen/core/error.h"
 #include "lengen/train/checkpoint.h"
+#include "lengen/train/tensorboard.h"
 
 #include <nlohmann/json.hpp>
 
@@ -136,6 +137,13 @@ TEST_CASE("cli: every architecture runs, evaluates, decodes, prints logits and a
   CHECK_THAT(log, Contains("accuracy"));
   const fs::path run = fs::path(out_dir) / "cli" / "2";
   CHECK_THAT(test::read_text((run / "config.yaml").string()), Contains("arch: " + arch));
+  // TensorBoard: training scalars and the accuracy of every cell, CRCs intact.
+  std::string tags;
+  for (const auto& f : fs::directory_iterator(run / "tensorboard")) {
+    for (const auto& rec : read_event_records(f.path().string())) tags += rec;
+  }
+  CHECK_THAT(tags, Contains("train/loss") && Contains("train/tokens_per_s") &&
+                       Contains("eval/accuracy/digits=5") && Contains("eval/mean_accuracy"));
   // Greedy decoding gives the teacher-forced verdicts (a short run: some right, some wrong).
   const std::string tf = test::read_text((run / "eval" / "grid.csv").string());
   sh(fmt::format("eval {} --decode", run.string()));

@@ -5,11 +5,16 @@
 #include "lengen/train/batch.h"
 #include "lengen/train/checkpoint.h"
 #include "lengen/train/evaluator.h"
+#include "lengen/train/tensorboard.h"
 #include "lengen/train/trainer.h"
 
 #include <nlohmann/json.hpp>
 
+#include <cstring>
+#include <filesystem>
 #include <fstream>
+
+namespace fs = std::filesystem;
 
 using namespace lengen;
 using Catch::Contains;
@@ -274,4 +279,96 @@ TEST_CASE("eval: answer-only accuracy is never below whole-response accuracy", "
     }
     CHECK(listed <= cell["samples"].get<int64_t>() - cell["correct"].get<int64_t>());
   }
+}
+
+namespace {
+
+// Minimal protobuf reading for the event test: the fields of one message, by number.
+struct Field {
+  int number = 0, wire = 0;
+  uint64_t varint = 0;
+  std::string bytes;
+};
+std::vector<Field> fields(const std::string& m) {
+  std::vector<Field> out;
+  size_t at = 0;
+  auto read_varint = [&] {
+    uint64_t v = 0;
+    for (int shift = 0;; shift += 7) {
+      const auto b = static_cast<unsigned char>(m.at(at++));
+      v |= static_cast<uint64_t>(b & 0x7F) << shift;
+      if (!(b & 0x80)) return v;
+    }
+  };
+  while (at < m.size()) {
+    Field f;
+    const uint64_t k = read_varint();
+    f.number = static_cast<int>(k >> 3);
+    f.wire = static_cast<int>(k & 7);
+    if (f.wire == 0) {
+      f.varint = read_varint();
+    } else if (f.wire == 2) {
+      const uint64_t n = read_varint();
+      f.bytes = m.substr(at, n);
+      at += n;
+    } else {
+      const size_t n = f.wire == 1 ? 8 : 4;
+      f.bytes = m.substr(at, n);
+      at += n;
+    }
+    out.push_back(f);
+  }
+  return out;
+}
+const Field& field(const std::vector<Field>& fs, int number) {
+  for (const auto& f : fs) {
+    if (f.number == number) return f;
+  }
+  FAIL("no field " << number);
+  throw std::logic_error("unreachable");
+}
+
+}  // namespace
+
+TEST_CASE("tensorboard: event files TensorBoard reads (TFRecord CRCs, Event protobufs)", "[tensorboard]") {
+  CHECK(crc32c("123456789") == 0xE3069283u);  // the CRC-32C check value
+  CHECK(crc32c("") == 0u);
+  test::TempDir dir;
+  std::string path;
+  {
+    EventWriter w(dir.file("tb"));
+    path = w.path();
+    w.scalar("train/loss", 500, 0.25);
+    // A 3 x 2 PNG header is enough for the size fields.
+    std::string png("\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x03\0\0\0\x02", 24);
+    w.image("eval/grid", 7000, png + "rest");
+  }
+  CHECK(fs::path(path).filename().string().rfind("events.out.tfevents.", 0) == 0);
+  auto records = read_event_records(path);
+  REQUIRE(records.size() == 3);
+  // The first event names the file version.
+  CHECK(field(fields(records[0]), 3).bytes == "brain.Event:2");
+  // Then Event{step: 500, summary: {value: {tag: "train/loss", simple_value: 0.25}}}.
+  auto e1 = fields(records[1]);
+  CHECK(field(e1, 1).wire == 1);  // wall_time, a double
+  CHECK(field(e1, 2).varint == 500);
+  auto v1 = fields(field(fields(field(e1, 5).bytes), 1).bytes);
+  CHECK(field(v1, 1).bytes == "train/loss");
+  float loss = 0;
+  std::memcpy(&loss, field(v1, 2).bytes.data(), 4);
+  CHECK(loss == 0.25f);
+  auto e2 = fields(records[2]);
+  CHECK(field(e2, 2).varint == 7000);
+  auto v2 = fields(field(fields(field(e2, 5).bytes), 1).bytes);
+  CHECK(field(v2, 1).bytes == "eval/grid");
+  auto img = fields(field(v2, 4).bytes);
+  CHECK(field(img, 1).varint == 2);  // height
+  CHECK(field(img, 2).varint == 3);  // width
+  CHECK(field(img, 4).bytes.size() == 28);
+  // A flipped byte is caught by the CRC, naming the file and the record's offset.
+  std::string raw = test::read_text(path);
+  raw[raw.size() - 10] ^= 0x01;
+  test::write_text(dir.file("bad.tfevents"), raw);
+  CHECK_THROWS_WITH(read_event_records(dir.file("bad.tfevents")),
+                    Contains("bad.tfevents") && Contains("CRC at byte"));
 }

@@ -12,6 +12,7 @@
 #include "lengen/train/checkpoint.h"
 #include "lengen/train/evaluator.h"
 #include "lengen/train/objective.h"
+#include "lengen/train/tensorboard.h"
 #include "lengen/train/trainer.h"
 
 #include <CLI/CLI.hpp>
@@ -197,6 +198,22 @@ std::vector<CellResult> run_eval(LoadedRun& r) {
   print_table(results, r.exp.eval.axes());
   const auto axes = r.exp.task->grid_axes();
   plot(r.dir, fmt::format("{} (seed {})", r.exp.name, r.exp.seed), axes);
+  // TensorBoard: accuracy per cell and the picture, at the trained step count.
+  EventWriter tb((fs::path(r.dir) / "tensorboard").string());
+  const int64_t step = r.exp.train.steps;
+  double mean = 0;
+  for (const auto& c : results) {
+    std::string tag;
+    for (const auto& [k, v] : c.cell) tag += fmt::format("{}{}={}", tag.empty() ? "" : ",", k, v);
+    tb.scalar("eval/accuracy/" + tag, step, c.accuracy);
+    mean += c.accuracy / static_cast<double>(results.size());
+  }
+  tb.scalar("eval/mean_accuracy", step, mean);
+  const fs::path png = fs::path(r.dir) / "plots" / "grid.png";
+  if (fs::exists(png)) {
+    std::ifstream in(png, std::ios::binary);
+    tb.image("eval/grid", step, std::string(std::istreambuf_iterator<char>(in), {}));
+  }
   return results;
 }
 

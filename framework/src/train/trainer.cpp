@@ -7,6 +7,7 @@
 #include "lengen/core/version.h"
 #include "lengen/train/checkpoint.h"
 #include "lengen/train/objective.h"
+#include "lengen/train/tensorboard.h"
 
 #include <nlohmann/json.hpp>
 
@@ -460,6 +461,7 @@ TrainResult Trainer::run(bool resume) {
   }
   std::ofstream metrics(metrics_path, std::ios::app);
   LENGEN_CHECK(metrics.good(), "{}: cannot open for writing", metrics_path);
+  std::unique_ptr<EventWriter> tb;  // TensorBoard: the same records as metrics.jsonl
 
   TrainResult result;
   result.steps = start;
@@ -496,6 +498,12 @@ TrainResult Trainer::run(bool resume) {
                          {"lr", cfg_.lr_at(s)},   {"tokens_per_s", tps},
                          {"elapsed_s", elapsed},  {"ms_per_step", 1000.0 * dt / window_steps}};
       metrics << rec.dump() << "\n" << std::flush;
+      if (!tb) {
+        tb = std::make_unique<EventWriter>((fs::path(run_dir_) / "tensorboard").string());
+      }
+      tb->scalar("train/loss", s + 1, mean_loss);
+      tb->scalar("train/lr", s + 1, cfg_.lr_at(s));
+      tb->scalar("train/tokens_per_s", s + 1, tps);
       window_start = now;
       window_loss = 0;
       window_steps = window_tokens = 0;
