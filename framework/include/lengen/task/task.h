@@ -81,10 +81,11 @@ class LENGEN_API Task {
   virtual Seq2SeqExample to_seq2seq(const Example& ex) const;
 
   /// The example as an encoder's (input, per-position labels) (plugin ABI >= 2). Default: the
-  /// prompt followed by max_response_length(prompt) slot tokens (the pad token) whose labels
-  /// are the response (EOS included; unused slots labelled pad) and whose IDs are the
-  /// response's IDs. Throws lengen::Error when the response length is not fixed by the
-  /// prompt (the slots would leak it), e.g. an unpadded format.
+  /// prompt followed by one slot token (the pad token) per response token, labelled with the
+  /// response (EOS included) and carrying the response's IDs. Throws lengen::Error when the
+  /// response length is not the one max_response_length(prompt) fixes (the slot count would
+  /// reveal the answer's length), e.g. an unpadded format. Override for a paper's layout
+  /// (Jelassi et al.: labels on the first n_out input positions).
   virtual LabeledExample to_labeled(const Example& ex) const;
 };
 
