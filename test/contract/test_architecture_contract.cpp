@@ -31,15 +31,6 @@ ModelConfig tiny(const std::string& arch, const std::string& norm_position = "pr
   return m;
 }
 
-std::string scheme_yaml(const PositionRegistry::Entry& e) {
-  std::string y = "{name: " + e.spec.name;
-  for (const auto& o : e.spec.options) {
-    if (o.key == "max_position") {
-      y += ", max_position: 64";
-    }
-  }
-  return y + "}";
-}
 
 std::vector<Example> examples(const Task& task, int n, int64_t first_digits = 1) {
   Rng rng(5);
@@ -78,7 +69,7 @@ TEST_CASE("architecture contract: every scheme in every architecture", "[contrac
         ModelConfig cfg = tiny(arch);
         const Architecture& a = architecture(arch);
         SchemeContext sc{cfg.d_model, cfg.heads, cfg.head_dim(), cfg.attention_layers(), 1};
-        auto probe = test::make_scheme(scheme_yaml(*entry), sc);
+        auto probe = test::make_scheme(test::scheme_yaml(*entry), sc);
         const bool self_ok = probe->hooks() == kHookInputEmbedding ||
                              ((!a.encoder || probe->supports(AttentionKind::kBidirectionalSelf)) &&
                               (!a.decoder || probe->supports(AttentionKind::kCausalSelf)));
@@ -88,7 +79,7 @@ TEST_CASE("architecture contract: every scheme in every architecture", "[contrac
                             Catch::Contains("position[0]") && Catch::Contains(arch));
           return;
         }
-        Transformer model = build(cfg, *task, scheme_yaml(*entry));
+        Transformer model = build(cfg, *task, test::scheme_yaml(*entry));
         auto objective = objective_for(model);
         torch::NoGradGuard ng;
 

@@ -34,16 +34,6 @@ std::vector<Example> examples(const Task& task, int n) {
   return out;
 }
 
-// A scheme's smallest YAML: its name plus a generous max_position where it has one.
-std::string scheme_yaml(const PositionRegistry::Entry& e) {
-  std::string y = "{name: " + e.spec.name;
-  for (const auto& o : e.spec.options) {
-    if (o.key == "max_position") {
-      y += ", max_position: 64";
-    }
-  }
-  return y + "}";
-}
 
 }  // namespace
 
@@ -59,7 +49,7 @@ TEST_CASE("position contract: every registered scheme", "[contract][position]") 
         torch::manual_seed(0);
         ModelConfig cfg = tiny_model(placement, "swiglu");
         SchemeContext sc{cfg.d_model, cfg.heads, cfg.head_dim(), cfg.layers, 1};
-        auto scheme = test::make_scheme(scheme_yaml(*entry), sc);
+        auto scheme = test::make_scheme(test::scheme_yaml(*entry), sc);
         CHECK(entry->spec.summary.size() > 0);
         Transformer model(cfg, task->vocabulary().size(), Schemes{scheme});
         model->to(torch::kFloat64);
@@ -173,7 +163,7 @@ TEST_CASE("position contract: bidirectional self-attention and cross-attention",
   const int64_t B = 2, T = 7;
   for (const auto* entry : position_registry().list()) {
     DYNAMIC_SECTION(entry->spec.name) {
-      auto scheme = test::make_scheme(scheme_yaml(*entry), sc);
+      auto scheme = test::make_scheme(test::scheme_yaml(*entry), sc);
       scheme->to(torch::kFloat64);
       scheme->eval();
       // Where a scheme has no meaning, building a model that would use it there is refused

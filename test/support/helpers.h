@@ -40,6 +40,17 @@ inline std::shared_ptr<PositionScheme> make_scheme(const std::string& yaml, Sche
   return position_registry().create(load_config_string(yaml, "<test>"), ctx);
 }
 
+/// A scheme's smallest YAML: its name plus a generous max_position where it has one.
+inline std::string scheme_yaml(const PositionRegistry::Entry& e) {
+  std::string y = "{name: " + e.spec.name;
+  for (const auto& o : e.spec.options) {
+    if (o.key == "max_position") {
+      y += ", max_position: 64";
+    }
+  }
+  return y + "}";
+}
+
 /// A fresh temporary directory, removed at scope exit.
 struct TempDir {
   std::filesystem::path path;

@@ -76,13 +76,6 @@ class NextToken final : public Objective {
   Batch make_batch(const Task& task, const std::vector<Example>& examples) const override {
     return lengen::make_batch(examples, task.vocabulary().pad());
   }
-  std::vector<std::vector<int64_t>> decode(Transformer& model,
-                                           const Task& task,
-                                           const std::vector<Example>& examples,
-                                           const torch::Device& device,
-                                           std::vector<PositionIds>* ids_out) const override {
-    return decode_grouped(model, task, examples, device, ids_out);
-  }
 };
 
 class Seq2Seq final : public Objective {
@@ -96,13 +89,6 @@ class Seq2Seq final : public Objective {
       pairs.push_back(task.to_seq2seq(ex));
     }
     return make_seq2seq_batch(pairs, task.vocabulary().pad());
-  }
-  std::vector<std::vector<int64_t>> decode(Transformer& model,
-                                           const Task& task,
-                                           const std::vector<Example>& examples,
-                                           const torch::Device& device,
-                                           std::vector<PositionIds>* ids_out) const override {
-    return decode_grouped(model, task, examples, device, ids_out);
   }
 };
 

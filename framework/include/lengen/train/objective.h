@@ -46,6 +46,7 @@ class LENGEN_API Objective {
   /// per_position, whose slots take the response's IDs, which the query fixes; see
   /// Task::to_labeled). Returns the generated responses, EOS included when produced; ids_out
   /// receives the IDs fed for each sequence (prompt + response, as the one-sequence layout).
+  /// Default (next_token, seq2seq): KV-cached greedy_decode of the prompts, grouped by length.
   virtual std::vector<std::vector<int64_t>> decode(Transformer& model,
                                                    const Task& task,
                                                    const std::vector<Example>& examples,
