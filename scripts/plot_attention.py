@@ -38,12 +38,19 @@ def main():
         return [t if t.strip() else "_" for t in ts]
 
     for ax, m in zip(axs.flat, maps):
-        w = np.array(m["weights"])
+        # Pre-softmax scores carry null where a key is masked (-inf): drawn blank.
+        w = np.array([[np.nan if v is None else v for v in row] for row in m["weights"]], dtype=float)
+        scores = data.get("pre_softmax", False)
         # Cross-attention and encoder maps carry their own query/key tokens.
         queries = labelled(m.get("queries", tokens))
         keys = labelled(m.get("keys", tokens))
         ax.axis("on")
-        ax.imshow(w, cmap="viridis", vmin=0, vmax=max(1e-9, w.max()), interpolation="nearest")
+        finite = w[np.isfinite(w)]
+        if scores and finite.size:
+            ax.imshow(w, cmap="viridis", vmin=finite.min(), vmax=finite.max(), interpolation="nearest")
+        else:
+            ax.imshow(w, cmap="viridis", vmin=0, vmax=max(1e-9, np.nanmax(w) if finite.size else 1.0),
+                      interpolation="nearest")
         ax.set_title(f"{m.get('name', 'layer ' + str(m['layer']))}, head {m['head']}", fontsize=9)
         fs = 6 if max(len(queries), len(keys)) <= 60 else 4
         ax.set_xticks(range(len(keys)))
@@ -52,8 +59,10 @@ def main():
         ax.set_yticklabels(queries, fontsize=fs)
         ax.set_xlabel("key")
         ax.set_ylabel("query")
-    cell = ", ".join(f"{k}={v}" for k, v in data["cell"].items())
-    fig.suptitle(f"mean attention over {data['samples']} samples ({cell})")
+    cell = ", ".join(f"{k}={v}" for k, v in data.get("cell", {}).items())
+    what = "pre-softmax scores" if data.get("pre_softmax") else "attention"
+    which = " correctly answered" if data.get("correct_only") else ""
+    fig.suptitle(f"mean {what} over {data['samples']}{which} samples ({cell})")
     fig.tight_layout()
     fig.savefig(os.path.join(os.path.dirname(path), "attention.png"), dpi=110)
 

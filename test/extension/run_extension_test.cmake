@@ -8,38 +8,43 @@ file(REMOVE_RECURSE "${work}")
 set(prefix "${work}/prefix")
 set(src "${work}/src")
 
-# The example lives in the walk-through itself: every fenced block preceded by a
-# `<!-- file: NAME -->` line becomes src/NAME, so the page and the tested code are one.
+# The examples live in the walk-throughs themselves: every fenced block preceded by a
+# `<!-- file: NAME -->` line becomes DEST/NAME, so the page and the tested code are one.
+function(extract doc dest)
+  file(READ "${doc}" text)
+  set(marker "<!-- file: ")
+  set(found "")
+  while(TRUE)
+    string(FIND "${text}" "${marker}" at)
+    if(at EQUAL -1)
+      break()
+    endif()
+    string(LENGTH "${marker}" mlen)
+    math(EXPR name_at "${at} + ${mlen}")
+    string(SUBSTRING "${text}" ${name_at} -1 text)
+    string(FIND "${text}" " -->" name_end)
+    string(SUBSTRING "${text}" 0 ${name_end} name)
+    # Skip to the line after the opening fence.
+    string(FIND "${text}" "```" fence)
+    string(SUBSTRING "${text}" ${fence} -1 text)
+    string(FIND "${text}" "\n" eol)
+    math(EXPR body_at "${eol} + 1")
+    string(SUBSTRING "${text}" ${body_at} -1 text)
+    string(FIND "${text}" "\n```" close)
+    if(close EQUAL -1)
+      message(FATAL_ERROR "${doc}: the block of ${name} has no closing fence")
+    endif()
+    math(EXPR body_len "${close} + 1")
+    string(SUBSTRING "${text}" 0 ${body_len} block)
+    file(WRITE "${dest}/${name}" "${block}")
+    list(APPEND found "${name}")
+    string(SUBSTRING "${text}" ${body_len} -1 text)
+  endwhile()
+  set(extracted "${found}" PARENT_SCOPE)
+endfunction()
+
 set(doc "${SOURCE_DIR}/docs/writing-a-position-scheme.md")
-file(READ "${doc}" text)
-set(marker "<!-- file: ")
-set(extracted "")
-while(TRUE)
-  string(FIND "${text}" "${marker}" at)
-  if(at EQUAL -1)
-    break()
-  endif()
-  string(LENGTH "${marker}" mlen)
-  math(EXPR name_at "${at} + ${mlen}")
-  string(SUBSTRING "${text}" ${name_at} -1 text)
-  string(FIND "${text}" " -->" name_end)
-  string(SUBSTRING "${text}" 0 ${name_end} name)
-  # Skip to the line after the opening fence.
-  string(FIND "${text}" "```" fence)
-  string(SUBSTRING "${text}" ${fence} -1 text)
-  string(FIND "${text}" "\n" eol)
-  math(EXPR body_at "${eol} + 1")
-  string(SUBSTRING "${text}" ${body_at} -1 text)
-  string(FIND "${text}" "\n```" close)
-  if(close EQUAL -1)
-    message(FATAL_ERROR "${doc}: the block of ${name} has no closing fence")
-  endif()
-  math(EXPR body_len "${close} + 1")
-  string(SUBSTRING "${text}" 0 ${body_len} body)
-  file(WRITE "${src}/${name}" "${body}")
-  list(APPEND extracted "${name}")
-  string(SUBSTRING "${text}" ${body_len} -1 text)
-endwhile()
+extract("${doc}" "${src}")
 if(NOT "kerple_log.cpp" IN_LIST extracted OR NOT "CMakeLists.txt" IN_LIST extracted)
   message(FATAL_ERROR "${doc} must mark kerple_log.cpp and CMakeLists.txt; found: ${extracted}")
 endif()
@@ -71,4 +76,32 @@ run("${BINARY_DIR}/bin/lengen_unit_tests" "position contract*")
 if(NOT last_output MATCHES "All tests passed")
   message(FATAL_ERROR "contract tests did not pass with the plugin:\n${last_output}")
 endif()
-message(STATUS "out-of-tree plugin built, installed-CLI listed it, contract tests passed")
+
+# A stage kind built out of tree (docs/stages.md) runs as the second stage of an experiment.
+set(stage_src "${work}/stage-src")
+extract("${SOURCE_DIR}/docs/stages.md" "${stage_src}")
+if(NOT "attention_snapshot.cpp" IN_LIST extracted OR NOT "CMakeLists.txt" IN_LIST extracted)
+  message(FATAL_ERROR "docs/stages.md must mark attention_snapshot.cpp and CMakeLists.txt; found: ${extracted}")
+endif()
+run(${CMAKE_COMMAND} -S "${stage_src}" -B "${work}/stage-build" -G "${GENERATOR}"
+    -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release)
+run(${CMAKE_COMMAND} --build "${work}/stage-build")
+file(WRITE "${work}/snapshot.yaml" "name: snap
+seed: 1
+output_dir: ${work}/runs
+task: {name: addition, train_digits: [1, 2], eval_digits: [1, 3]}
+model: {layers: 1, heads: 2, d_model: 32, d_ff: 64}
+position: [{name: coupling, max_position: 16}]
+train: {steps: 300, batch_size: 32, optimizer: {name: adam, lr: 0.003}}
+stages:
+  - {name: train}
+  - {name: snapshot, kind: attention_snapshot, value: 2, samples: 16}
+")
+run("${prefix}/bin/lengen" run "${work}/snapshot.yaml" --plugin-path "${work}/stage-build")
+foreach(f attention.safetensors attention.json stage.json)
+  if(NOT EXISTS "${work}/runs/snap/1/stages/snapshot/${f}")
+    message(FATAL_ERROR "the out-of-tree stage did not write ${f}:\n${last_output}")
+  endif()
+endforeach()
+message(STATUS "out-of-tree plugins built (a position scheme and a stage kind), the installed CLI used them, "
+               "contract tests passed")

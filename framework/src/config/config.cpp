@@ -1,6 +1,7 @@
 #include "lengen/config/node.h"
 #include "lengen/config/schema.h"
 
+#include <algorithm>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -309,6 +310,44 @@ ConfigNode load_config_file(const std::string& path) {
 
 ConfigNode load_config_string(const std::string& text, const std::string& name) {
   return parse(text, name);
+}
+
+namespace {
+
+YAML::Node merge_yaml(const YAML::Node& base, const YAML::Node& over, const std::vector<std::string>& replace) {
+  if (!over.IsDefined() || over.IsNull()) return base;
+  if (!base.IsDefined() || base.IsNull() || !base.IsMap() || !over.IsMap()) return over;
+  YAML::Node out(YAML::NodeType::Map);
+  for (const auto& kv : base) {
+    const std::string k = kv.first.as<std::string>();
+    // force_insert keeps the key nodes themselves, so errors still point at their lines.
+    if (!over[k].IsDefined()) out.force_insert(kv.first, kv.second);
+  }
+  for (const auto& kv : over) {
+    const std::string k = kv.first.as<std::string>();
+    const YAML::Node b = base[k];
+    const bool whole = std::find(replace.begin(), replace.end(), k) != replace.end();
+    out.force_insert(kv.first, whole ? kv.second : merge_yaml(b, kv.second, {}));
+  }
+  return out;
+}
+
+}  // namespace
+
+ConfigNode merge_config(const ConfigNode& base, const ConfigNode& over,
+                        const std::vector<std::string>& replace_keys) {
+  return ConfigNode(merge_yaml(base.yaml(), over.yaml(), replace_keys), base.source() ? base.source() : over.source(),
+                    base.path());
+}
+
+ConfigNode without_keys(const ConfigNode& node, const std::vector<std::string>& keys) {
+  if (!node.is_map()) return node;
+  YAML::Node out(YAML::NodeType::Map);
+  for (const auto& kv : node.yaml()) {
+    const std::string k = kv.first.as<std::string>();
+    if (std::find(keys.begin(), keys.end(), k) == keys.end()) out.force_insert(kv.first, kv.second);
+  }
+  return ConfigNode(out, node.source(), node.path());
 }
 
 ConfigNode apply_overrides(const ConfigNode& root, const std::vector<std::string>& assignments) {

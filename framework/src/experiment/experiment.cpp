@@ -66,9 +66,89 @@ torch::Tensor ids_tensor(const std::vector<Example>& examples) {
 }  // namespace
 
 Experiment Experiment::load(const std::string& path, const std::vector<std::string>& overrides) {
+  return from_node(apply_overrides(load_config_file(path), overrides), path);
+}
+
+namespace {
+
+// The keys of a stage entry that the framework reads; the rest are the kind's own options.
+const std::vector<std::string> kStageKeys = {"name", "kind", "init_from", "new_parameters", "dropped_parameters",
+                                             "init_optimizer", "task", "model", "position", "train", "eval"};
+const std::vector<std::string> kStageSections = {"task", "model", "position", "train", "eval"};
+
+std::string task_name_of(const ConfigNode& n) {
+  return n.is_scalar() ? n.as_string() : n.child("name").as_string();
+}
+
+// `task:` as a map (a bare name becomes {name: ...}).
+ConfigNode task_map(const ConfigNode& n) {
+  if (!n.is_scalar()) return n;
+  YAML::Node m(YAML::NodeType::Map);
+  m["name"] = n.yaml();
+  return ConfigNode(m, n.source(), n.path());
+}
+
+// The training sources of `task.mixture`: each entry is the experiment's task options with
+// the entry's own laid over them (a different `name:` starts from that task's defaults).
+std::vector<DataSource> parse_mixture(const ConfigNode& task_node, const ConfigNode& mixture, const Task& base) {
+  std::vector<DataSource> out;
+  if (!mixture.is_sequence()) {
+    mixture.fail("task.mixture must be a list of sources: [{source: name, weight: 0.99, dataset_size: N, "
+                 "<task options>}, ...]");
+  }
+  const ConfigNode base_opts = without_keys(task_map(task_node), {"mixture"});
+  std::vector<std::string> seen;
+  for (size_t i = 0; i < mixture.size(); ++i) {
+    ConfigNode entry = mixture.at(i);
+    if (!entry.is_map()) entry.fail("a mixture source is a map of task options plus source, weight, dataset_size");
+    DataSource src;
+    src.name = entry.child("source").defined() ? entry.child("source").as_string() : fmt::format("source{}", i);
+    if (std::find(seen.begin(), seen.end(), src.name) != seen.end()) {
+      entry.child("source").fail(fmt::format("two mixture sources are named '{}'", src.name));
+    }
+    seen.push_back(src.name);
+    if (entry.child("weight").defined()) {
+      src.weight = entry.child("weight").as_float();
+      if (!(src.weight > 0)) entry.child("weight").fail("a source's weight must be > 0");
+    }
+    if (entry.child("dataset_size").defined()) {
+      src.dataset_size = entry.child("dataset_size").as_int();
+      if (src.dataset_size < 0) entry.child("dataset_size").fail("dataset_size must be >= 0 (0 = online)");
+    }
+    ConfigNode opts = without_keys(entry, {"source", "weight", "dataset_size"});
+    const bool other_task = opts.child("name").defined() && opts.child("name").as_string() != task_name_of(base_opts);
+    ConfigNode merged = other_task ? opts : merge_config(base_opts, opts);
+    auto t = task_registry().create(merged, TaskContext{});
+    if (t->vocabulary().tokens() != base.vocabulary().tokens() || t->position_levels() != base.position_levels()) {
+      entry.fail(fmt::format("mixture source '{}' has a different vocabulary or number of position-ID levels "
+                             "than the experiment's task; sources must share them", src.name));
+    }
+    src.task = std::move(t);
+    out.push_back(std::move(src));
+  }
+  const size_t weighted = static_cast<size_t>(std::count_if(out.begin(), out.end(), [](const DataSource& d) { return d.weight > 0; }));
+  if (weighted != 0 && weighted != out.size()) {
+    mixture.fail("give every mixture source a weight, or none (then every source needs a dataset_size and the "
+                 "training set is their union)");
+  }
+  if (weighted == 0) {
+    for (size_t i = 0; i < out.size(); ++i) {
+      if (out[i].dataset_size == 0) {
+        mixture.at(i).fail(fmt::format("source '{}' has no weight and no dataset_size: an unweighted mixture is the "
+                                       "union of fixed sets", out[i].name));
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Experiment Experiment::from_node(const ConfigNode& root_in, const std::string& path, bool allow_stages) {
   Experiment e;
   e.file = path;
-  ConfigNode root = apply_overrides(load_config_file(path), overrides);
+  const ConfigNode root = root_in;
+  e.root = root;
   MapReader r(root);
   e.name = r.get_string("name", fs::path(path).stem().string());
   e.seed = static_cast<uint64_t>(r.get_int("seed", 0));
@@ -96,8 +176,14 @@ Experiment Experiment::load(const std::string& path, const std::vector<std::stri
     }
   }
 
-  e.task_node = r.required("task");
+  ConfigNode task_in = r.required("task");
+  ConfigNode mixture = task_in.is_map() ? task_in.child("mixture") : ConfigNode();
+  e.task_node = mixture.defined() ? without_keys(task_in, {"mixture"}) : task_in;
   e.task = task_registry().create(e.task_node, TaskContext{});
+  if (mixture.defined() && mixture.size() > 0) {
+    e.sources = parse_mixture(e.task_node, mixture, *e.task);
+    e.mixture_node = mixture;
+  }
   e.model = ModelConfig::from_config(r.child("model"));
 
   ConfigNode pos = r.required("position");
@@ -113,13 +199,28 @@ Experiment Experiment::load(const std::string& path, const std::vector<std::stri
   }
   e.train = TrainConfig::from_config(r.child("train"));
   e.eval = EvalConfig::from_config(r.child("eval"), e.task->grid_axes());
+  e.curve_eval = e.train.eval_every > 0
+                     ? EvalConfig::from_config(merge_config(r.child("eval"), e.train.eval_grid), e.task->grid_axes())
+                     : e.eval;
+  if (!e.sources.empty() && e.train.dataset_size > 0) {
+    root.child("train").child("dataset_size").fail(
+        "train.dataset_size does not apply to a task.mixture: give each source its own dataset_size");
+  }
+  ConfigNode stages = r.child("stages");
+  if (stages.defined() && !allow_stages) {
+    stages.fail("a stage cannot have stages of its own");
+  }
   r.finish();
 
   // Build the schemes once now: validates their options and lets them check that every
   // evaluation cell and the training distribution fit (e.g. IDs <= max_position), so an
   // impossible length fails before training instead of after it.
   auto schemes = build_schemes(e.position_nodes, scheme_context(e.model, e.task->position_levels()));
-  for (const auto& cell : e.eval.cells()) {
+  std::vector<GridCell> cells = e.eval.cells();
+  for (const auto& c : e.curve_eval.cells()) {
+    if (std::find(cells.begin(), cells.end(), c) == cells.end()) cells.push_back(c);
+  }
+  for (const auto& cell : cells) {
     Rng rng(mix_seed(e.eval.seed, {0xC0FFEE}));
     Example ex;
     try {
@@ -145,7 +246,8 @@ Experiment Experiment::load(const std::string& path, const std::vector<std::stri
     Rng rng(mix_seed(e.seed, {0xC0FFEE}));
     std::vector<Example> sample;
     for (int i = 0; i < 256; ++i) {
-      sample.push_back(e.task->sample_train(rng));
+      sample.push_back(e.sources.empty() ? e.task->sample_train(rng)
+                                         : e.sources[static_cast<size_t>(i) % e.sources.size()].task->sample_train(rng));
     }
     // The task must render its examples in the architecture's layout (a refusal names both).
     const std::string task_name =
@@ -164,7 +266,88 @@ Experiment Experiment::load(const std::string& path, const std::vector<std::stri
       }
     }
   }
+  if (stages.defined()) {
+    e.parse_stages(stages);
+  }
   return e;
+}
+
+void Experiment::parse_stages(const ConfigNode& stages) {
+  if (!stages.is_sequence() || stages.size() == 0) {
+    stages.fail("stages: must be a non-empty list of {name, kind, ...} entries");
+  }
+  const ConfigNode base = without_keys(root, {"stages"});
+  for (size_t i = 0; i < stages.size(); ++i) {
+    ConfigNode entry = stages.at(i);
+    if (!entry.is_map()) entry.fail("a stage is a map with at least name: and kind:");
+    StageSpec st;
+    st.node = entry;
+    if (!entry.child("name").defined()) entry.fail("a stage needs a name: (its folder is RUN/stages/<name>)");
+    st.name = entry.child("name").as_string();
+    if (st.name.empty() || st.name.find_first_of("/\\ ") != std::string::npos || st.name == "." || st.name == "..") {
+      entry.child("name").fail(fmt::format("'{}' cannot name a folder; use letters, digits, - and _", st.name));
+    }
+    for (const auto& prev : this->stages) {
+      if (prev.name == st.name) entry.child("name").fail(fmt::format("two stages are named '{}'", st.name));
+    }
+    ConfigNode kind = entry.child("kind");
+    st.kind = kind.defined() ? kind.as_string() : "train";
+    const auto& reg = stage_registry().lookup(st.kind, kind.defined() ? kind : entry);
+    st.options = Options::validate(reg.spec, entry, kStageKeys);
+    // init_from: an earlier stage by name, or a run directory. Stages other than `train`
+    // read the previous stage's model unless told otherwise.
+    ConfigNode init = entry.child("init_from");
+    if (init.defined()) {
+      st.init_from = init.as_string();
+    } else if (st.kind != "train" && i > 0) {
+      st.init_from = this->stages.back().name;
+    }
+    for (const auto& prev : this->stages) {
+      if (prev.name == st.init_from) st.init_from_stage = true;
+    }
+    if (init.defined() && !st.init_from_stage) {
+      for (size_t j = i; j < stages.size(); ++j) {
+        ConfigNode later = stages.at(j).child("name");
+        if (later.defined() && later.as_string() == st.init_from) {
+          init.fail(fmt::format("stage '{}' starts from '{}', which runs {}; init_from names an earlier stage "
+                                "or a run directory", st.name, st.init_from, j == i ? "as itself" : "after it"));
+        }
+      }
+    }
+    auto choice = [&](const char* key, const char* no, const char* yes) {
+      ConfigNode n = entry.child(key);
+      if (!n.defined()) return false;
+      const std::string v = n.as_string();
+      if (v != no && v != yes) n.fail(fmt::format("expected {} or {}, got '{}'", no, yes, v));
+      return v == yes;
+    };
+    st.init.init_new = choice("new_parameters", "error", "init");
+    st.init.drop_unused = choice("dropped_parameters", "error", "ignore");
+    st.init_optimizer = entry.child("init_optimizer").defined() && entry.child("init_optimizer").as_bool();
+    if (st.init_from.empty() && (st.init_optimizer || entry.child("new_parameters").defined())) {
+      entry.fail(fmt::format("stage '{}' sets init rules but has no init_from", st.name));
+    }
+    // The stage's experiment: the file's sections with the stage's laid over them.
+    YAML::Node over(YAML::NodeType::Map);
+    for (const auto& sec : kStageSections) {
+      if (entry.child(sec).defined()) over[sec] = entry.child(sec).yaml();
+    }
+    ConfigNode over_node(over, root.source(), "");
+    std::vector<std::string> replace = {"position"};
+    const ConfigNode st_task = entry.child("task");
+    if (st_task.defined() && (st_task.is_scalar() || (st_task.child("name").defined() &&
+                                                      st_task.child("name").as_string() != task_name_of(task_node)))) {
+      replace.push_back("task");  // another task: none of the file's task options apply
+    }
+    ConfigNode merged = merge_config(base, over_node, replace);
+    st.experiment = std::make_shared<const Experiment>(from_node(merged, file, /*allow_stages=*/false));
+    this->stages.push_back(std::move(st));
+  }
+}
+
+TrainingData Experiment::training_data() const {
+  if (sources.empty()) return TrainingData(task, train.dataset_size, seed);
+  return TrainingData(sources, seed);
 }
 
 Transformer Experiment::build_model(const torch::Device& device) const {
@@ -213,6 +396,36 @@ torch::Dtype Experiment::torch_dtype() const {
   return dtype == "float64" ? torch::kFloat64 : torch::kFloat32;
 }
 
+namespace {
+
+// task, model, position, train and eval, resolved (defaults filled in).
+YAML::Node sections_yaml(const Experiment& e) {
+  YAML::Node n;
+  YAML::Node task_yaml;
+  task_yaml["name"] = task_name_of(e.task_node);
+  for (const auto& kv : task_registry().options_of(e.task_node).to_yaml()) {
+    task_yaml[kv.first] = kv.second;
+  }
+  if (e.mixture_node.defined()) {
+    task_yaml["mixture"] = YAML::Clone(e.mixture_node.yaml());
+  }
+  n["task"] = task_yaml;
+  n["model"] = e.model.to_yaml();
+  for (const auto& pn : e.position_nodes) {
+    YAML::Node p;
+    p["name"] = pn.is_scalar() ? pn.as_string() : pn.child("name").as_string();
+    for (const auto& kv : position_registry().options_of(pn).to_yaml()) {
+      p[kv.first] = kv.second;
+    }
+    n["position"].push_back(p);
+  }
+  n["train"] = e.train.to_yaml();
+  n["eval"] = e.eval.to_yaml();
+  return n;
+}
+
+}  // namespace
+
 std::string Experiment::resolved_yaml() const {
   YAML::Node n;
   n["name"] = name;
@@ -224,24 +437,25 @@ std::string Experiment::resolved_yaml() const {
   if (!plugins.empty()) {
     n["plugins"] = plugins;
   }
-  YAML::Node t = task_registry().options_of(task_node).to_yaml();
-  YAML::Node task_yaml;
-  task_yaml["name"] = task_node.is_scalar() ? task_node.as_string() : task_node.child("name").as_string();
-  for (const auto& kv : t) {
-    task_yaml[kv.first] = kv.second;
-  }
-  n["task"] = task_yaml;
-  n["model"] = model.to_yaml();
-  for (const auto& pn : position_nodes) {
-    YAML::Node p;
-    p["name"] = pn.is_scalar() ? pn.as_string() : pn.child("name").as_string();
-    for (const auto& kv : position_registry().options_of(pn).to_yaml()) {
-      p[kv.first] = kv.second;
+  YAML::Node sec = sections_yaml(*this);
+  for (const char* k : {"task", "model", "position", "train", "eval"}) n[k] = sec[k];
+  // Each stage with its kind's options and, for the sections it overrides, the resolved
+  // section (so reloading this file gives the same stages).
+  for (const auto& st : stages) {
+    YAML::Node s;
+    s["name"] = st.name;
+    s["kind"] = st.kind;
+    if (!st.init_from.empty()) s["init_from"] = st.init_from;
+    if (st.init.init_new) s["new_parameters"] = "init";
+    if (st.init.drop_unused) s["dropped_parameters"] = "ignore";
+    if (st.init_optimizer) s["init_optimizer"] = true;
+    for (const auto& kv : st.options.to_yaml()) s[kv.first] = kv.second;
+    YAML::Node ssec = sections_yaml(*st.experiment);
+    for (const char* k : {"task", "model", "position", "train", "eval"}) {
+      if (st.node.child(k).defined()) s[k] = ssec[k];
     }
-    n["position"].push_back(p);
+    n["stages"].push_back(s);
   }
-  n["train"] = train.to_yaml();
-  n["eval"] = eval.to_yaml();
   YAML::Node prov;
   prov["lengen"] = kVersion;
   prov["torch"] = torch_version();

@@ -201,6 +201,9 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionInpu
     if (causal) {
       scores.masked_fill_(causal_block_mask(T, S, offset, x.device()), neg_inf);
     }
+    if (in.attn_out && in.scores) {
+      *in.attn_out = scores.detach().clone();
+    }
     torch::Tensor probs;
     if (exact_softmax) {
       probs = torch::softmax(scores, -1);  // [B, H, T, S]
@@ -209,7 +212,7 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionInpu
       auto e = (scores - std::get<0>(scores.max(-1, /*keepdim=*/true))).exp();  // [B, H, T, S]
       probs = e / (e.sum(-1, /*keepdim=*/true) + softmax_eps_);                  // [B, H, T, S]
     }
-    if (in.attn_out) {
+    if (in.attn_out && !in.scores) {
       *in.attn_out = probs.detach();
     }
     if (p > 0) {

@@ -121,8 +121,10 @@ torch::Tensor TransformerImpl::run_stack(torch::nn::ModuleList& stack,
       }
       if (attention) {
         s.attn_out = &(*attention)[attention_offset + app];
+        s.scores = attention_scores_;
         if (with_cross) {
           c.attn_out = &(*attention)[attention_offset + apps + app];
+          c.scores = attention_scores_;
         }
       }
       auto block = stack->ptr<BlockImpl>(cfg_.shared_layers ? 0 : l);

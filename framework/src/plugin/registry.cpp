@@ -29,6 +29,11 @@ TaskRegistry& task_registry() {
   return r;
 }
 
+StageRegistry& stage_registry() {
+  static StageRegistry r("stage");
+  return r;
+}
+
 Registrar::~Registrar() = default;
 
 namespace {
@@ -52,7 +57,7 @@ std::string exe_dir() {
 }
 
 std::string kind_from_filename(const std::string& file) {
-  for (const char* k : {"position", "task"}) {
+  for (const char* k : {"position", "task", "stage"}) {
     if (file.rfind(fmt::format("liblengen-{}-", k), 0) == 0) {
       return k;
     }
@@ -183,6 +188,7 @@ const LoadedPlugin& load_plugin(const std::string& path_in) {
   } catch (const std::exception& e) {
     position_registry().remove_library(p);
     task_registry().remove_library(p);
+    stage_registry().remove_library(p);
     throw Error(fmt::format("plugin '{}' ({}): registration failed: {}", lp.origin.plugin, p,
                             e.what()));
   }

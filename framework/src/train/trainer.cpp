@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <numeric>
+#include <set>
 #include <sstream>
 
 namespace fs = std::filesystem;
@@ -84,6 +85,11 @@ TrainConfig TrainConfig::from_config(const ConfigNode& node) {
   c.log_every = r.get_int("log_every", c.log_every);
   c.checkpoint_every = r.get_int("checkpoint_every", c.checkpoint_every);
   c.keep_checkpoints = r.get_int("keep_checkpoints", c.keep_checkpoints);
+  c.eval_every = r.get_int("eval_every", c.eval_every);
+  c.eval_grid = r.child("eval_grid");
+  if (c.eval_grid.defined() && !c.eval_grid.is_map()) {
+    c.eval_grid.fail("train.eval_grid must be a map of eval: keys (grid, samples, ...)");
+  }
   r.finish();
   auto require = [&](bool ok, const char* key, const std::string& msg) {
     if (!ok) {
@@ -104,6 +110,9 @@ TrainConfig TrainConfig::from_config(const ConfigNode& node) {
   require(c.log_every >= 1, "log_every", "train.log_every must be >= 1");
   require(c.checkpoint_every >= 0, "checkpoint_every", "train.checkpoint_every must be >= 0");
   require(c.keep_checkpoints >= 1, "keep_checkpoints", "train.keep_checkpoints must be >= 1");
+  require(c.eval_every >= 0, "eval_every", "train.eval_every must be >= 0 (0: no evaluation during training)");
+  require(c.eval_every > 0 || !c.eval_grid.defined(), "eval_grid",
+          "train.eval_grid is used only with train.eval_every > 0");
   return c;
 }
 
@@ -125,6 +134,10 @@ YAML::Node TrainConfig::to_yaml() const {
   n["log_every"] = log_every;
   n["checkpoint_every"] = checkpoint_every;
   n["keep_checkpoints"] = keep_checkpoints;
+  if (eval_every > 0) {
+    n["eval_every"] = eval_every;
+    if (eval_grid.defined()) n["eval_grid"] = YAML::Clone(eval_grid.yaml());
+  }
   return n;
 }
 
@@ -271,6 +284,42 @@ void load_weights(Transformer& model, const std::string& path) {
   copy_weights(model, load_safetensors(path), path);
 }
 
+std::vector<std::string> load_weights_by_name(Transformer& model, const std::string& path,
+                                              const InitRules& rules) {
+  TensorFile file = load_safetensors(path);
+  torch::NoGradGuard no_grad;
+  std::vector<std::string> problems, fresh;
+  std::set<std::string> used;
+  for (auto& [name, p] : named_weights(model)) {
+    const torch::Tensor* t = file.find(name);
+    if (t == nullptr) {
+      if (rules.init_new) {
+        fresh.push_back(name);
+      } else {
+        problems.push_back(fmt::format("parameter '{}' {} is new (not in the checkpoint); set "
+                                       "new_parameters: init to initialise it fresh", name, shape(p)));
+      }
+      continue;
+    }
+    used.insert(name);
+    if (t->sizes() != p.sizes()) {
+      problems.push_back(fmt::format("parameter '{}': the model needs {} but the checkpoint has {}", name,
+                                     shape(p), shape(*t)));
+      continue;
+    }
+    p.copy_(*t);
+  }
+  for (const auto& [name, t] : file.tensors) {
+    if (name.rfind("optimizer.", 0) == 0 || used.count(name)) continue;
+    if (!rules.drop_unused) {
+      problems.push_back(fmt::format("checkpoint parameter '{}' {} is not in this model; set "
+                                     "dropped_parameters: ignore to leave it out", name, shape(t)));
+    }
+  }
+  LENGEN_CHECK(problems.empty(), "init_from {}:\n  {}", path, join(problems, "\n  "));
+  return fresh;
+}
+
 // ---------------------------------------------------------------------------------------
 // Trainer
 
@@ -287,43 +336,26 @@ Trainer::Trainer(TrainConfig cfg,
       device_(device),
       run_dir_(std::move(run_dir)),
       optimizer_(cfg_, named_weights(model_)),
-      objective_(objective_for(model_)) {
-  if (cfg_.dataset_size > 0) {
-    Rng rng(mix_seed(seed_, {0xDA7A}));
-    dataset_.reserve(static_cast<size_t>(cfg_.dataset_size));
-    for (int64_t i = 0; i < cfg_.dataset_size; ++i) {
-      dataset_.push_back(task_.sample_train(rng));
-    }
-  }
+      objective_(objective_for(model_)),
+      // Not owned: the caller keeps the task alive for the trainer's lifetime.
+      data_(std::shared_ptr<const Task>(&task_, [](const Task*) {}), cfg_.dataset_size, seed_) {}
+
+void Trainer::set_periodic(int64_t every, std::function<void(int64_t)> fn,
+                           std::function<void(int64_t)> started) {
+  periodic_every_ = every;
+  periodic_ = std::move(fn);
+  started_ = std::move(started);
+}
+
+void Trainer::load_optimizer_state(const std::string& checkpoint) {
+  TensorFile file = load_safetensors(checkpoint);
+  auto it = file.metadata.find("step");
+  LENGEN_CHECK(it != file.metadata.end(), "{}: not a lengen training checkpoint (no step)", checkpoint);
+  optimizer_.load_state(file.tensors, std::stoll(it->second));
 }
 
 Batch Trainer::batch_for_step(int64_t step_index) {
-  std::vector<Example> examples;
-  examples.reserve(static_cast<size_t>(cfg_.batch_size));
-  if (dataset_.empty()) {
-    Rng rng(mix_seed(seed_, {static_cast<uint64_t>(step_index), 1}));
-    for (int64_t i = 0; i < cfg_.batch_size; ++i) {
-      examples.push_back(task_.sample_train(rng));
-    }
-  } else {
-    // Epochs over the fixed set, each a permutation seeded by (seed, epoch).
-    const int64_t N = static_cast<int64_t>(dataset_.size());
-    for (int64_t i = 0; i < cfg_.batch_size; ++i) {
-      const int64_t g = step_index * cfg_.batch_size + i;
-      const int64_t epoch = g / N;
-      if (epoch != perm_epoch_) {
-        perm_.resize(static_cast<size_t>(N));
-        std::iota(perm_.begin(), perm_.end(), 0);
-        Rng rng(mix_seed(seed_, {static_cast<uint64_t>(epoch), 2}));
-        for (int64_t j = N - 1; j > 0; --j) {
-          std::swap(perm_[j], perm_[rng.uniform_int(0, j)]);
-        }
-        perm_epoch_ = epoch;
-      }
-      examples.push_back(dataset_[static_cast<size_t>(perm_[g % N])]);
-    }
-  }
-  return objective_->make_batch(task_, examples).to(device_);
+  return objective_->make_batch(task_, data_.batch(step_index, cfg_.batch_size)).to(device_);
 }
 
 double Trainer::step(const Batch& batch, int64_t step_index) {
@@ -420,8 +452,9 @@ std::string format_duration(double seconds) {
   return fmt::format("{}m{:02d}s", s / 60, s % 60);
 }
 
-// Keeps the metrics records of steps <= `step` (a resumed run rewrites what follows).
-void truncate_metrics(const std::string& path, int64_t step) {
+}  // namespace
+
+void truncate_jsonl(const std::string& path, int64_t step) {
   std::ifstream in(path);
   if (!in) {
     return;
@@ -440,8 +473,6 @@ void truncate_metrics(const std::string& path, int64_t step) {
   write_file_atomic(path, kept);
 }
 
-}  // namespace
-
 TrainResult Trainer::run(bool resume) {
   auto log = logger("train");
   fs::create_directories(run_dir_);
@@ -451,7 +482,7 @@ TrainResult Trainer::run(bool resume) {
   if (resume && !latest.empty()) {
     start = load_checkpoint(latest);
     log->info("resumed from {} (step {})", latest, start);
-    truncate_metrics(metrics_path, start);
+    truncate_jsonl(metrics_path, start);
   } else if (!latest.empty()) {
     throw Error(fmt::format("{} already holds checkpoints ({}); pass --resume to continue that "
                             "run or --fresh to discard it",
@@ -465,8 +496,14 @@ TrainResult Trainer::run(bool resume) {
 
   TrainResult result;
   result.steps = start;
+  if (started_) {
+    started_(start);
+  }
   if (start >= cfg_.steps) {
     return result;
+  }
+  if (start == 0 && periodic_) {
+    periodic_(0);  // the curve starts from the initial (or init_from) weights
   }
   using clock = std::chrono::steady_clock;
   const auto t0 = clock::now();
@@ -507,6 +544,9 @@ TrainResult Trainer::run(bool resume) {
       window_start = now;
       window_loss = 0;
       window_steps = window_tokens = 0;
+    }
+    if (periodic_ && periodic_every_ > 0 && ((s + 1) % periodic_every_ == 0 || last)) {
+      periodic_(s + 1);
     }
     const bool periodic = cfg_.checkpoint_every > 0 && (s + 1) % cfg_.checkpoint_every == 0;
     if (periodic || last || stop_requested()) {

@@ -118,6 +118,15 @@ LENGEN_API ConfigNode load_config_string(const std::string& text, const std::str
 LENGEN_API ConfigNode apply_overrides(const ConfigNode& root,
                                       const std::vector<std::string>& assignments);
 
+/// `over` laid over `base`: maps merge key by key (recursively), anything else in `over`
+/// replaces. The result shares the nodes (and so the file/line marks) of both trees; the
+/// source is `base`'s. `replace_keys` are replaced whole even when both are maps.
+LENGEN_API ConfigNode merge_config(const ConfigNode& base, const ConfigNode& over,
+                                   const std::vector<std::string>& replace_keys = {});
+
+/// A map node without `keys` (shares the remaining children's nodes and marks).
+LENGEN_API ConfigNode without_keys(const ConfigNode& node, const std::vector<std::string>& keys);
+
 /// Serialises a node back to YAML text (the resolved config in a run directory).
 LENGEN_API std::string to_yaml(const YAML::Node& node);
 

@@ -3,7 +3,9 @@
 #include "lengen/config/node.h"
 #include "lengen/core/export.h"
 #include "lengen/model/transformer.h"
+#include "lengen/stage/stage.h"
 #include "lengen/task/task.h"
+#include "lengen/train/data.h"
 #include "lengen/train/evaluator.h"
 #include "lengen/train/trainer.h"
 
@@ -20,8 +22,9 @@ namespace lengen {
 /// and schemes' own schemas); unknown top-level keys are errors.
 ///
 ///   name, seed, device (cpu|cuda|auto), dtype (float32|float64|bfloat16), output_dir,
-///   threads (0 = hardware), plugins: [paths], task: {name, ...}, model: {...},
-///   position: [{name, ...}, ...], train: {...}, eval: {...}
+///   threads (0 = hardware), plugins: [paths], task: {name, ..., mixture: [...]},
+///   model: {...}, position: [{name, ...}, ...], train: {...}, eval: {...},
+///   stages: [{name, kind, init_from, <task|model|position|train|eval overrides>, ...}]
 struct LENGEN_API Experiment {
   std::string file;
   std::string name;
@@ -37,11 +40,29 @@ struct LENGEN_API Experiment {
   TrainConfig train;
   EvalConfig eval;
   std::shared_ptr<Task> task;  ///< built during load (validates task options early)
+  /// `task.mixture`: the training sources (empty: train on `task` itself).
+  std::vector<DataSource> sources;
+  ConfigNode mixture_node;  ///< `task.mixture` as written (recorded in config.yaml)
+  /// `train.eval_every`'s evaluation: `eval:` with `train.eval_grid` applied.
+  EvalConfig curve_eval;
+  /// `stages:` (empty: the classic train-then-evaluate experiment).
+  std::vector<StageSpec> stages;
+  ConfigNode root;  ///< the file's tree after --set (stages resolve against it)
 
   /// Loads, applies `--set` overrides, loads listed plugins, validates every section, builds
   /// the task and checks that the evaluation grid is representable by the position schemes
   /// (e.g. no ID above max_position) before any training starts.
   static Experiment load(const std::string& path, const std::vector<std::string>& overrides = {});
+
+  /// The same from a loaded tree; `path` names the file in messages and relative plugin
+  /// paths. `allow_stages` is false for a stage's own experiment.
+  static Experiment from_node(const ConfigNode& root, const std::string& path, bool allow_stages = true);
+
+  /// Reads `stages:` into `stages` (each stage's experiment resolved and validated).
+  void parse_stages(const ConfigNode& stages);
+
+  /// Where training batches come from: the mixture, or the task (online or train.dataset_size).
+  TrainingData training_data() const;
 
   /// Builds the model on `device` (schemes created from their YAML entries), initialised from
   /// a generator seeded by the experiment seed.

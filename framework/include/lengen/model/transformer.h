@@ -138,6 +138,9 @@ struct LENGEN_API AttentionInputs {
   torch::Tensor* cache_k = nullptr;   ///< this application's cache slot (updated in place)
   torch::Tensor* cache_v = nullptr;
   torch::Tensor* attn_out = nullptr;  ///< receives the attention weights [B, H, T, S]
+  /// attn_out receives the pre-softmax scores instead (scaled q.k plus the schemes' biases,
+  /// -inf where masked).
+  bool scores = false;
 };
 
 /// Multi-head attention that calls the position schemes' hooks. Causal self-, bidirectional
@@ -253,6 +256,9 @@ class LENGEN_API TransformerImpl : public torch::nn::Module {
   /// Applications of each stack at the next forward (eval.loops; 1 = the stack once).
   void set_loops(int64_t loops);
   int64_t loops() const { return loops_; }
+  /// What forward()'s `attention` receives: the weights (false, default) or the pre-softmax
+  /// scores (true; analysis of seed 002's attention bias calibration).
+  void set_attention_scores(bool scores) { attention_scores_ = scores; }
 
  private:
   /// Runs `stack` (loops x depth applications) over x. `slot0` is the stack's first cache slot.
@@ -271,6 +277,7 @@ class LENGEN_API TransformerImpl : public torch::nn::Module {
   Architecture arch_;
   int64_t vocab_size_;
   int64_t loops_ = 1;
+  bool attention_scores_ = false;
   std::vector<std::shared_ptr<PositionScheme>> schemes_;
   torch::nn::Embedding tok_emb_{nullptr};
   torch::nn::ModuleList blocks_{nullptr}, encoder_{nullptr};

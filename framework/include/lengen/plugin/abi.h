@@ -13,7 +13,8 @@
 //
 // API history: 0 first release; 1 adds the relative_values hook (kHookRelativeValues); 2 adds
 // Options::get_int_range, Example::push and the header-only lengen/task/decimal.h (a task
-// plugin using them needs a host with API >= 2).
+// plugin using them needs a host with API >= 2); 3 adds stage components
+// (Registrar::add_stage, lengen/stage/stage.h) and the analysis library.
 // ABI history: 1 first release; 2 (architectures) adds the virtual functions
 // PositionScheme::transform_ids_pair, Task::to_seq2seq and Task::to_labeled (vtables changed:
 // rebuild every plugin).
@@ -21,7 +22,7 @@
 #include <cstdint>
 
 #define LENGEN_PLUGIN_ABI 2
-#define LENGEN_PLUGIN_API 2
+#define LENGEN_PLUGIN_API 3
 
 namespace lengen {
 class Registrar;

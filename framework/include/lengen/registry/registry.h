@@ -18,6 +18,8 @@ class PositionScheme;
 struct SchemeContext;
 class Task;
 struct TaskContext;
+class Stage;
+struct StageInfo;
 
 /// Which library a component came from; recorded in every run's config.yaml.
 struct PluginOrigin {
@@ -149,10 +151,13 @@ class Registry {
 
 using PositionRegistry = Registry<PositionScheme, SchemeContext>;
 using TaskRegistry = Registry<Task, TaskContext>;
+using StageRegistry = Registry<Stage, StageInfo>;
 
 /// The process-wide registries (owned by liblengen).
 LENGEN_API PositionRegistry& position_registry();
 LENGEN_API TaskRegistry& task_registry();
+/// Stage kinds (`stages[i].kind`); see lengen/stage/stage.h.
+LENGEN_API StageRegistry& stage_registry();
 
 /// Handed to a plugin's register function; bound to the library being loaded so every
 /// component it adds records its origin.
@@ -177,6 +182,15 @@ class LENGEN_API Registrar {
   void add_task() {
     task_registry().add(T::spec(), origin_, [](const Options& o, const TaskContext& c) {
       return std::make_shared<T>(o, c);
+    });
+  }
+
+  /// Registers a stage kind with `static ComponentSpec spec()` and a constructor
+  /// `S(const Options&, const StageInfo&)` (include lengen/stage/stage.h).
+  template <class S>
+  void add_stage() {
+    stage_registry().add(S::spec(), origin_, [](const Options& o, const StageInfo& c) {
+      return std::make_shared<S>(o, c);
     });
   }
 

@@ -5,6 +5,7 @@
 #include "lengen/model/transformer.h"
 #include "lengen/task/task.h"
 #include "lengen/train/batch.h"
+#include "lengen/train/data.h"
 
 #include <torch/types.h>
 
@@ -33,6 +34,8 @@ struct LENGEN_API TrainConfig {
   int64_t log_every = 100;         ///< metrics.jsonl / progress line period
   int64_t checkpoint_every = 1000; ///< 0: only the final checkpoint
   int64_t keep_checkpoints = 1;    ///< newest N kept
+  int64_t eval_every = 0;          ///< evaluate the `eval_grid` every N steps (0: never)
+  ConfigNode eval_grid;            ///< overrides of `eval:` for those evaluations (map)
 
   /// Reads and validates `train:`; warmup may be given as warmup_steps or warmup_fraction.
   static TrainConfig from_config(const ConfigNode& node);
@@ -99,6 +102,19 @@ class LENGEN_API Trainer {
   /// The training batch of step `step_index` (deterministic in seed and step).
   Batch batch_for_step(int64_t step_index);
 
+  /// Replaces where batches come from (default: the task, online or cfg.dataset_size).
+  void set_data(TrainingData data) { data_ = std::move(data); }
+
+  /// Called with the step count after every `every` steps, after the last step, and at step 0
+  /// of a run that starts fresh (evaluation during training). `started` is called once with
+  /// the step training starts from (0, or the resumed checkpoint's), before any step.
+  void set_periodic(int64_t every, std::function<void(int64_t step)> fn,
+                    std::function<void(int64_t start)> started = {});
+
+  /// Takes Adam's moments and step count from another run's checkpoint (fine-tuning with
+  /// `init_optimizer: true`); fails naming a missing or mis-shaped entry.
+  void load_optimizer_state(const std::string& checkpoint);
+
   /// Runs forward passes under bfloat16 autocast (CUDA only; weights and optimizer stay
   /// float32). Set from the experiment's `dtype: bfloat16`.
   void set_bf16_autocast(bool on) { bf16_autocast_ = on; }
@@ -119,9 +135,10 @@ class LENGEN_API Trainer {
   Optimizer optimizer_;
   std::shared_ptr<const Objective> objective_;  ///< from the model's architecture
   bool bf16_autocast_ = false;
-  std::vector<Example> dataset_;  ///< fixed training set when dataset_size > 0
-  std::vector<int64_t> perm_;     ///< visiting order of dataset_ in epoch perm_epoch_
-  int64_t perm_epoch_ = -1;
+  TrainingData data_;
+  int64_t periodic_every_ = 0;
+  std::function<void(int64_t)> periodic_;
+  std::function<void(int64_t)> started_;
 };
 
 /// Asks a running Trainer to write a checkpoint and stop after the current step. Safe to call
@@ -132,6 +149,24 @@ LENGEN_API bool stop_requested();
 /// Loads only the model weights from a checkpoint file (strict: every parameter must be
 /// present with the right shape).
 LENGEN_API void load_weights(Transformer& model, const std::string& path);
+
+/// How `init_from` maps a checkpoint onto a (possibly different) model, by parameter name.
+struct InitRules {
+  bool init_new = false;      ///< new_parameters: init keeps the model's fresh initialisation
+  bool drop_unused = false;   ///< dropped_parameters: ignore skips checkpoint tensors the model lacks
+};
+
+/// Loads weights by name under `rules`: shapes must agree; a model parameter the checkpoint
+/// lacks is an error unless rules.init_new, a checkpoint parameter the model lacks is an
+/// error unless rules.drop_unused. Every problem is listed, with both shapes. Returns the
+/// names that kept their fresh initialisation.
+LENGEN_API std::vector<std::string> load_weights_by_name(Transformer& model,
+                                                         const std::string& path,
+                                                         const InitRules& rules);
+
+/// Keeps the JSON-lines records of a file whose "step" is <= `step` (a resumed run rewrites
+/// what follows); a torn last line is dropped. Atomic.
+LENGEN_API void truncate_jsonl(const std::string& path, int64_t step);
 
 /// Model parameters by their documented names (see TransformerImpl).
 LENGEN_API std::vector<std::pair<std::string, torch::Tensor>> named_weights(Transformer& model);

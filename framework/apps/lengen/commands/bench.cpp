@@ -1,0 +1,84 @@
+// `lengen bench`: median milliseconds per training step and tokens/s of a config.
+#include "../cli.h"
+
+#include "lengen/core/version.h"
+#include "lengen/train/trainer.h"
+
+#include <nlohmann/json.hpp>
+#include <torch/cuda.h>
+
+#include <chrono>
+#include <filesystem>
+#include <unistd.h>
+
+namespace fs = std::filesystem;
+
+namespace lengen::cli {
+namespace {
+
+class Bench : public Command {
+ public:
+  CLI::App* add(CLI::App& app, Common& common) override {
+    auto* c = app.add_subcommand("bench", "median ms per training step and tokens/s of a config");
+    c->add_option("experiment", file_, "experiment YAML file")->required();
+    c->add_option("--steps", steps_, "timed steps");
+    c->add_option("--warmup", warmup_, "untimed steps first");
+    add_common(c, common);
+    return c;
+  }
+
+  int run(const Common& common) override {
+    Experiment exp = Experiment::load(file_, common.sets);
+    const int64_t threads = configure_threads(exp.threads);
+    torch::Device device = exp.torch_device();
+    Transformer model = exp.build_model(device);
+    fs::path tmp = fs::temp_directory_path() / fmt::format("lengen-bench-{}", ::getpid());
+    Trainer trainer(exp.train, exp.seed, *exp.task, model, device, tmp.string());
+    trainer.set_bf16_autocast(exp.bf16_autocast(device));
+    trainer.set_data(exp.training_data());
+    std::vector<double> ms, data_ms;
+    int64_t tokens = 0;
+    for (int64_t s = 0; s < warmup_ + steps_; ++s) {
+      auto d0 = std::chrono::steady_clock::now();
+      Batch b = trainer.batch_for_step(s);
+      auto t0 = std::chrono::steady_clock::now();
+      if (s >= warmup_) data_ms.push_back(std::chrono::duration<double, std::milli>(t0 - d0).count());
+      trainer.step(b, s);
+      if (device.is_cuda()) torch::cuda::synchronize();
+      double dt = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      if (s >= warmup_) {
+        ms.push_back(dt);
+        tokens += b.tokens;
+      }
+    }
+    std::vector<double> sorted = ms;
+    std::sort(sorted.begin(), sorted.end());
+    std::sort(data_ms.begin(), data_ms.end());
+    const double median = sorted[sorted.size() / 2];
+    const double mean_tokens = static_cast<double>(tokens) / static_cast<double>(ms.size());
+    nlohmann::json j{{"experiment", exp.name},
+                     {"parameters", model->parameter_count()},
+                     {"device", device.str()},
+                     {"threads", threads},
+                     {"batch_size", exp.train.batch_size},
+                     {"tokens_per_step", mean_tokens},
+                     {"steps", steps_},
+                     {"median_ms_per_step", median},
+                     {"median_data_ms_per_step", data_ms[data_ms.size() / 2]},
+                     {"min_ms_per_step", sorted.front()},
+                     {"max_ms_per_step", sorted.back()},
+                     {"tokens_per_s", mean_tokens / (median / 1000.0)},
+                     {"torch", torch_version()}};
+    fmt::print("{}\n", j.dump(2));
+    fs::remove_all(tmp);
+    return 0;
+  }
+
+ private:
+  std::string file_;
+  int64_t steps_ = 20, warmup_ = 3;
+};
+
+}  // namespace
+std::unique_ptr<Command> make_bench() { return std::make_unique<Bench>(); }
+}  // namespace lengen::cli

@@ -1,0 +1,133 @@
+// `lengen sweep`: run every point of a sweep here or on Slurm; --status, --cancel, --point.
+#include "../cli.h"
+
+#include "lengen/core/log.h"
+#include "lengen/report/report.h"
+#include "lengen/sweep/sweep.h"
+#include "lengen/train/checkpoint.h"
+
+#include <torch/cuda.h>
+
+#include <filesystem>
+#include <map>
+#include <sstream>
+
+namespace fs = std::filesystem;
+
+namespace lengen::cli {
+
+void plot_sweep(const std::string& dir, int64_t n, bool plots);
+
+namespace {
+
+void run_aggregate(const std::string& dir, double threshold, bool plots) {
+  plot_sweep(dir, sweep::aggregate(dir, threshold), plots);
+}
+
+int run_sweep(const std::string& file, const std::string& executor, int64_t jobs, const std::string& gpus_text,
+              bool dry, bool status, bool cancel, int64_t point, const std::string& job,
+              const std::vector<std::string>& sets) {
+  auto log = logger("sweep");
+  sweep::Sweep s = sweep::load_sweep(file, sets);
+  if (cancel) {
+    fmt::print("cancelled {} Slurm job(s) of {}\n", sweep::cancel_slurm(s), s.name);
+    return 0;
+  }
+  if (point >= 0) {
+    LENGEN_CHECK(point < static_cast<int64_t>(s.points.size()), "{}: there is no point {} (the sweep has {})",
+                 file, point, s.points.size());
+    const auto& p = s.points[static_cast<size_t>(point)];
+    if (!fs::exists(fs::path(p.run_dir) / "config.yaml")) sweep::write_plan(s);
+    if (sweep::point_state(p) == sweep::State::kDone) {
+      log->info("point {} ({}) is already done", point, p.name);
+      return 0;
+    }
+    log->info("point {} ({}) -> {}", point, p.name, p.run_dir);
+    return sweep::run_point(s, p, self_exe(), s.threads_per_run, job);
+  }
+  // One state query per point (a running Slurm point costs a squeue call).
+  std::map<sweep::State, int64_t> counts;
+  std::vector<sweep::State> states;
+  std::vector<int64_t> todo;
+  for (const auto& p : s.points) {
+    auto st = sweep::point_state(p);
+    states.push_back(st);
+    ++counts[st];
+    if (st != sweep::State::kDone && st != sweep::State::kRunning) todo.push_back(p.index);
+  }
+  if (status || (dry && executor == "local")) {
+    fmt::print("{} ({} points, folder {})\n", s.name, s.points.size(), s.dir);
+    for (const auto& p : s.points) {
+      fmt::print("  {:>4}  {:<12} {}\n", p.index, sweep::state_name(states[static_cast<size_t>(p.index)]), p.name);
+    }
+    std::vector<std::string> parts;
+    for (auto st : {sweep::State::kDone, sweep::State::kRunning, sweep::State::kFailed, sweep::State::kInterrupted,
+                    sweep::State::kMissing}) {
+      parts.push_back(fmt::format("{} {}", counts[st], sweep::state_name(st)));
+    }
+    fmt::print("{}\n", join(parts, ", "));
+    return 0;
+  }
+  sweep::write_plan(s);
+  if (executor == "slurm") {
+    const fs::path dir = fs::path(s.dir) / "slurm";
+    fs::create_directories(dir);
+    const std::string script = sweep::slurm_script(s, todo, self_exe());
+    const std::string path = (dir / "sweep.sbatch").string();
+    write_file_atomic(path, script);
+    if (dry) {
+      fmt::print("{}", script);
+      log->info("dry run: {} written, nothing submitted", path);
+      return 0;
+    }
+    const std::string id = sweep::submit_slurm(s, path);
+    fmt::print("submitted job array {} ({} points) from {}\n", id, todo.size(), path);
+    return 0;
+  }
+  std::vector<std::string> gpus;
+  std::stringstream gs(gpus_text);
+  for (std::string g; std::getline(gs, g, ',');) {
+    if (!g.empty()) gpus.push_back(g);
+  }
+  if (gpus.empty() && torch::cuda::is_available()) {
+    for (int64_t g = 0; g < static_cast<int64_t>(torch::cuda::device_count()); ++g) gpus.push_back(std::to_string(g));
+  }
+  const int64_t workers = jobs > 0 ? jobs : (s.workers > 1 || gpus.empty() ? s.workers : static_cast<int64_t>(gpus.size()));
+  const int64_t failures = sweep::run_local(s, self_exe(), workers, gpus);
+  run_aggregate(s.dir, -1, true);
+  if (failures > 0) {
+    log->error("{} point(s) failed; `lengen sweep {} --status` lists them, running the sweep again retries them",
+               failures, file);
+    return 1;
+  }
+  return 0;
+}
+class Sweep : public Command {
+ public:
+  CLI::App* add(CLI::App& app, Common& common) override {
+    auto* sw = app.add_subcommand("sweep", "run every point of a sweep here or on Slurm; --status, --cancel");
+    sw->add_option("sweep", file_, "sweep YAML file")->required();
+    sw->add_option("--executor", executor_, "local (default) or slurm")->check(CLI::IsMember({"local", "slurm"}));
+    sw->add_option("-j,--jobs", jobs_, "local: points at a time (default: executor.workers)");
+    sw->add_option("--gpus", gpus_, "local: comma-separated CUDA devices, one per worker slot");
+    sw->add_flag("--dry-run", dry_, "list the points (local) or print the batch script (slurm); run nothing");
+    sw->add_flag("--status", status_, "which points are done, running, failed, interrupted or missing");
+    sw->add_flag("--cancel", cancel_, "scancel the sweep's Slurm jobs");
+    sw->add_option("--point", point_, "run one point by index (what each Slurm array task calls)")->group("");
+    sw->add_option("--job", job_, "Slurm job ID of this task")->group("");
+    add_common(sw, common);
+    return sw;
+  }
+  int run(const Common& common) override {
+    return run_sweep(file_, executor_, jobs_, gpus_, dry_, status_, cancel_, point_, job_, common.sets);
+  }
+
+ private:
+  std::string file_, executor_ = "local", job_, gpus_;
+  int64_t jobs_ = 0, point_ = -1;
+  bool dry_ = false, status_ = false, cancel_ = false;
+};
+
+}  // namespace
+std::unique_ptr<Command> make_sweep() { return std::make_unique<Sweep>(); }
+}  // namespace lengen::cli

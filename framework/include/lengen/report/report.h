@@ -1,0 +1,52 @@
+#pragma once
+
+// Reports people look at: the evaluation table, results files, TensorBoard records and the
+// pictures drawn by the plotting scripts (scripts/plot_*.py, Debian's python3-matplotlib).
+// Commands and stages share these; nothing here decides what is measured.
+
+#include "lengen/core/export.h"
+#include "lengen/model/transformer.h"
+#include "lengen/train/evaluator.h"
+
+#include <torch/types.h>
+
+#include <string>
+#include <vector>
+
+namespace lengen {
+
+struct Experiment;
+class EventWriter;
+
+/// "digits=12 operands=3" (sep " ") or "digits=12,operands=3" (sep ",").
+LENGEN_API std::string cell_text(const GridCell& cell, const char* sep = " ");
+
+/// Prints the accuracy table of a grid evaluation to stdout.
+LENGEN_API void print_table(const std::vector<CellResult>& results, const std::vector<std::string>& axes);
+
+/// A plotting script by file name: installed under share/lengen/scripts next to the running
+/// executable, or in the source tree. "" when not found.
+LENGEN_API std::string find_script(const std::string& name);
+
+/// Runs scripts/<script> with /usr/bin/python3 and `args` (already quoted). Logs `what` on
+/// success; on failure (or when python or the script is missing) logs a warning naming
+/// `intact`, the results that were written anyway. Returns whether a picture was drawn.
+LENGEN_API bool run_plot(const std::string& script, const std::string& args, const std::string& what,
+                         const std::string& intact);
+
+/// Evaluates `model` on `cfg`'s grid (progress logged per cell) and writes the report under
+/// `dir`: eval/grid.csv, eval/summary.json, the printed table, plots/grid.png and TensorBoard
+/// scalars (eval/accuracy/<cell>, eval/mean_accuracy) and image at `step`.
+LENGEN_API std::vector<CellResult> evaluate_and_report(Transformer& model, const Experiment& exp,
+                                                       const EvalConfig& cfg, const torch::Device& device,
+                                                       const std::string& dir, int64_t step);
+
+/// Appends one evaluation during training to `path` (JSON lines: step, mean accuracy, one
+/// entry per cell) and logs it to TensorBoard under curve/accuracy/<cell>.
+LENGEN_API void append_eval_curve(const std::string& path, int64_t step, const std::vector<CellResult>& results,
+                                  EventWriter* tensorboard);
+
+/// Draws `eval_curve.jsonl` as accuracy-over-steps curves, one line per grid cell.
+LENGEN_API void plot_eval_curve(const std::string& jsonl, const std::string& png, const std::string& title);
+
+}  // namespace lengen

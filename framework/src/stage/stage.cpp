@@ -1,0 +1,337 @@
+#include "lengen/stage/stage.h"
+
+#include "lengen/core/error.h"
+#include "lengen/core/log.h"
+#include "lengen/experiment/experiment.h"
+#include "lengen/report/report.h"
+#include "lengen/train/checkpoint.h"
+#include "lengen/train/tensorboard.h"
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+
+namespace fs = std::filesystem;
+
+namespace lengen {
+
+Stage::~Stage() = default;
+
+namespace {
+
+// The newest step-*.safetensors of DIR/checkpoints ("" when none).
+std::string newest_checkpoint_in(const fs::path& dir) {
+  std::string best;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir / "checkpoints", ec)) {
+    const std::string f = e.path().filename().string();
+    if (f.rfind("step-", 0) == 0 && e.path().extension() == ".safetensors" && e.path().string() > best) {
+      best = e.path().string();
+    }
+  }
+  return best;
+}
+
+int64_t checkpoint_step(const std::string& path) {
+  TensorFile f = load_safetensors(path);
+  auto it = f.metadata.find("step");
+  LENGEN_CHECK(it != f.metadata.end(), "{}: not a lengen training checkpoint (no step)", path);
+  return std::stoll(it->second);
+}
+
+const char* kMarker = "stage.json";
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------
+// StageContext
+
+StageContext::StageContext(const Experiment& root, const std::vector<StageSpec>& stages, size_t index,
+                           std::string run_dir, bool resume, bool implicit)
+    : root_(root), stages_(stages), index_(index), run_dir_(std::move(run_dir)), resume_(resume), implicit_(implicit) {
+  LENGEN_CHECK(index_ < stages_.size(), "stage index {} out of range", index_);
+  dir_ = implicit_ ? run_dir_ : (fs::path(run_dir_) / "stages" / stages_[index_].name).string();
+  fs::create_directories(dir_);
+}
+
+const Experiment& StageContext::experiment() const { return *stages_[index_].experiment; }
+const Task& StageContext::task() const { return *experiment().task; }
+const StageSpec& StageContext::spec() const { return stages_[index_]; }
+torch::Device StageContext::device() const { return experiment().torch_device(); }
+
+std::string StageContext::stage_dir(const std::string& name) const {
+  for (size_t i = 0; i < index_; ++i) {
+    if (stages_[i].name == name) {
+      return implicit_ ? run_dir_ : (fs::path(run_dir_) / "stages" / name).string();
+    }
+  }
+  throw Error(fmt::format("stage '{}' asks for stage '{}', which does not run before it", spec().name, name));
+}
+
+std::string StageContext::init_checkpoint() const {
+  // Follow init_from through stages that leave no weights (eval, analysis) to one that does.
+  size_t i = index_;
+  for (;;) {
+    const StageSpec& st = stages_[i];
+    if (st.init_from.empty()) return "";
+    if (!st.init_from_stage) {
+      const fs::path other = st.init_from;
+      if (!fs::is_directory(other)) {
+        st.node.child("init_from").fail(fmt::format("'{}' is neither an earlier stage nor a run directory", st.init_from));
+      }
+      return final_checkpoint(other.string());
+    }
+    size_t j = 0;
+    while (stages_[j].name != st.init_from) ++j;
+    const std::string ckpt = newest_checkpoint_in(stage_dir(stages_[j].name));
+    if (!ckpt.empty()) {
+      const int64_t step = checkpoint_step(ckpt);
+      const int64_t want = stages_[j].experiment->train.steps;
+      LENGEN_CHECK(stages_[j].kind != "train" || step == want,
+                   "stage '{}' starts from stage '{}', whose newest checkpoint is step {} of {} (it has not "
+                   "finished)", spec().name, stages_[j].name, step, want);
+      return ckpt;
+    }
+    LENGEN_CHECK(stages_[j].kind != "train", "stage '{}' starts from stage '{}', which has no checkpoint yet",
+                 spec().name, stages_[j].name);
+    i = j;
+  }
+}
+
+Transformer StageContext::load_model() const {
+  const Experiment& exp = experiment();
+  Transformer model = exp.build_model(device());
+  const std::string ckpt = init_checkpoint();
+  if (!ckpt.empty()) {
+    auto fresh = load_weights_by_name(model, ckpt, spec().init);
+    logger("stage")->info("{}: weights from {}{}", spec().name, ckpt,
+                          fresh.empty() ? "" : fmt::format(" ({} new parameters initialised fresh: {})", fresh.size(),
+                                                           join(fresh)));
+  }
+  return model;
+}
+
+std::string StageContext::write_tensors(const std::string& file,
+                                        const std::vector<std::pair<std::string, torch::Tensor>>& tensors) const {
+  const std::string path = (fs::path(dir_) / file).string();
+  save_safetensors(path, tensors, {{"format", "lengen-stage-output-1"}, {"stage", spec().name}});
+  return path;
+}
+
+// ---------------------------------------------------------------------------------------
+// Built-in stages
+
+namespace {
+
+class TrainStage : public Stage {
+ public:
+  static ComponentSpec spec() {
+    return {"stage", "train",
+            "train the model: from scratch, or fine-tune from init_from (an earlier stage or a run directory)",
+            {}};
+  }
+  TrainStage(const Options&, const StageInfo&) {}
+
+  void run(StageContext& ctx) override {
+    const Experiment& exp = ctx.experiment();
+    const torch::Device device = ctx.device();
+    Transformer model = ctx.load_model();
+    logger()->info("{}: {} parameters, device {}, folder {}", exp.name, model->parameter_count(), device.str(),
+                   ctx.dir());
+    Trainer trainer(exp.train, exp.seed, *exp.task, model, device, ctx.dir());
+    trainer.set_bf16_autocast(exp.bf16_autocast(device));
+    trainer.set_data(exp.training_data());
+    if (ctx.spec().init_optimizer) {
+      trainer.load_optimizer_state(ctx.init_checkpoint());
+    }
+    const std::string curve = (fs::path(ctx.dir()) / "eval_curve.jsonl").string();
+    std::unique_ptr<EventWriter> tb;
+    if (exp.train.eval_every > 0) {
+      trainer.set_periodic(
+          exp.train.eval_every,
+          [&](int64_t step) {
+            auto results = evaluate_grid(model, *exp.task, exp.curve_eval, device);
+            if (!tb) tb = std::make_unique<EventWriter>((fs::path(ctx.dir()) / "tensorboard").string());
+            append_eval_curve(curve, step, results, tb.get());
+            std::string cells;
+            for (const auto& c : results) cells += fmt::format(" {}:{:.0f}%", cell_text(c.cell, ","), 100 * c.accuracy);
+            logger("eval")->info("step {}:{}", step, cells);
+          },
+          [&](int64_t start) {
+            if (start == 0) {
+              fs::remove(curve);
+            } else {
+              truncate_jsonl(curve, start);
+            }
+          });
+    }
+    TrainResult tr = trainer.run(ctx.resume());
+    if (tr.seconds > 0) {
+      logger("train")->info("trained {} steps in {:.1f}s ({:.0f} tokens/s), final loss {:.4f}", tr.steps, tr.seconds,
+                            tr.tokens_per_second, tr.final_loss);
+    }
+    if (exp.train.eval_every > 0 && fs::exists(curve)) {
+      plot_eval_curve(curve, (fs::path(ctx.dir()) / "plots" / "eval_curve.png").string(),
+                      fmt::format("{} / {} (seed {})", exp.name, ctx.spec().name, exp.seed));
+    }
+  }
+};
+
+class EvalStage : public Stage {
+ public:
+  static ComponentSpec spec() {
+    return {"stage", "eval", "evaluate init_from's model (default: the previous stage's) on the stage's eval grid", {}};
+  }
+  EvalStage(const Options&, const StageInfo&) {}
+
+  void run(StageContext& ctx) override {
+    const Experiment& exp = ctx.experiment();
+    if (ctx.spec().init_from.empty()) {
+      ctx.spec().node.fail(fmt::format("eval stage '{}' has no model to evaluate: give init_from (an earlier stage "
+                                       "or a run directory)", ctx.spec().name));
+    }
+    Transformer model = ctx.load_model();
+    model->eval();
+    evaluate_and_report(model, exp, exp.eval, ctx.device(), ctx.dir(), exp.train.steps);
+  }
+};
+
+const bool kRegistered = [] {
+  Registrar r(PluginOrigin{"<builtin>", "lengen", "builtin"});
+  r.add_stage<TrainStage>();
+  r.add_stage<EvalStage>();
+  return true;
+}();
+
+// Copies a folder's files to another atomically, file by file (summary.json last: the
+// sweep reads it as "done").
+void copy_results(const fs::path& from, const fs::path& to) {
+  std::error_code ec;
+  if (!fs::is_directory(from, ec)) return;
+  fs::create_directories(to);
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(from, ec)) {
+    if (e.is_regular_file()) files.push_back(e.path());
+  }
+  std::sort(files.begin(), files.end(), [](const fs::path& a, const fs::path& b) {
+    return (a.filename() == "summary.json") < (b.filename() == "summary.json") ||
+           ((a.filename() == "summary.json") == (b.filename() == "summary.json") && a < b);
+  });
+  for (const auto& f : files) {
+    const fs::path tmp = to / (f.filename().string() + ".tmp");
+    fs::copy_file(f, tmp, fs::copy_options::overwrite_existing);
+    fs::rename(tmp, to / f.filename());
+  }
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------
+// Running an experiment
+
+void run_experiment(const Experiment& exp, const RunOptions& options) {
+  (void)kRegistered;
+  auto log = logger("stage");
+  const std::string dir = exp.run_dir();
+  if (options.fresh) {
+    for (const char* sub : {"checkpoints", "eval", "stages", "plots", "eval_curve.jsonl", "metrics.jsonl"}) {
+      fs::remove_all(fs::path(dir) / sub);
+    }
+  }
+  fs::create_directories(dir);
+  write_file_atomic((fs::path(dir) / "config.yaml").string(), exp.resolved_yaml());
+
+  const bool implicit = exp.stages.empty();
+  std::vector<StageSpec> implicit_stages;
+  if (implicit) {
+    auto self = std::shared_ptr<const Experiment>(&exp, [](const Experiment*) {});
+    StageSpec train;
+    train.name = "train";
+    train.kind = "train";
+    train.experiment = self;
+    StageSpec eval;
+    eval.name = "eval";
+    eval.kind = "eval";
+    eval.init_from = "train";
+    eval.init_from_stage = true;
+    eval.experiment = self;
+    implicit_stages = {train, eval};
+  }
+  const std::vector<StageSpec>& stages = implicit ? implicit_stages : exp.stages;
+  if (!implicit && !options.resume) {
+    for (const auto& st : stages) {
+      const fs::path marker = fs::path(dir) / "stages" / st.name / kMarker;
+      LENGEN_CHECK(!fs::exists(marker), "{} already holds finished stages ({}); pass --resume to continue that run "
+                   "or --fresh to discard it", dir, marker.string());
+    }
+  }
+  std::string last_eval;
+  for (size_t i = 0; i < stages.size(); ++i) {
+    const StageSpec& st = stages[i];
+    if (options.no_eval && st.kind == "eval") continue;
+    const fs::path sdir = implicit ? fs::path(dir) : fs::path(dir) / "stages" / st.name;
+    if (st.kind == "eval") last_eval = sdir.string();
+    if (!implicit && fs::exists(sdir / kMarker)) {
+      log->info("stage {}/{} '{}' ({}) finished earlier; skipped", i + 1, stages.size(), st.name, st.kind);
+      continue;
+    }
+    if (!implicit) {
+      log->info("stage {}/{} '{}' ({}){}", i + 1, stages.size(), st.name, st.kind,
+                st.init_from.empty() ? "" : fmt::format(", from {}", st.init_from));
+    }
+    const auto& entry = stage_registry().lookup(st.kind, st.node);
+    std::shared_ptr<Stage> stage = entry.make(st.options, StageInfo{st.name});
+    StageContext ctx(exp, stages, i, dir, options.resume, implicit);
+    stage->run(ctx);
+    if (!implicit) {
+      nlohmann::json done{{"name", st.name}, {"kind", st.kind}, {"finished", static_cast<int64_t>(std::time(nullptr))}};
+      write_file_atomic((sdir / kMarker).string(), done.dump() + "\n");
+    }
+  }
+  if (!implicit && !last_eval.empty()) {
+    copy_results(fs::path(last_eval) / "plots", fs::path(dir) / "plots");
+    copy_results(fs::path(last_eval) / "eval", fs::path(dir) / "eval");
+    log->info("the last evaluation ({}) is also in {}/eval", last_eval, dir);
+  }
+}
+
+std::string final_checkpoint(const std::string& run_dir) {
+  const fs::path run = run_dir;
+  const fs::path cfg = run / "config.yaml";
+  std::string ckpt;
+  if (fs::exists(cfg)) {
+    YAML::Node root;
+    try {
+      root = YAML::LoadFile(cfg.string());
+    } catch (const YAML::Exception& e) {
+      throw Error(fmt::format("{}: {}", cfg.string(), e.what()));
+    }
+    if (root["stages"] && root["stages"].IsSequence()) {
+      for (size_t i = root["stages"].size(); i-- > 0 && ckpt.empty();) {
+        const YAML::Node name = root["stages"][i]["name"];
+        if (name) ckpt = newest_checkpoint_in(run / "stages" / name.as<std::string>());
+      }
+    }
+  }
+  if (ckpt.empty()) ckpt = newest_checkpoint_in(run);
+  LENGEN_CHECK(!ckpt.empty(), "{}: no checkpoint found (train it first with `lengen run`)", run_dir);
+  return ckpt;
+}
+
+Experiment final_experiment(const Experiment& exp) {
+  if (exp.stages.empty()) return exp;
+  const StageSpec* trained = nullptr;
+  const StageSpec* evaluated = nullptr;
+  for (const auto& st : exp.stages) {
+    if (st.kind == "train") trained = &st;
+    if (st.kind == "eval") evaluated = &st;
+  }
+  Experiment out = trained ? *trained->experiment : exp;
+  if (evaluated) out.eval = evaluated->experiment->eval;
+  out.stages.clear();
+  return out;
+}
+
+}  // namespace lengen

@@ -1,0 +1,111 @@
+#include "lengen/train/data.h"
+
+#include "lengen/core/error.h"
+#include "lengen/core/rng.h"
+
+#include <numeric>
+
+namespace lengen {
+
+TrainingData::TrainingData(std::shared_ptr<const Task> task, int64_t dataset_size, uint64_t seed)
+    : seed_(seed), single_(true) {
+  LENGEN_CHECK(task != nullptr, "training data needs a task");
+  sources_.push_back(DataSource{"train", std::move(task), 1.0, dataset_size});
+  build_sets();
+}
+
+TrainingData::TrainingData(std::vector<DataSource> sources, uint64_t seed)
+    : sources_(std::move(sources)), seed_(seed) {
+  LENGEN_CHECK(!sources_.empty(), "a mixture needs at least one source");
+  size_t with_weight = 0;
+  for (const auto& s : sources_) {
+    LENGEN_CHECK(s.task != nullptr, "mixture source '{}' has no task", s.name);
+    LENGEN_CHECK(s.weight >= 0 && s.dataset_size >= 0, "mixture source '{}': weight and dataset_size "
+                 "must be >= 0", s.name);
+    with_weight += s.weight > 0 ? 1 : 0;
+  }
+  weighted_ = with_weight > 0;
+  if (weighted_) {
+    LENGEN_CHECK(with_weight == sources_.size(), "a mixture gives a weight to every source or to none");
+    double total = 0;
+    for (const auto& s : sources_) total += s.weight;
+    double acc = 0;
+    for (const auto& s : sources_) {
+      acc += s.weight / total;
+      cumulative_.push_back(acc);
+    }
+    cumulative_.back() = 1.0;
+  } else {
+    for (const auto& s : sources_) {
+      LENGEN_CHECK(s.dataset_size > 0, "mixture source '{}' has neither a weight nor a dataset_size: "
+                   "an unweighted mixture is the union of fixed sets", s.name);
+    }
+  }
+  build_sets();
+}
+
+void TrainingData::build_sets() {
+  sets_.assign(sources_.size(), {});
+  for (size_t k = 0; k < sources_.size(); ++k) {
+    const auto& s = sources_[k];
+    if (s.dataset_size <= 0) continue;
+    // One source keeps the seed it always had, so single-task runs are unchanged.
+    Rng rng(single_ ? mix_seed(seed_, {0xDA7A}) : mix_seed(seed_, {0xDA7A, static_cast<uint64_t>(k)}));
+    sets_[k].reserve(static_cast<size_t>(s.dataset_size));
+    for (int64_t i = 0; i < s.dataset_size; ++i) sets_[k].push_back(s.task->sample_train(rng));
+  }
+  if (!weighted_) {
+    for (size_t k = 0; k < sets_.size(); ++k) {
+      for (size_t i = 0; i < sets_[k].size(); ++i) union_.emplace_back(static_cast<int>(k), static_cast<int64_t>(i));
+    }
+  }
+}
+
+std::vector<Example> TrainingData::batch(int64_t step, int64_t batch_size, std::vector<int>* source_of) {
+  std::vector<Example> out;
+  out.reserve(static_cast<size_t>(batch_size));
+  if (source_of) source_of->clear();
+  auto emit = [&](int k, Example e) {
+    out.push_back(std::move(e));
+    if (source_of) source_of->push_back(k);
+  };
+  if (weighted_) {
+    Rng rng(mix_seed(seed_, {static_cast<uint64_t>(step), 4}));
+    for (int64_t i = 0; i < batch_size; ++i) {
+      const double u = rng.uniform();
+      int k = 0;
+      while (k + 1 < static_cast<int>(cumulative_.size()) && u >= cumulative_[static_cast<size_t>(k)]) ++k;
+      const auto& set = sets_[static_cast<size_t>(k)];
+      if (set.empty()) {
+        emit(k, sources_[static_cast<size_t>(k)].task->sample_train(rng));
+      } else {
+        emit(k, set[static_cast<size_t>(rng.uniform_int(0, static_cast<int64_t>(set.size()) - 1))]);
+      }
+    }
+    return out;
+  }
+  if (union_.empty()) {  // one online source
+    Rng rng(mix_seed(seed_, {static_cast<uint64_t>(step), 1}));
+    for (int64_t i = 0; i < batch_size; ++i) emit(0, sources_[0].task->sample_train(rng));
+    return out;
+  }
+  // Epochs over the fixed set (or the union of fixed sets), each a permutation seeded by
+  // (seed, epoch).
+  const int64_t N = static_cast<int64_t>(union_.size());
+  for (int64_t i = 0; i < batch_size; ++i) {
+    const int64_t g = step * batch_size + i;
+    const int64_t epoch = g / N;
+    if (epoch != perm_epoch_) {
+      perm_.resize(static_cast<size_t>(N));
+      std::iota(perm_.begin(), perm_.end(), 0);
+      Rng rng(mix_seed(seed_, {static_cast<uint64_t>(epoch), 2}));
+      for (int64_t j = N - 1; j > 0; --j) std::swap(perm_[j], perm_[rng.uniform_int(0, j)]);
+      perm_epoch_ = epoch;
+    }
+    const auto [k, idx] = union_[static_cast<size_t>(perm_[g % N])];
+    emit(k, sets_[static_cast<size_t>(k)][static_cast<size_t>(idx)]);
+  }
+  return out;
+}
+
+}  // namespace lengen

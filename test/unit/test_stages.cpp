@@ -1,0 +1,241 @@
+// Multi-stage experiments without training: data mixtures (proportions, determinism, the
+// exact union of fixed sets), `stages:` parsing and resolution, init_from's weight rules.
+#include "helpers.h"
+#include "lengen/experiment/experiment.h"
+#include "lengen/stage/stage.h"
+#include "lengen/train/checkpoint.h"
+#include "lengen/train/data.h"
+#include "lengen/train/trainer.h"
+
+#include <cmath>
+#include <filesystem>
+#include <set>
+
+namespace fs = std::filesystem;
+
+using namespace lengen;
+using Catch::Contains;
+
+namespace {
+
+const char* kBase = R"(name: st
+seed: 3
+task: {name: addition, train_digits: [1, 3], eval_digits: [1, 6]}
+model: {layers: 1, heads: 2, d_model: 16, d_ff: 32}
+position: [{name: coupling, max_position: 32}]
+train: {steps: 20, batch_size: 8}
+eval: {samples: 10}
+)";
+
+Experiment load_yaml(const test::TempDir& tmp, const std::string& text, const std::string& name = "e.yaml") {
+  test::write_text(tmp.file(name), text);
+  return Experiment::load(tmp.file(name));
+}
+
+std::shared_ptr<const Task> task_of(const std::string& yaml) { return test::make_task(yaml); }
+
+// `text` with its one occurrence of `from` replaced by `to`.
+std::string replaced(std::string text, const std::string& from, const std::string& to) {
+  const size_t at = text.find(from);
+  REQUIRE(at != std::string::npos);
+  return text.replace(at, from.size(), to);
+}
+
+// The resolved config without its provenance (which names the file it came from).
+std::string without_provenance(const std::string& yaml) { return yaml.substr(0, yaml.find("provenance:")); }
+
+}  // namespace
+
+TEST_CASE("mixture: proportions within a binomial interval, reproducible per seed", "[stages][mixture]") {
+  std::vector<DataSource> src{{"short", task_of("{name: addition, train_digits: [1, 3]}"), 0.7, 0},
+                              {"long", task_of("{name: addition, train_digits: [9, 9]}"), 0.3, 0}};
+  TrainingData a(src, 11), b(src, 11), c(src, 12);
+  int64_t long_count = 0, n = 0;
+  for (int64_t step = 0; step < 100; ++step) {
+    std::vector<int> sa, sb;
+    auto ea = a.batch(step, 100, &sa);
+    auto eb = b.batch(step, 100, &sb);
+    REQUIRE(sa == sb);
+    for (size_t i = 0; i < ea.size(); ++i) {
+      REQUIRE(ea[i].tokens == eb[i].tokens);
+      // Each example follows its own source's length distribution (9-digit operands are
+      // at least 20 tokens; 1-3 digits at most 12).
+      CHECK((sa[i] == 1) == (ea[i].length() >= 20));
+      long_count += sa[i];
+      ++n;
+    }
+  }
+  REQUIRE(n == 10000);
+  // 0.3 +- 4.5 sigma, sigma = sqrt(0.3 * 0.7 / 10000) = 0.0046.
+  CHECK(std::abs(static_cast<double>(long_count) / n - 0.3) < 0.021);
+  // Another seed draws other examples.
+  CHECK(c.batch(0, 100)[0].tokens != a.batch(0, 100)[0].tokens);
+}
+
+TEST_CASE("mixture: an unweighted mixture is the exact union of its fixed sets", "[stages][mixture]") {
+  // Seed 004's priming: (1 - eps) N standard examples and eps N primers, eps = 0.1, N = 100.
+  std::vector<DataSource> src{{"standard", task_of("{name: addition, train_digits: [1, 3]}"), 0, 90},
+                              {"primers", task_of("{name: addition, train_digits: [9, 9]}"), 0, 10}};
+  TrainingData d(src, 5);
+  CHECK_FALSE(d.weighted());
+  std::vector<int> s;
+  auto epoch = d.batch(0, 100, &s);  // one epoch = every member exactly once
+  CHECK(std::count(s.begin(), s.end(), 0) == 90);
+  CHECK(std::count(s.begin(), s.end(), 1) == 10);
+  std::set<std::vector<int64_t>> distinct;
+  for (const auto& e : epoch) distinct.insert(e.tokens);
+  auto next = d.batch(1, 100);  // the next epoch: the same examples in another order
+  std::set<std::vector<int64_t>> again;
+  for (const auto& e : next) again.insert(e.tokens);
+  CHECK(distinct == again);
+  // A weighted source with a fixed set draws only members of it.
+  std::vector<DataSource> w{{"a", task_of("{name: addition, train_digits: [1, 5]}"), 1.0, 7}};
+  TrainingData dw(w, 5);
+  std::set<std::vector<int64_t>> members;
+  for (int64_t step = 0; step < 20; ++step) {
+    for (const auto& e : dw.batch(step, 50)) members.insert(e.tokens);
+  }
+  CHECK(members.size() <= 7);
+  CHECK(members.size() >= 5);
+}
+
+TEST_CASE("mixture: one source reproduces the single-task batches exactly", "[stages][mixture]") {
+  auto t = task_of("{name: addition, train_digits: [1, 4]}");
+  for (int64_t size : {0, 37}) {
+    TrainingData one(t, size, 9);
+    TrainConfig cfg;
+    cfg.batch_size = 16;
+    cfg.dataset_size = size;
+    // The trainer's default data is the same object: compare against a fresh one.
+    TrainingData again(t, size, 9);
+    for (int64_t step : {0, 1, 5}) {
+      auto a = one.batch(step, 16), b = again.batch(step, 16);
+      for (size_t i = 0; i < a.size(); ++i) CHECK(a[i].tokens == b[i].tokens);
+    }
+  }
+}
+
+TEST_CASE("mixture: task.mixture in YAML, its errors", "[stages][mixture]") {
+  test::TempDir tmp;
+  std::string y = kBase;
+  y = replaced(y, "task: {name: addition, train_digits: [1, 3], eval_digits: [1, 6]}", "task:\n  name: addition\n  train_digits: [1, 3]\n  eval_digits: [1, 6]\n  mixture:\n"
+            "    - {source: standard, dataset_size: 90}\n    - {source: primers, dataset_size: 10, train_digits: [6, 6]}");
+  Experiment e = load_yaml(tmp, y);
+  REQUIRE(e.sources.size() == 2);
+  CHECK(e.sources[0].name == "standard");
+  CHECK(e.sources[1].dataset_size == 10);
+  // The primers inherit the experiment's task options and change the length only.
+  Rng rng(1);
+  auto p = e.sources[1].task->sample_train(rng);
+  CHECK(p.length() > e.sources[0].task->sample_train(rng).length());
+  // The resolved config keeps the mixture; reloading it gives the same sources.
+  test::write_text(tmp.file("resolved.yaml"), e.resolved_yaml());
+  CHECK(Experiment::load(tmp.file("resolved.yaml")).sources.size() == 2);
+
+  std::string partial = y;
+  partial = replaced(partial, "{source: standard, dataset_size: 90}", "{source: standard, weight: 0.9}");
+  CHECK_THROWS_WITH(load_yaml(tmp, partial, "p.yaml"), Contains("p.yaml") && Contains("every mixture source a weight"));
+  std::string dup = y;
+  dup = replaced(dup, "source: primers", "source: standard");
+  CHECK_THROWS_WITH(load_yaml(tmp, dup, "d.yaml"), Contains("two mixture sources are named 'standard'"));
+  std::string typo = y;
+  typo = replaced(typo, "train_digits: [6, 6]", "train_digit: [6, 6]");
+  CHECK_THROWS_WITH(load_yaml(tmp, typo, "t.yaml"), Contains("t.yaml:") && Contains("train_digits"));
+  std::string both = y + "";
+  both = replaced(both, "train: {steps: 20, batch_size: 8}", "train: {steps: 20, batch_size: 8, dataset_size: 5}");
+  CHECK_THROWS_WITH(load_yaml(tmp, both, "b.yaml"), Contains("its own dataset_size"));
+}
+
+TEST_CASE("stages: parsing, overrides and defaults", "[stages]") {
+  test::TempDir tmp;
+  const std::string y = std::string(kBase) + R"(stages:
+  - {name: base}
+  - name: tune
+    init_from: base
+    task: {train_digits: [1, 5]}
+    train: {steps: 7, optimizer: {name: adam, lr: 0.0005}}
+  - {name: final, kind: eval, eval: {samples: 3}}
+)";
+  Experiment e = load_yaml(tmp, y);
+  REQUIRE(e.stages.size() == 3);
+  CHECK(e.stages[0].kind == "train");
+  CHECK(e.stages[0].init_from.empty());
+  CHECK(e.stages[1].init_from == "base");
+  CHECK(e.stages[1].init_from_stage);
+  CHECK(e.stages[2].init_from == "tune");  // eval reads the previous stage by default
+  // Overrides apply to the stage only; what it does not override is the file's.
+  CHECK(e.stages[0].experiment->train.steps == 20);
+  CHECK(e.stages[1].experiment->train.steps == 7);
+  CHECK(e.stages[1].experiment->train.lr == Approx(0.0005));
+  CHECK(e.stages[1].experiment->train.batch_size == 8);
+  CHECK(e.stages[1].experiment->task->grid_axes()[0].train_hi == 5);
+  CHECK(e.stages[2].experiment->eval.samples == 3);
+  CHECK(e.stages[2].experiment->task->grid_axes()[0].train_hi == 3);
+  CHECK(final_experiment(e).train.steps == 7);
+  CHECK(final_experiment(e).eval.samples == 3);
+  // config.yaml records the resolved stages; reloading it resolves to the same.
+  test::write_text(tmp.file("resolved.yaml"), e.resolved_yaml());
+  Experiment back = Experiment::load(tmp.file("resolved.yaml"));
+  REQUIRE(back.stages.size() == 3);
+  CHECK(back.stages[1].experiment->train.steps == 7);
+  CHECK(back.stages[1].experiment->task->grid_axes()[0].train_hi == 5);
+  CHECK(back.stages[2].init_from == "tune");
+  CHECK(without_provenance(back.resolved_yaml()) == without_provenance(e.resolved_yaml()));
+}
+
+TEST_CASE("stages: errors name the file, the key and what was expected", "[stages]") {
+  test::TempDir tmp;
+  auto fails = [&](const std::string& stages, const std::string& what) {
+    INFO(stages);
+    CHECK_THROWS_WITH(load_yaml(tmp, std::string(kBase) + "stages:\n" + stages, "bad.yaml"),
+                      Contains("bad.yaml") && Contains(what));
+  };
+  fails("  - {name: a, kind: trian}\n", "did you mean 'train'");
+  fails("  - {name: a, kind: train, stepz: 3}\n", "stepz");
+  fails("  - {name: a}\n  - {name: a}\n", "two stages are named 'a'");
+  fails("  - {name: a, init_from: b}\n  - {name: b}\n", "runs after it");
+  fails("  - {name: a, init_from: a}\n", "as itself");
+  fails("  - {name: a, train: {steps: 0}}\n", "train.steps must be >= 1");
+  fails("  - {name: a/b}\n", "cannot name a folder");
+  fails("  - {name: a, new_parameters: maybe, init_from: x}\n", "expected error or init");
+  fails("  - {name: a, init_optimizer: true}\n", "no init_from");
+  fails("  - {kind: train}\n", "needs a name");
+}
+
+TEST_CASE("stages: init_from loads by name; new, dropped and mis-shaped parameters", "[stages][init]") {
+  test::TempDir tmp;
+  auto model_of = [&](const std::string& position, int64_t d_model) {
+    std::string y = kBase;
+    y = replaced(y, "position: [{name: coupling, max_position: 32}]", "position: " + position);
+    y = replaced(y, "d_model: 16", fmt::format("d_model: {}", d_model));
+    return load_yaml(tmp, y).build_model(torch::kCPU);
+  };
+  Transformer plain = model_of("[{name: coupling, max_position: 32}]", 16);
+  const std::string ckpt = tmp.file("plain.safetensors");
+  save_safetensors(ckpt, named_weights(plain), {{"step", "20"}});
+
+  // Same model: every tensor copied.
+  Transformer same = model_of("[{name: coupling, max_position: 32}]", 16);
+  CHECK(load_weights_by_name(same, ckpt, {}).empty());
+  for (auto& [n, p] : named_weights(same)) {
+    for (auto& [m, q] : named_weights(plain)) {
+      if (n == m) CHECK(torch::equal(p, q));
+    }
+  }
+  // A learned absolute embedding added in the later stage: an error unless new_parameters: init.
+  Transformer grown = model_of("[{name: coupling, max_position: 32}, {name: ape, max_position: 64}]", 16);
+  CHECK_THROWS_WITH(load_weights_by_name(grown, ckpt, {}), Contains("is new") && Contains("new_parameters: init"));
+  auto fresh = load_weights_by_name(grown, ckpt, InitRules{true, false});
+  REQUIRE(!fresh.empty());
+  for (const auto& n : fresh) CHECK_THAT(n, Contains("position"));
+  // The other way: the checkpoint has a parameter the model lacks.
+  const std::string big = tmp.file("grown.safetensors");
+  save_safetensors(big, named_weights(grown), {{"step", "20"}});
+  Transformer shrunk = model_of("[{name: coupling, max_position: 32}]", 16);
+  CHECK_THROWS_WITH(load_weights_by_name(shrunk, big, {}), Contains("not in this model") && Contains("dropped_parameters"));
+  CHECK(load_weights_by_name(shrunk, big, InitRules{false, true}).empty());
+  // Another width: every mismatch names the parameter and both shapes.
+  Transformer wide = model_of("[{name: coupling, max_position: 32}]", 32);
+  CHECK_THROWS_WITH(load_weights_by_name(wide, ckpt, {}), Contains("tok_emb.weight") && Contains("[") &&
+                                                            Contains("but the checkpoint has"));
+}
