@@ -2,6 +2,8 @@
 # docs/writing-a-position-scheme.md into a temporary folder, builds it there with
 # find_package(lengen), and checks that the installed lengen loads the plugin and that it
 # passes the position contract (full pass == KV-cached decoding; bidirectional attention).
+# Then does the same with the stage kind of docs/stages.md and runs a two-stage experiment
+# with it through the installed CLI.
 cmake_minimum_required(VERSION 3.25)
 set(work "${BINARY_DIR}/extension-test")
 file(REMOVE_RECURSE "${work}")
@@ -92,10 +94,10 @@ output_dir: ${work}/runs
 task: {name: addition, train_digits: [1, 2], eval_digits: [1, 3]}
 model: {layers: 1, heads: 2, d_model: 32, d_ff: 64}
 position: [{name: coupling, max_position: 16}]
-train: {steps: 300, batch_size: 32, optimizer: {name: adam, lr: 0.003}}
+train: {steps: 500, batch_size: 64, optimizer: {name: adam, lr: 0.003}}
 stages:
   - {name: train}
-  - {name: snapshot, kind: attention_snapshot, value: 2, samples: 16}
+  - {name: snapshot, kind: attention_snapshot, value: 1, samples: 16}
 ")
 run("${prefix}/bin/lengen" run "${work}/snapshot.yaml" --plugin-path "${work}/stage-build")
 foreach(f attention.safetensors attention.json stage.json)

@@ -1,5 +1,6 @@
 // Config: errors name file, line, key and the nearest valid alternative; overrides apply.
 #include "helpers.h"
+#include "lengen/config/section.h"
 #include "lengen/experiment/experiment.h"
 
 using namespace lengen;
@@ -146,4 +147,68 @@ TEST_CASE("config: --set overrides", "[config]") {
 TEST_CASE("config: closest_match", "[config]") {
   CHECK(closest_match("coupeling", {"coupling", "nope", "ape"}) == "coupling");
   CHECK(closest_match("xyz", {"coupling", "sinusoidal"}).empty());
+}
+
+TEST_CASE("config: map and list-of-map options, and sections bound to structs", "[config][schema]") {
+  using O = OptionSpec;
+  const ComponentSpec spec{"section", "demo", "", {
+      O::integer("steps", "").with_default(int64_t{10}).at_least(1),
+      O::map("optimizer", "", {O::string("name", "").with_default(std::string("adam")).one_of({"adam", "adamw"}),
+                               O::number("lr", "").with_default(0.5)}).scalar_means("name"),
+      O::map_list("sources", "", {O::string("source", ""), O::number("weight", "").with_default(1.0).at_least(0)}),
+      O::map("grid", "").any_keys(),
+      O::integer("warmup", "").may_be_absent()}};
+  auto validate = [&](const std::string& yaml) { return Options::validate(spec, load_config_string(yaml, "s.yaml"), {}); };
+
+  // Defaults fill nested maps; an optional key is absent; an open map is left to its owner.
+  Options d = validate("{}");
+  CHECK(d.get_map("optimizer").get_string("name") == "adam");
+  CHECK(d.get_map("optimizer").get_float("lr") == 0.5);
+  CHECK(d.get_map_list("sources").empty());
+  CHECK_FALSE(d.given("warmup"));
+  CHECK(to_yaml(d.to_yaml()) == "steps: 10\noptimizer:\n  name: adam\n  lr: 0.5\nsources:\n  []\n");
+
+  // A scalar is the shorthand key; lists validate every element.
+  Options o = validate("{optimizer: adamw, sources: [{source: a}, {source: b, weight: 3}], grid: {digits: [1, 5]}}");
+  CHECK(o.get_map("optimizer").get_string("name") == "adamw");
+  auto sources = o.get_map_list("sources");
+  REQUIRE(sources.size() == 2);
+  CHECK(sources[1].get_float("weight") == 3.0);
+  CHECK(sources[0].get_float("weight") == 1.0);
+  CHECK(o.node("grid").child("digits").as_int_list() == std::vector<int64_t>{1, 5});
+
+  // Errors name the file, the line and the nested key path.
+  CHECK_THROWS_WITH(validate("{optimizer: {name: adam, lrr: 1}}"),
+                    Contains("s.yaml:1:26") && Contains("unknown key 'lrr'") && Contains("did you mean 'lr'"));
+  CHECK_THROWS_WITH(validate("{optimizer: sgd}"), Contains("demo.optimizer.name must be one of adam, adamw"));
+  CHECK_THROWS_WITH(validate("{sources: [{source: a}, {source: b, weight: -1}]}"),
+                    Contains("demo.sources[1].weight must be >= 0"));
+  CHECK_THROWS_WITH(validate("{sources: [{source: a}, {weight: 2}]}"), Contains("needs option 'source'"));
+  CHECK_THROWS_WITH(validate("{sources: {source: a}}"), Contains("expected a list of maps"));
+  CHECK_THROWS_WITH(validate("{steps: 0}"), Contains("demo.steps must be >= 1, got 0"));
+
+  // A Section reads bound members and writes them back, nested paths as nested maps.
+  struct Cfg {
+    int64_t steps = 0;
+    std::string opt;
+    double lr = 0;
+  };
+  const Section<Cfg> section = Section<Cfg>(spec)
+                                   .bind("steps", &Cfg::steps)
+                                   .bind("optimizer.name", &Cfg::opt)
+                                   .bind("optimizer.lr", &Cfg::lr);
+  Cfg c;
+  section.read(load_config_string("{steps: 7, optimizer: {lr: 0.25}}", "s.yaml"), c);
+  CHECK(c.steps == 7);
+  CHECK(c.opt == "adam");
+  CHECK(c.lr == 0.25);
+  CHECK(to_yaml(section.write(c)) == "steps: 7\noptimizer:\n  name: adam\n  lr: 0.25\n");
+  // Round trip: what write() gives, read() takes back to the same struct.
+  Cfg back;
+  section.read(ConfigNode(section.write(c), nullptr, ""), back);
+  CHECK((back.steps == c.steps && back.opt == c.opt && back.lr == c.lr));
+  // The framework's sections are documented from their schemas.
+  std::vector<std::string> names;
+  for (const auto& s : framework_sections()) names.push_back(s.name);
+  CHECK(names == std::vector<std::string>{"model", "train", "eval", "stages[i]"});
 }

@@ -1,5 +1,6 @@
 // Plugin loader: ABI handshake refusals, discovery, duplicate names.
 #include "helpers.h"
+#include "lengen/plugin/abi.h"
 #include "lengen/plugin/loader.h"
 
 #include <filesystem>
@@ -17,7 +18,8 @@ std::string bad(const std::string& name) {
 TEST_CASE("plugin loader: refusals", "[plugin]") {
   SECTION("ABI mismatch names both versions and how to fix it") {
     CHECK_THROWS_WITH(load_plugin(bad("abi_mismatch")),
-                      Contains("incompatible plugin ABI version (plugin: 43, lengen: 2)") &&
+                      Contains(fmt::format("incompatible plugin ABI version (plugin: {}, lengen: {})", LENGEN_PLUGIN_ABI + 41,
+                                               LENGEN_PLUGIN_ABI)) &&
                           Contains("rebuild the plugin"));
     CHECK(position_registry().find("bad_abi") == nullptr);
   }

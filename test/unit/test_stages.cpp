@@ -197,7 +197,7 @@ TEST_CASE("stages: errors name the file, the key and what was expected", "[stage
   fails("  - {name: a, init_from: a}\n", "as itself");
   fails("  - {name: a, train: {steps: 0}}\n", "train.steps must be >= 1");
   fails("  - {name: a/b}\n", "cannot name a folder");
-  fails("  - {name: a, new_parameters: maybe, init_from: x}\n", "expected error or init");
+  fails("  - {name: a, new_parameters: maybe, init_from: x}\n", "must be one of error, init");
   fails("  - {name: a, init_optimizer: true}\n", "no init_from");
   fails("  - {kind: train}\n", "needs a name");
 }

@@ -1,6 +1,7 @@
 #include "lengen/experiment/experiment.h"
 #include "lengen/train/objective.h"
 
+#include "lengen/config/section.h"
 #include "lengen/core/error.h"
 #include "lengen/core/log.h"
 #include "lengen/core/version.h"
@@ -293,6 +294,11 @@ void Experiment::parse_stages(const ConfigNode& stages) {
     ConfigNode kind = entry.child("kind");
     st.kind = kind.defined() ? kind.as_string() : "train";
     const auto& reg = stage_registry().lookup(st.kind, kind.defined() ? kind : entry);
+    // Every key at once: the framework's and the kind's (an unknown key lists both).
+    ComponentSpec combined = StageSpec::schema();
+    combined.name = fmt::format("stages[{}]", i);
+    for (const auto& opt : reg.spec.options) combined.options.push_back(opt);
+    const Options all = Options::validate(combined, entry, {"position"});
     st.options = Options::validate(reg.spec, entry, kStageKeys);
     // init_from: an earlier stage by name, or a run directory. Stages other than `train`
     // read the previous stage's model unless told otherwise.
@@ -314,16 +320,9 @@ void Experiment::parse_stages(const ConfigNode& stages) {
         }
       }
     }
-    auto choice = [&](const char* key, const char* no, const char* yes) {
-      ConfigNode n = entry.child(key);
-      if (!n.defined()) return false;
-      const std::string v = n.as_string();
-      if (v != no && v != yes) n.fail(fmt::format("expected {} or {}, got '{}'", no, yes, v));
-      return v == yes;
-    };
-    st.init.init_new = choice("new_parameters", "error", "init");
-    st.init.drop_unused = choice("dropped_parameters", "error", "ignore");
-    st.init_optimizer = entry.child("init_optimizer").defined() && entry.child("init_optimizer").as_bool();
+    st.init.init_new = all.get_string("new_parameters") == "init";
+    st.init.drop_unused = all.get_string("dropped_parameters") == "ignore";
+    st.init_optimizer = all.get_bool("init_optimizer");
     if (st.init_from.empty() && (st.init_optimizer || entry.child("new_parameters").defined())) {
       entry.fail(fmt::format("stage '{}' sets init rules but has no init_from", st.name));
     }
@@ -343,6 +342,10 @@ void Experiment::parse_stages(const ConfigNode& stages) {
     st.experiment = std::make_shared<const Experiment>(from_node(merged, file, /*allow_stages=*/false));
     this->stages.push_back(std::move(st));
   }
+}
+
+std::vector<ComponentSpec> framework_sections() {
+  return {ModelConfig::schema(), TrainConfig::schema(), EvalConfig::schema(), StageSpec::schema()};
 }
 
 TrainingData Experiment::training_data() const {

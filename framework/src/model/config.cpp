@@ -1,6 +1,7 @@
 // ModelConfig (the `model:` section) and the architecture registry.
 #include "lengen/core/error.h"
 #include "lengen/model/transformer.h"
+#include "lengen/config/section.h"
 
 #include <map>
 #include <mutex>
@@ -77,37 +78,79 @@ int64_t ModelConfig::decoder_depth() const {
   return architecture(arch).decoder ? layers : 0;
 }
 
+ComponentSpec ModelConfig::schema() {
+  using O = OptionSpec;
+  std::vector<std::string> archs;
+  for (const auto& a : architectures()) archs.push_back(a.name);
+  return {"section", "model", "the architecture",
+          {O::string("arch", "a registered architecture: decoder (causal, next token), encoder_decoder (bidirectional "
+                     "encoder over the query, causal decoder with cross-attention), encoder (bidirectional, a "
+                     "per-position classifier over output slots)")
+               .with_default(std::string("decoder")).one_of(archs),
+           O::integer("layers", "blocks per loop: the decoder's, or the encoder's for arch encoder; 0: embeddings "
+                      "and output only").with_default(int64_t{2}).at_least(0),
+           O::integer("encoder_layers", "encoder_decoder only: encoder blocks (-1 = layers)").with_default(int64_t{-1}).at_least(-1),
+           O::integer("heads", "attention heads").with_default(int64_t{4}).at_least(1),
+           O::integer("d_model", "residual width C").with_default(int64_t{128}).at_least(1),
+           O::integer("d_head", "head width D; 0 = d_model / heads").with_default(int64_t{0}).at_least(0),
+           O::integer("d_ff", "feed-forward width (each input projection for gated ones); 0 = attention only")
+               .with_default(int64_t{512}).at_least(0),
+           O::string("norm", "taotp_layernorm: (x - mean) / (std + eps), TAOTP's Figure 1.1")
+               .with_default(std::string("layernorm")).one_of({"layernorm", "rmsnorm", "taotp_layernorm"}),
+           O::string("norm_position", "pre_post: a norm before and after each residual sum (Cho et al.)")
+               .with_default(std::string("pre")).one_of({"pre", "post", "pre_post"}),
+           O::string("activation", "feed-forward activation").with_default(std::string("gelu")).one_of({"relu", "gelu", "geglu", "swiglu"}),
+           O::number("dropout", "on embeddings, attention weights and residual branches, in [0, 1)").with_default(0.0),
+           O::number("norm_eps", "").with_default(1e-5).at_least(0),
+           O::number("softmax_eps", "attention weights exp(s - max) / (sum + eps); TAOTP programs: 1e-10")
+               .with_default(0.0).at_least(0),
+           O::boolean("bias", "default of attention_bias and ff_bias").may_be_absent(),
+           O::boolean("attention_bias", "biases in the q/k/v and output projections (default: bias)").may_be_absent(),
+           O::boolean("ff_bias", "biases in the feed-forward projections (default: bias)").may_be_absent(),
+           O::boolean("tie_embeddings", "the output head shares the token embedding").with_default(false),
+           O::boolean("shared_layers", "universal Transformer: one block per stack, applied `layers` times per loop")
+               .with_default(false),
+           O::integer("loops", "looped (universal) Transformer: each stack applied `loops` times; eval.loops changes "
+                      "it at test time").with_default(int64_t{1}).at_least(1),
+           O::boolean("input_injection", "add the input embedding to the residual stream before every loop after the first")
+               .with_default(false)}};
+}
+
+namespace {
+
+const Section<ModelConfig>& model_section() {
+  static const Section<ModelConfig> s = Section<ModelConfig>(ModelConfig::schema())
+                                            .bind("arch", &ModelConfig::arch)
+                                            .bind("layers", &ModelConfig::layers)
+                                            .bind("encoder_layers", &ModelConfig::encoder_layers)
+                                            .bind("heads", &ModelConfig::heads)
+                                            .bind("d_model", &ModelConfig::d_model)
+                                            .bind("d_head", &ModelConfig::d_head)
+                                            .bind("d_ff", &ModelConfig::d_ff)
+                                            .bind("norm", &ModelConfig::norm)
+                                            .bind("norm_position", &ModelConfig::norm_position)
+                                            .bind("activation", &ModelConfig::activation)
+                                            .bind("dropout", &ModelConfig::dropout)
+                                            .bind("norm_eps", &ModelConfig::norm_eps)
+                                            .bind("softmax_eps", &ModelConfig::softmax_eps)
+                                            .bind("attention_bias", &ModelConfig::attention_bias)
+                                            .bind("ff_bias", &ModelConfig::ff_bias)
+                                            .bind("tie_embeddings", &ModelConfig::tie_embeddings)
+                                            .bind("shared_layers", &ModelConfig::shared_layers)
+                                            .bind("loops", &ModelConfig::loops)
+                                            .bind("input_injection", &ModelConfig::input_injection);
+  return s;
+}
+
+}  // namespace
+
 ModelConfig ModelConfig::from_config(const ConfigNode& node) {
   ModelConfig c;
-  MapReader r(node);
-  {
-    std::vector<std::string> names;
-    for (const auto& a : architectures()) {
-      names.push_back(a.name);
-    }
-    c.arch = r.get_choice("arch", c.arch, names);
-  }
-  c.layers = r.get_int("layers", c.layers);
-  c.encoder_layers = r.get_int("encoder_layers", c.encoder_layers);
-  c.heads = r.get_int("heads", c.heads);
-  c.d_model = r.get_int("d_model", c.d_model);
-  c.d_head = r.get_int("d_head", c.d_head);
-  c.d_ff = r.get_int("d_ff", c.d_ff);
-  c.norm = r.get_choice("norm", c.norm, {"layernorm", "rmsnorm", "taotp_layernorm"});
-  c.norm_position = r.get_choice("norm_position", c.norm_position, {"pre", "post", "pre_post"});
-  c.activation = r.get_choice("activation", c.activation, {"relu", "gelu", "geglu", "swiglu"});
-  c.dropout = r.get_float("dropout", c.dropout);
-  c.norm_eps = r.get_float("norm_eps", c.norm_eps);
-  c.softmax_eps = r.get_float("softmax_eps", c.softmax_eps);
+  Options o = model_section().read(node, c);
   // `bias` is YAML shorthand for both; the specific keys win.
-  const bool bias = r.get_bool("bias", false);
-  c.attention_bias = r.get_bool("attention_bias", bias);
-  c.ff_bias = r.get_bool("ff_bias", bias);
-  c.tie_embeddings = r.get_bool("tie_embeddings", c.tie_embeddings);
-  c.shared_layers = r.get_bool("shared_layers", c.shared_layers);
-  c.loops = r.get_int("loops", c.loops);
-  c.input_injection = r.get_bool("input_injection", c.input_injection);
-  r.finish();
+  const bool bias = o.given("bias") && o.get_bool("bias");
+  if (!o.given("attention_bias")) c.attention_bias = bias;
+  if (!o.given("ff_bias")) c.ff_bias = bias;
   auto positive = [&](const char* key, int64_t v) {
     if (v < 1) {
       node.child(key).fail(fmt::format("model.{} must be at least 1, got {}", key, v));
@@ -149,28 +192,11 @@ ModelConfig ModelConfig::from_config(const ConfigNode& node) {
 }
 
 YAML::Node ModelConfig::to_yaml() const {
-  YAML::Node n;
-  n["arch"] = arch;
-  n["layers"] = layers;
-  if (architecture(arch).encoder && architecture(arch).decoder) {
-    n["encoder_layers"] = encoder_depth();
-  }
-  n["heads"] = heads;
-  n["d_model"] = d_model;
-  n["d_head"] = head_dim();
-  n["d_ff"] = d_ff;
-  n["norm"] = norm;
-  n["norm_position"] = norm_position;
-  n["activation"] = activation;
-  n["dropout"] = dropout;
-  n["norm_eps"] = norm_eps;
-  n["softmax_eps"] = softmax_eps;
-  n["attention_bias"] = attention_bias;
-  n["ff_bias"] = ff_bias;
-  n["tie_embeddings"] = tie_embeddings;
-  n["shared_layers"] = shared_layers;
-  n["loops"] = loops;
-  n["input_injection"] = input_injection;
+  ModelConfig resolved = *this;
+  resolved.d_head = head_dim();
+  resolved.encoder_layers = encoder_depth();
+  YAML::Node n = model_section().write(resolved);
+  if (!(architecture(arch).encoder && architecture(arch).decoder)) n.remove("encoder_layers");
   return n;
 }
 

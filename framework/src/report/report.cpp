@@ -138,4 +138,12 @@ void plot_eval_curve(const std::string& jsonl, const std::string& png, const std
            fmt::format("accuracy curves written to {}", png), jsonl);
 }
 
+void report_aggregate(const std::string& dir, int64_t n, bool plots) {
+  const fs::path out = fs::path(dir) / "aggregate";
+  logger("sweep")->info("aggregated {} completed points into {}/results.csv and summary.csv", n, out.string());
+  if (!plots || n == 0) return;
+  run_plot("plot_sweep.py", fmt::format("'{}'", out.string()), fmt::format("heatmaps written to {}/*.png", out.string()),
+           "the CSV files");
+}
+
 }  // namespace lengen

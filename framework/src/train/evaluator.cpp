@@ -1,4 +1,5 @@
 #include "lengen/train/evaluator.h"
+#include "lengen/config/section.h"
 
 #include "lengen/core/error.h"
 #include "lengen/core/rng.h"
@@ -18,22 +19,42 @@ namespace fs = std::filesystem;
 
 namespace lengen {
 
+ComponentSpec EvalConfig::schema() {
+  using O = OptionSpec;
+  return {"section", "eval", "the length-generalization grid and its metric",
+          {O::map("grid", "per axis of the task [lo, hi] (a range) or an explicit list, e.g. {digits: [1, 40]}; "
+                  "default: the task's evaluation ranges").any_keys(),
+           O::integer("samples", "samples per cell").with_default(int64_t{1000}).at_least(1),
+           O::integer("batch_size", "sequences per forward pass").with_default(int64_t{256}).at_least(1),
+           O::integer("seed", "evaluation data seed (independent of the training seed)").with_default(int64_t{1234}).at_least(0),
+           O::boolean("greedy_decode", "decide exact match by KV-cached greedy decoding instead of the equivalent "
+                      "teacher-forced check").with_default(false),
+           O::string("metric", "response: exact match of the whole response (scratchpad and EOS included); answer: "
+                     "the final answer of a greedy decode; answer_given_scratchpad: the answer teacher-forced after "
+                     "the reference scratchpad (a diagnostic)")
+               .with_default(std::string("response")).one_of({"response", "answer", "answer_given_scratchpad"}),
+           O::integer("loops", "applications of each looped stack at test time; 0: the model's model.loops")
+               .with_default(int64_t{0}).at_least(0)}};
+}
+
+namespace {
+
+const Section<EvalConfig>& eval_section() {
+  static const Section<EvalConfig> s = Section<EvalConfig>(EvalConfig::schema())
+                                           .bind("samples", &EvalConfig::samples)
+                                           .bind("batch_size", &EvalConfig::batch_size)
+                                           .bind("seed", &EvalConfig::seed)
+                                           .bind("greedy_decode", &EvalConfig::greedy_decode)
+                                           .bind("metric", &EvalConfig::metric)
+                                           .bind("loops", &EvalConfig::loops);
+  return s;
+}
+
+}  // namespace
+
 EvalConfig EvalConfig::from_config(const ConfigNode& node, const std::vector<GridAxis>& axes) {
   EvalConfig c;
-  MapReader r(node);
-  c.samples = r.get_int("samples", c.samples);
-  c.batch_size = r.get_int("batch_size", c.batch_size);
-  c.seed = static_cast<uint64_t>(r.get_int("seed", static_cast<int64_t>(c.seed)));
-  c.greedy_decode = r.get_bool("greedy_decode", c.greedy_decode);
-  c.loops = r.get_int("loops", c.loops);
-  c.metric = r.get_string("metric", c.metric);
-  if (c.metric != "response" && c.metric != "answer" && c.metric != "answer_given_scratchpad") {
-    node.child("metric").fail(fmt::format(
-        "eval.metric must be 'response' (exact match of the whole response), 'answer' (the "
-        "final answer of a greedy decode) or 'answer_given_scratchpad' (the answer tokens "
-        "teacher-forced after the reference scratchpad), got '{}'",
-        c.metric));
-  }
+  Options o = eval_section().read(node, c);
   if (c.metric == "answer_given_scratchpad" && c.greedy_decode) {
     node.child("greedy_decode").fail(
         "eval.metric answer_given_scratchpad is teacher-forced by definition (the answer given "
@@ -48,7 +69,7 @@ EvalConfig EvalConfig::from_config(const ConfigNode& node, const std::vector<Gri
     }
     c.grid[a.name] = values;
   }
-  ConfigNode grid = r.child("grid");
+  ConfigNode grid = o.node("grid");
   MapReader g(grid);
   for (const auto& a : axes) {
     ConfigNode n = g.child(a.name);
@@ -70,30 +91,13 @@ EvalConfig EvalConfig::from_config(const ConfigNode& node, const std::vector<Gri
     c.grid[a.name] = v;
   }
   g.finish();
-  r.finish();
-  if (c.samples < 1) {
-    node.child("samples").fail(fmt::format("eval.samples must be >= 1, got {}", c.samples));
-  }
-  if (c.loops < 0) {
-    node.child("loops").fail(fmt::format(
-        "eval.loops must be >= 1 (or 0: the model's own model.loops), got {}", c.loops));
-  }
-  if (c.batch_size < 1) {
-    node.child("batch_size").fail("eval.batch_size must be >= 1");
-  }
   // Keep the task's axis order (std::map sorts by name; cells() uses axis_order).
   c.grid_order_ = names;
   return c;
 }
 
 YAML::Node EvalConfig::to_yaml() const {
-  YAML::Node n;
-  n["samples"] = samples;
-  n["batch_size"] = batch_size;
-  n["seed"] = seed;
-  n["greedy_decode"] = greedy_decode;
-  n["metric"] = metric;
-  n["loops"] = loops;
+  YAML::Node n = eval_section().write(*this);
   for (const auto& axis : grid_order_) {
     const auto& v = grid.at(axis);
     bool contiguous = true;

@@ -5,6 +5,7 @@
 #include "lengen/core/rng.h"
 #include "lengen/core/torch_compat.h"
 #include "lengen/core/version.h"
+#include "lengen/config/section.h"
 #include "lengen/train/checkpoint.h"
 #include "lengen/train/objective.h"
 #include "lengen/train/tensorboard.h"
@@ -38,106 +39,91 @@ bool stop_requested() { return g_stop.load(); }
 // ---------------------------------------------------------------------------------------
 // Config and schedule
 
+ComponentSpec TrainConfig::schema() {
+  using O = OptionSpec;
+  return {"section", "train", "optimisation: steps, batch, optimizer, schedule, data, logging, checkpoints",
+          {O::integer("steps", "optimisation steps").with_default(int64_t{1000}).at_least(1),
+           O::integer("batch_size", "sequences per step").with_default(int64_t{64}).at_least(1),
+           O::map("optimizer",
+                  "Adam (L2 weight decay) or AdamW (decoupled)",
+                  {O::string("name", "adam | adamw").with_default(std::string("adam")).one_of({"adam", "adamw"}),
+                   O::number("lr", "peak learning rate (> 0)").with_default(1e-3).at_least(0),
+                   O::number("beta1", "").with_default(0.9).at_least(0).at_most(1),
+                   O::number("beta2", "").with_default(0.999).at_least(0).at_most(1),
+                   O::number("eps", "").with_default(1e-8).at_least(0),
+                   O::number("weight_decay", "L2 for adam (coupled), decoupled for adamw").with_default(0.0).at_least(0)})
+               .scalar_means("name"),
+           O::map("schedule", "linear warm-up from 0, then decay to lr * min_lr_ratio",
+                  {O::integer("warmup_steps", "warm-up steps (or warmup_fraction, not both)").may_be_absent().at_least(0),
+                   O::number("warmup_fraction", "warm-up as a fraction of steps").may_be_absent().at_least(0).at_most(1),
+                   O::string("decay", "after warm-up").with_default(std::string("cosine")).one_of({"cosine", "linear", "constant"}),
+                   O::number("min_lr_ratio", "final lr = lr * min_lr_ratio").with_default(0.0).at_least(0).at_most(1)}),
+           O::number("grad_clip", "global L2 norm of the gradients; 0 disables").with_default(1.0).at_least(0),
+           O::integer("dataset_size", "0: a fresh sample every step; N: a fixed training set of N examples, visited "
+                      "in seeded epochs (with task.mixture each source has its own)")
+               .with_default(int64_t{0}).at_least(0),
+           O::integer("log_every", "progress line and metrics.jsonl record period").with_default(int64_t{100}).at_least(1),
+           O::integer("checkpoint_every", "0: only the final checkpoint").with_default(int64_t{1000}).at_least(0),
+           O::integer("keep_checkpoints", "newest N kept").with_default(int64_t{1}).at_least(1),
+           O::integer("eval_every", "evaluate every N steps (and at step 0 and the last) into eval_curve.jsonl; 0: never")
+               .with_default(int64_t{0}).at_least(0),
+           O::map("eval_grid", "eval: keys laid over eval: for those evaluations, e.g. {samples: 100}").any_keys()}};
+}
+
+namespace {
+
+const Section<TrainConfig>& train_section() {
+  static const Section<TrainConfig> s = Section<TrainConfig>(TrainConfig::schema())
+                                            .bind("steps", &TrainConfig::steps)
+                                            .bind("batch_size", &TrainConfig::batch_size)
+                                            .bind("optimizer.name", &TrainConfig::optimizer)
+                                            .bind("optimizer.lr", &TrainConfig::lr)
+                                            .bind("optimizer.beta1", &TrainConfig::beta1)
+                                            .bind("optimizer.beta2", &TrainConfig::beta2)
+                                            .bind("optimizer.eps", &TrainConfig::eps)
+                                            .bind("optimizer.weight_decay", &TrainConfig::weight_decay)
+                                            .bind("schedule.warmup_steps", &TrainConfig::warmup_steps)
+                                            .bind("schedule.decay", &TrainConfig::decay)
+                                            .bind("schedule.min_lr_ratio", &TrainConfig::min_lr_ratio)
+                                            .bind("grad_clip", &TrainConfig::grad_clip)
+                                            .bind("dataset_size", &TrainConfig::dataset_size)
+                                            .bind("log_every", &TrainConfig::log_every)
+                                            .bind("checkpoint_every", &TrainConfig::checkpoint_every)
+                                            .bind("keep_checkpoints", &TrainConfig::keep_checkpoints)
+                                            .bind("eval_every", &TrainConfig::eval_every);
+  return s;
+}
+
+}  // namespace
+
 TrainConfig TrainConfig::from_config(const ConfigNode& node) {
   TrainConfig c;
-  MapReader r(node);
-  c.steps = r.get_int("steps", c.steps);
-  c.batch_size = r.get_int("batch_size", c.batch_size);
-  ConfigNode opt = r.child("optimizer");
-  if (opt.is_scalar()) {
-    c.optimizer = opt.as_string();
-  } else {
-    MapReader o(opt);
-    c.optimizer = o.get_choice("name", c.optimizer, {"adam", "adamw"});
-    c.lr = o.get_float("lr", c.lr);
-    c.beta1 = o.get_float("beta1", c.beta1);
-    c.beta2 = o.get_float("beta2", c.beta2);
-    c.eps = o.get_float("eps", c.eps);
-    c.weight_decay = o.get_float("weight_decay", c.weight_decay);
-    o.finish();
-  }
-  if (c.optimizer != "adam" && c.optimizer != "adamw") {
-    opt.fail(fmt::format("optimizer must be adam or adamw, got '{}'", c.optimizer));
-  }
-  ConfigNode sched = r.child("schedule");
-  {
-    MapReader s(sched);
-    ConfigNode wf = s.child("warmup_fraction");
-    ConfigNode ws = s.child("warmup_steps");
-    if (wf.defined() && ws.defined()) {
-      ws.fail("give either warmup_steps or warmup_fraction, not both");
+  Options o = train_section().read(node, c);
+  Options sched = o.get_map("schedule");
+  if (sched.given("warmup_fraction")) {
+    if (sched.given("warmup_steps")) {
+      sched.fail("warmup_steps", "give either warmup_steps or warmup_fraction, not both");
     }
-    if (wf.defined()) {
-      double f = wf.as_float();
-      if (f < 0 || f > 1) {
-        wf.fail(fmt::format("warmup_fraction must be in [0, 1], got {}", f));
-      }
-      c.warmup_steps = static_cast<int64_t>(std::llround(f * static_cast<double>(c.steps)));
-    } else if (ws.defined()) {
-      c.warmup_steps = ws.as_int();
-    }
-    c.decay = s.get_choice("decay", c.decay, {"cosine", "linear", "constant"});
-    c.min_lr_ratio = s.get_float("min_lr_ratio", c.min_lr_ratio);
-    s.finish();
+    c.warmup_steps = static_cast<int64_t>(std::llround(sched.get_float("warmup_fraction") * static_cast<double>(c.steps)));
   }
-  c.grad_clip = r.get_float("grad_clip", c.grad_clip);
-  c.dataset_size = r.get_int("dataset_size", c.dataset_size);
-  c.log_every = r.get_int("log_every", c.log_every);
-  c.checkpoint_every = r.get_int("checkpoint_every", c.checkpoint_every);
-  c.keep_checkpoints = r.get_int("keep_checkpoints", c.keep_checkpoints);
-  c.eval_every = r.get_int("eval_every", c.eval_every);
-  c.eval_grid = r.child("eval_grid");
-  if (c.eval_grid.defined() && !c.eval_grid.is_map()) {
-    c.eval_grid.fail("train.eval_grid must be a map of eval: keys (grid, samples, ...)");
-  }
-  r.finish();
+  c.eval_grid = o.node("eval_grid");
   auto require = [&](bool ok, const char* key, const std::string& msg) {
     if (!ok) {
       ConfigNode n = node.child(key);
       (n.defined() ? n : node).fail(msg);
     }
   };
-  require(c.steps >= 1, "steps", fmt::format("train.steps must be >= 1, got {}", c.steps));
-  require(c.batch_size >= 1, "batch_size",
-          fmt::format("train.batch_size must be >= 1, got {}", c.batch_size));
   require(c.lr > 0, "optimizer", fmt::format("train.optimizer.lr must be > 0, got {}", c.lr));
   require(c.warmup_steps >= 0 && c.warmup_steps <= c.steps, "schedule",
           fmt::format("warm-up of {} steps does not fit in {} steps", c.warmup_steps, c.steps));
-  require(c.min_lr_ratio >= 0 && c.min_lr_ratio <= 1, "schedule",
-          fmt::format("min_lr_ratio must be in [0, 1], got {}", c.min_lr_ratio));
-  require(c.grad_clip >= 0, "grad_clip", "train.grad_clip must be >= 0 (0 disables)");
-  require(c.dataset_size >= 0, "dataset_size", "train.dataset_size must be >= 0 (0 = online)");
-  require(c.log_every >= 1, "log_every", "train.log_every must be >= 1");
-  require(c.checkpoint_every >= 0, "checkpoint_every", "train.checkpoint_every must be >= 0");
-  require(c.keep_checkpoints >= 1, "keep_checkpoints", "train.keep_checkpoints must be >= 1");
-  require(c.eval_every >= 0, "eval_every", "train.eval_every must be >= 0 (0: no evaluation during training)");
   require(c.eval_every > 0 || !c.eval_grid.defined(), "eval_grid",
           "train.eval_grid is used only with train.eval_every > 0");
   return c;
 }
 
 YAML::Node TrainConfig::to_yaml() const {
-  YAML::Node n;
-  n["steps"] = steps;
-  n["batch_size"] = batch_size;
-  n["optimizer"]["name"] = optimizer;
-  n["optimizer"]["lr"] = lr;
-  n["optimizer"]["beta1"] = beta1;
-  n["optimizer"]["beta2"] = beta2;
-  n["optimizer"]["eps"] = eps;
-  n["optimizer"]["weight_decay"] = weight_decay;
-  n["schedule"]["warmup_steps"] = warmup_steps;
-  n["schedule"]["decay"] = decay;
-  n["schedule"]["min_lr_ratio"] = min_lr_ratio;
-  n["grad_clip"] = grad_clip;
-  n["dataset_size"] = dataset_size;
-  n["log_every"] = log_every;
-  n["checkpoint_every"] = checkpoint_every;
-  n["keep_checkpoints"] = keep_checkpoints;
-  if (eval_every > 0) {
-    n["eval_every"] = eval_every;
-    if (eval_grid.defined()) n["eval_grid"] = YAML::Clone(eval_grid.yaml());
-  }
+  YAML::Node n = train_section().write(*this);
+  if (eval_grid.defined()) n["eval_grid"] = YAML::Clone(eval_grid.yaml());
   return n;
 }
 

@@ -1,24 +1,10 @@
 // `lengen aggregate`: collect a sweep into CSV and median/IQR/fraction heatmaps.
 #include "../cli.h"
 
-#include "lengen/core/log.h"
 #include "lengen/report/report.h"
 #include "lengen/sweep/sweep.h"
 
-#include <filesystem>
-
-namespace fs = std::filesystem;
-
 namespace lengen::cli {
-
-// Logs and draws an aggregate folder that sweep::aggregate (or compare_runs) has written.
-void plot_sweep(const std::string& dir, int64_t n, bool plots) {
-  const fs::path out = fs::path(dir) / "aggregate";
-  logger("sweep")->info("aggregated {} completed points into {}/results.csv and summary.csv", n, out.string());
-  if (!plots || n == 0) return;
-  run_plot("plot_sweep.py", fmt::format("'{}'", out.string()), fmt::format("heatmaps written to {}/*.png", out.string()),
-           "the CSV files");
-}
 
 namespace {
 
@@ -33,7 +19,7 @@ class Aggregate : public Command {
     return c;
   }
   int run(const Common&) override {
-    plot_sweep(dir_, sweep::aggregate(dir_, threshold_), !no_plot_);
+    report_aggregate(dir_, sweep::aggregate(dir_, threshold_), !no_plot_);
     return 0;
   }
 

@@ -1,11 +1,10 @@
 // `lengen compare`: several finished runs side by side (median over the seeds of one name).
 #include "../cli.h"
 
+#include "lengen/report/report.h"
 #include "lengen/sweep/sweep.h"
 
 namespace lengen::cli {
-
-void plot_sweep(const std::string& dir, int64_t n, bool plots);
 
 namespace {
 
@@ -21,7 +20,7 @@ class Compare : public Command {
     return c;
   }
   int run(const Common&) override {
-    plot_sweep(out_, sweep::compare_runs(runs_, out_, threshold_), !no_plot_);
+    report_aggregate(out_, sweep::compare_runs(runs_, out_, threshold_), !no_plot_);
     return 0;
   }
 

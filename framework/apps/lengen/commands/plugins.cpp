@@ -1,6 +1,7 @@
 // `lengen plugins`: position schemes, tasks, stage kinds and architectures with their options.
 #include "../cli.h"
 
+#include "lengen/config/section.h"
 #include "lengen/core/log.h"
 #include "lengen/plugin/loader.h"
 #include "lengen/registry/registry.h"
@@ -37,6 +38,15 @@ class Plugins : public Command {
       if (s) print_entry(*s, true);
       return 0;
     }
+    if (markdown_) {
+      // The framework's own sections, from the schemas that validate them.
+      fmt::print("## Sections\n\n");
+      for (const auto& spec : framework_sections()) {
+        fmt::print("### `{}`\n\n{}\n\n| key | type | description |\n| --- | --- | --- |\n", spec.name, spec.summary);
+        print_rows(spec.options, "");
+        fmt::print("\n");
+      }
+    }
     fmt::print(markdown_ ? "## Position schemes\n\n" : "position schemes:\n");
     for (const auto* e : position_registry().list()) print_entry(*e, markdown_);
     fmt::print(markdown_ ? "## Tasks\n\n" : "tasks:\n");
@@ -64,6 +74,20 @@ class Plugins : public Command {
       return join(kinds, ", ");
     } catch (const Error&) {
       return "";  // needs options to be built; nothing to say
+    }
+  }
+
+  // Markdown rows of a schema; a nested map's fields follow it as `map.field`.
+  static void print_rows(const std::vector<OptionSpec>& options, const std::string& prefix) {
+    for (const auto& o : options) {
+      std::string doc = o.doc;
+      if (o.type == OptionType::kMap && !o.shorthand.empty()) {
+        doc += fmt::format("{}a bare value means {{{}: value}}", doc.empty() ? "" : "; ", o.shorthand);
+      }
+      fmt::print("| `{}{}` | {} | {} |\n", prefix, o.key, o.describe_type(), doc);
+      if (o.type == OptionType::kMap || o.type == OptionType::kMapList) {
+        print_rows(o.fields, prefix + o.key + (o.type == OptionType::kMapList ? "[i]." : "."));
+      }
     }
   }
 

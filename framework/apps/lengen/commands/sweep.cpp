@@ -16,12 +16,10 @@ namespace fs = std::filesystem;
 
 namespace lengen::cli {
 
-void plot_sweep(const std::string& dir, int64_t n, bool plots);
-
 namespace {
 
 void run_aggregate(const std::string& dir, double threshold, bool plots) {
-  plot_sweep(dir, sweep::aggregate(dir, threshold), plots);
+  report_aggregate(dir, sweep::aggregate(dir, threshold), plots);
 }
 
 int run_sweep(const std::string& file, const std::string& executor, int64_t jobs, const std::string& gpus_text,

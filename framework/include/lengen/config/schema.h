@@ -13,7 +13,7 @@
 namespace lengen {
 
 /// The value types an option can have; `lengen plugins --describe` prints them.
-enum class OptionType { kInt, kFloat, kBool, kString, kIntList, kFloatList };
+enum class OptionType { kInt, kFloat, kBool, kString, kIntList, kFloatList, kMap, kMapList };
 
 LENGEN_API const char* option_type_name(OptionType type);
 
@@ -27,6 +27,10 @@ struct LENGEN_API OptionSpec {
   std::optional<YAML::Node> default_value;  ///< absent => required
   std::optional<double> min, max;           ///< inclusive range for numbers / list elements
   std::vector<std::string> choices;         ///< allowed values for strings
+  std::vector<OptionSpec> fields;           ///< kMap / kMapList: the nested schema
+  bool open = false;                        ///< kMap: keys not declared here (the owner checks them)
+  bool optional = false;                    ///< may be absent with no default (Options::given says)
+  std::string shorthand;                    ///< kMap: a scalar x means {shorthand: x}
 
   static OptionSpec integer(std::string key, std::string doc);
   static OptionSpec number(std::string key, std::string doc);
@@ -34,6 +38,10 @@ struct LENGEN_API OptionSpec {
   static OptionSpec string(std::string key, std::string doc);
   static OptionSpec int_list(std::string key, std::string doc);
   static OptionSpec float_list(std::string key, std::string doc);
+  /// A nested map validated against `fields` (absent: every field's default).
+  static OptionSpec map(std::string key, std::string doc, std::vector<OptionSpec> fields = {});
+  /// A list of maps, each validated against `fields` (absent: an empty list).
+  static OptionSpec map_list(std::string key, std::string doc, std::vector<OptionSpec> fields);
 
   template <class T>
   OptionSpec& with_default(const T& value) {
@@ -52,6 +60,20 @@ struct LENGEN_API OptionSpec {
     choices = std::move(values);
     return *this;
   }
+  /// kMap: any keys (e.g. `eval.grid`, whose axes are the task's); the owner validates them.
+  OptionSpec& any_keys() {
+    open = true;
+    return *this;
+  }
+  OptionSpec& may_be_absent() {
+    optional = true;
+    return *this;
+  }
+  /// kMap: `optimizer: adam` reads as `optimizer: {name: adam}`.
+  OptionSpec& scalar_means(std::string field) {
+    shorthand = std::move(field);
+    return *this;
+  }
 
   /// "int, default 64, >= 1" for listings.
   std::string describe_type() const;
@@ -59,7 +81,7 @@ struct LENGEN_API OptionSpec {
 
 /// Everything the framework knows about a component before building it.
 struct LENGEN_API ComponentSpec {
-  std::string kind;     ///< "position" | "task"
+  std::string kind;     ///< "position" | "task" | "stage" | "section" (model, train, eval, ...)
   std::string name;     ///< YAML selector, e.g. "coupling"
   std::string summary;  ///< one line; what `lengen plugins` prints
   std::vector<OptionSpec> options;
@@ -88,6 +110,12 @@ class LENGEN_API Options {
   /// An inclusive range written `[lo, hi]` (or one value for lo = hi); anything else, or
   /// lo > hi, fails naming the key.
   std::pair<int64_t, int64_t> get_int_range(const std::string& key) const;
+  /// A kMap option, validated against its fields.
+  Options get_map(const std::string& key) const;
+  /// A kMapList option: one Options per element.
+  std::vector<Options> get_map_list(const std::string& key) const;
+  /// The option's node (an open map's, for its owner to read); undefined when absent.
+  const ConfigNode& node(const std::string& key) const { return node_of(key); }
   /// True when the key was written in the YAML (not taken from the default).
   bool given(const std::string& key) const;
 
@@ -104,6 +132,7 @@ class LENGEN_API Options {
   std::string component_;  ///< "position 'coupling'" for messages
   std::vector<std::pair<std::string, ConfigNode>> values_;
   std::vector<std::string> given_;
+  std::vector<OptionSpec> specs_;  ///< the schema, for nested maps
 };
 
 }  // namespace lengen

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "lengen/config/node.h"
+#include "lengen/config/schema.h"
 #include "lengen/core/export.h"
 #include "lengen/position/scheme.h"
 #include "lengen/task/example.h"
@@ -44,6 +45,8 @@ struct LENGEN_API ModelConfig {
   bool input_injection = false;        ///< add the input embedding again before every loop > 0
 
   /// Reads and validates the `model:` map (unknown keys, ranges, choices).
+  /// The section's schema (validation and docs/config-reference.md).
+  static ComponentSpec schema();
   static ModelConfig from_config(const ConfigNode& node);
   YAML::Node to_yaml() const;
   int64_t head_dim() const { return d_head > 0 ? d_head : d_model / heads; }

@@ -17,11 +17,12 @@
 // (Registrar::add_stage, lengen/stage/stage.h) and the analysis library.
 // ABI history: 1 first release; 2 (architectures) adds the virtual functions
 // PositionScheme::transform_ids_pair, Task::to_seq2seq and Task::to_labeled (vtables changed:
-// rebuild every plugin).
+// rebuild every plugin); 3 (stages) adds fields to OptionSpec and Options (map and list-of-map
+// options, shared with the framework's own config sections) and the stage registry.
 
 #include <cstdint>
 
-#define LENGEN_PLUGIN_ABI 2
+#define LENGEN_PLUGIN_ABI 3
 #define LENGEN_PLUGIN_API 3
 
 namespace lengen {

@@ -70,6 +70,8 @@ class LENGEN_API StageContext {
 
   /// The folder of an earlier stage of this run (it must have finished).
   std::string stage_dir(const std::string& name) const;
+  /// An earlier stage's resolved experiment (its task and training data, its model config).
+  const Experiment& stage_experiment(const std::string& name) const;
 
   /// Writes tensors as safetensors under dir() (atomically); returns the path.
   std::string write_tensors(const std::string& file,
@@ -93,6 +95,9 @@ class LENGEN_API Stage {
 
 /// One entry of `stages:`, validated when the experiment loads.
 struct LENGEN_API StageSpec {
+  /// The framework's keys of a stage entry (validation and docs/config-reference.md).
+  static ComponentSpec schema();
+
   std::string name;
   std::string kind;                 ///< a registered stage component
   std::string init_from;            ///< "" | an earlier stage's name | a run directory

@@ -30,6 +30,8 @@ struct LENGEN_API EvalConfig {
   /// Applications of each looped stack at test time (0: the model's own `model.loops`).
   int64_t loops = 0;
 
+  /// The section's schema (validation and docs/config-reference.md).
+  static ComponentSpec schema();
   /// Reads `eval:`; `axes` are the task's axes (unknown axis names are errors).
   static EvalConfig from_config(const ConfigNode& node, const std::vector<GridAxis>& axes);
   YAML::Node to_yaml() const;

@@ -37,6 +37,8 @@ struct LENGEN_API TrainConfig {
   int64_t eval_every = 0;          ///< evaluate the `eval_grid` every N steps (0: never)
   ConfigNode eval_grid;            ///< overrides of `eval:` for those evaluations (map)
 
+  /// The section's schema (validation and docs/config-reference.md).
+  static ComponentSpec schema();
   /// Reads and validates `train:`; warmup may be given as warmup_steps or warmup_fraction.
   static TrainConfig from_config(const ConfigNode& node);
   YAML::Node to_yaml() const;
