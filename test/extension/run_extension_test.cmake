@@ -92,12 +92,12 @@ file(WRITE "${work}/snapshot.yaml" "name: snap
 seed: 1
 output_dir: ${work}/runs
 task: {name: addition, train_digits: [1, 2], eval_digits: [1, 3]}
-model: {layers: 1, heads: 2, d_model: 32, d_ff: 64}
+model: {layers: 2, heads: 2, d_model: 64, d_ff: 128}
 position: [{name: coupling, max_position: 16}]
-train: {steps: 500, batch_size: 64, optimizer: {name: adam, lr: 0.003}}
+train: {steps: 1000, batch_size: 64, optimizer: {name: adam, lr: 0.003}}
 stages:
   - {name: train}
-  - {name: snapshot, kind: attention_snapshot, value: 1, samples: 16}
+  - {name: snapshot, kind: attention_snapshot, value: 1, samples: 32}
 ")
 run("${prefix}/bin/lengen" run "${work}/snapshot.yaml" --plugin-path "${work}/stage-build")
 foreach(f attention.safetensors attention.json stage.json)

@@ -37,17 +37,7 @@ eval: {samples: 20}
 
 std::string cli() { return LENGEN_CLI; }
 
-std::string sh(const std::string& args, int* rc = nullptr) {
-  std::string out;
-  int code = test::run_command(cli() + " " + args, &out);
-  if (rc) {
-    *rc = code;
-  } else {
-    INFO(out);
-    REQUIRE(code == 0);
-  }
-  return out;
-}
+std::string sh(const std::string& args, int* rc = nullptr) { return test::lengen_cli(args, rc); }
 
 }  // namespace
 
@@ -213,26 +203,9 @@ TEST_CASE("cli: a run killed with SIGKILL resumes to the same final weights", "[
   sh(fmt::format("run {} --no-eval --set output_dir={}", tmp.file("k.yaml"), a));
   // Start b in the background and kill it hard once a checkpoint exists.
   const fs::path ckpt_dir = fs::path(b) / "cli" / "2" / "checkpoints";
-  std::string pid_file = tmp.file("pid");
-  std::system(fmt::format("{} run {} --no-eval --set output_dir={} > /dev/null 2>&1 & echo $! > {}",
-                          cli(), tmp.file("k.yaml"), b, pid_file)
-                  .c_str());
-  std::string pid;
-  std::ifstream(pid_file) >> pid;
-  bool killed = false;
-  for (int i = 0; i < 600 && !killed; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    std::error_code ec;
-    for (const auto& e : fs::directory_iterator(ckpt_dir, ec)) {
-      if (e.path().extension() == ".safetensors") {
-        std::system(("kill -9 " + pid).c_str());
-        killed = true;
-        break;
-      }
-    }
-  }
-  REQUIRE(killed);
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  REQUIRE(test::kill_hard_when_file_appears(
+      fmt::format("{} run {} --no-eval --set output_dir={}", cli(), tmp.file("k.yaml"), b), ckpt_dir.string(),
+      ".safetensors", tmp.str()));
   CHECK(!fs::exists(ckpt_dir / "step-00000400.safetensors"));
   sh(fmt::format("run {} --no-eval --resume --set output_dir={}", tmp.file("k.yaml"), b));
   auto fa = load_safetensors((fs::path(a) / "cli" / "2" / "checkpoints" / "step-00000400.safetensors").string());

@@ -41,17 +41,7 @@ std::string tune_stage(const std::string& init_from, int64_t steps) {
                      init_from, steps);
 }
 
-std::string sh(const std::string& args, int* rc = nullptr) {
-  std::string out;
-  const int code = test::run_command(std::string(LENGEN_CLI) + " " + args, &out);
-  if (rc) {
-    *rc = code;
-  } else {
-    INFO(out);
-    REQUIRE(code == 0);
-  }
-  return out;
-}
+std::string sh(const std::string& args, int* rc = nullptr) { return test::lengen_cli(args, rc); }
 
 void require_same_weights(const std::string& a, const std::string& b) {
   auto fa = load_safetensors(a), fb = load_safetensors(b);
@@ -121,26 +111,9 @@ TEST_CASE("stages: a run killed with SIGKILL in stage 2 resumes there to the sam
   sh(fmt::format("run {} --set output_dir={}", tmp.file("k.yaml"), a));
   const fs::path run_b = fs::path(b) / "ft" / "4";
   const fs::path ckpt_dir = run_b / "stages" / "tune" / "checkpoints";
-  const std::string pid_file = tmp.file("pid");
-  std::system(fmt::format("{} run {} --set output_dir={} > /dev/null 2>&1 & echo $! > {}", LENGEN_CLI,
-                          tmp.file("k.yaml"), b, pid_file)
-                  .c_str());
-  std::string pid;
-  std::ifstream(pid_file) >> pid;
-  bool killed = false;
-  for (int i = 0; i < 1200 && !killed; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    std::error_code ec;
-    for (const auto& e : fs::directory_iterator(ckpt_dir, ec)) {
-      if (e.path().extension() == ".safetensors") {
-        std::system(("kill -9 " + pid).c_str());
-        killed = true;
-        break;
-      }
-    }
-  }
-  REQUIRE(killed);
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  REQUIRE(test::kill_hard_when_file_appears(
+      fmt::format("{} run {} --set output_dir={}", LENGEN_CLI, tmp.file("k.yaml"), b), ckpt_dir.string(),
+      ".safetensors", tmp.str()));
   CHECK(!fs::exists(ckpt_dir / "step-00000400.safetensors"));
   CHECK(!fs::exists(run_b / "stages" / "tune" / "stage.json"));
   const auto base_marker = test::read_text((run_b / "stages" / "base" / "stage.json").string());

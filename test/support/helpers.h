@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <random>
 #include <string>
+#include <thread>
 
 namespace lengen::test {
 
@@ -102,6 +103,45 @@ inline int run_command(const std::string& cmd, std::string* output) {
     *output = out;
   }
   return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+#ifdef LENGEN_CLI
+/// Runs the lengen CLI with `args` (stdout and stderr captured). Without `rc` the command
+/// must succeed (its output is shown when it does not); with it, the exit status is stored.
+inline std::string lengen_cli(const std::string& args, int* rc = nullptr) {
+  std::string out;
+  const int code = run_command(std::string(LENGEN_CLI) + " " + args, &out);
+  if (rc) {
+    *rc = code;
+  } else {
+    INFO(out);
+    REQUIRE(code == 0);
+  }
+  return out;
+}
+#endif
+
+/// Starts `command` in the background and SIGKILLs it (as a node failure or the OOM killer
+/// would) as soon as `dir` holds a file ending in `ext`; false when that never happened
+/// within about a minute. `scratch` is a folder for the pid file.
+inline bool kill_hard_when_file_appears(const std::string& command, const std::string& dir, const std::string& ext,
+                                        const std::string& scratch) {
+  const std::string pid_file = (std::filesystem::path(scratch) / "background.pid").string();
+  std::system((command + " > /dev/null 2>&1 & echo $! > " + pid_file).c_str());
+  std::string pid;
+  std::ifstream(pid_file) >> pid;
+  for (int i = 0; i < 1200; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+      if (e.path().extension() == ext) {
+        std::system(("kill -9 " + pid).c_str());
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        return true;
+      }
+    }
+  }
+  return false;
 }
 
 }  // namespace lengen::test

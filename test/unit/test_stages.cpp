@@ -1,6 +1,8 @@
-// Multi-stage experiments without training: data mixtures (proportions, determinism, the
-// exact union of fixed sets), `stages:` parsing and resolution, init_from's weight rules.
+// Multi-stage experiments without training runs: data mixtures (proportions, determinism, the
+// exact union of fixed sets), `stages:` parsing and resolution, init_from's weight and
+// optimizer rules, the attention analysis library (pre- and post-softmax, refusals).
 #include "helpers.h"
+#include "lengen/analysis/attention.h"
 #include "lengen/experiment/experiment.h"
 #include "lengen/stage/stage.h"
 #include "lengen/train/checkpoint.h"
@@ -238,4 +240,55 @@ TEST_CASE("stages: init_from loads by name; new, dropped and mis-shaped paramete
   Transformer wide = model_of("[{name: coupling, max_position: 32}]", 32);
   CHECK_THROWS_WITH(load_weights_by_name(wide, ckpt, {}), Contains("tok_emb.weight") && Contains("[") &&
                                                             Contains("but the checkpoint has"));
+}
+
+TEST_CASE("stages: init_optimizer takes Adam's moments and step from the checkpoint", "[stages][init]") {
+  test::TempDir tmp;
+  Experiment e = load_yaml(tmp, kBase);
+  Transformer a = e.build_model(torch::kCPU);
+  fs::create_directories(tmp.file("a") + "/checkpoints");
+  fs::create_directories(tmp.file("b") + "/checkpoints");
+  Trainer ta(e.train, e.seed, *e.task, a, torch::kCPU, tmp.file("a"));
+  for (int64_t s = 0; s < 3; ++s) ta.step(ta.batch_for_step(s), s);
+  ta.save_checkpoint(3);
+  const std::string ckpt = ta.latest_checkpoint();
+  Transformer b = e.build_model(torch::kCPU);
+  Trainer tb(e.train, e.seed, *e.task, b, torch::kCPU, tmp.file("b"));
+  tb.load_optimizer_state(ckpt);
+  tb.save_checkpoint(0);
+  auto fa = load_safetensors(ckpt), fb = load_safetensors(tb.latest_checkpoint());
+  int64_t moments = 0;
+  for (const auto& [name, t] : fa.tensors) {
+    if (name.rfind("optimizer.", 0) != 0) continue;
+    ++moments;
+    const torch::Tensor* other = fb.find(name);
+    REQUIRE(other != nullptr);
+    CHECK(torch::equal(t, *other));
+    CHECK(t.abs().sum().item<double>() > 0);  // three steps left real moments
+  }
+  CHECK(moments == 2 * static_cast<int64_t>(named_weights(a).size()));
+}
+
+TEST_CASE("analysis: pre-softmax scores are what the attention weights are the softmax of", "[stages][analysis]") {
+  test::TempDir tmp;
+  Experiment e = load_yaml(tmp, kBase);
+  Transformer m = e.build_model(torch::kCPU);
+  auto samples = cell_samples(*e.task, GridCell{{"digits", 3}}, 1, 7);
+  AttentionRequest post, pre;
+  pre.pre_softmax = true;
+  auto w = mean_attention(m, *e.task, samples, torch::kCPU, post);
+  auto s = mean_attention(m, *e.task, samples, torch::kCPU, pre);
+  REQUIRE(w.maps.size() == s.maps.size());
+  REQUIRE(w.maps.size() == 2);  // one layer x two heads
+  for (size_t i = 0; i < w.maps.size(); ++i) {
+    CHECK(test::max_abs_diff(torch::softmax(s.maps[i].mean, -1), w.maps[i].mean) < 1e-6);
+    CHECK(std::isinf(s.maps[i].mean[0][1].item<double>()));  // causal: the first query sees one key
+  }
+  // Samples of different lengths cannot be averaged; correct_only needs a correct sample.
+  auto mixed = cell_samples(*e.task, GridCell{{"digits", 2}}, 1, 7);
+  mixed.push_back(samples[0]);
+  CHECK_THROWS_WITH(mean_attention(m, *e.task, mixed, torch::kCPU, post), Contains("one length"));
+  AttentionRequest correct;
+  correct.correct_only = true;
+  CHECK_THROWS_WITH(mean_attention(m, *e.task, samples, torch::kCPU, correct), Contains("none of the 1 samples"));
 }
