@@ -49,8 +49,11 @@ TEST_CASE("rpe_k: the logit term follows the clipped-distance formula", "[rpe]")
   // Layers have their own tables; a shared table is one.
   CHECK(max_abs_diff(s->relative_logits(q, k, positions(torch::arange(T), 0)),
                      s->relative_logits(q, k, positions(torch::arange(T), 1))) > 1e-6);
-  auto shared = make_scheme("{name: rpe_k, per_layer: false}", ctx());
+  auto shared = make_scheme("{name: rpe_k, per_layer: false, k: 16}", ctx());
   CHECK(shared->named_parameters()["key_vectors"].sizes() == torch::IntArrayRef({1, 33, 8}));
+  // The default is Hugging Face's relative_key table (Jelassi et al.): 2 * 512 - 1 rows.
+  CHECK(make_scheme("rpe_k", ctx())->named_parameters()["key_vectors"].sizes() ==
+        torch::IntArrayRef({2, 1023, 8}));
 }
 
 TEST_CASE("rpe_k: relative, so a shift of every position changes nothing", "[rpe]") {

@@ -26,30 +26,7 @@ using lengen::decimal::pad_left;
 using lengen::decimal::random_number;
 using lengen::decimal::strip_zeros;
 
-// Decimal strings, most significant digit first, no sign.
-std::string add_decimal(const std::vector<std::string>& xs) {
-  size_t n = 0;
-  for (const auto& x : xs) {
-    n = std::max(n, x.size());
-  }
-  std::string out;
-  int carry = 0;
-  for (size_t k = 0; k < n || carry; ++k) {
-    int s = carry;
-    for (const auto& x : xs) {
-      if (k < x.size()) {
-        s += x[x.size() - 1 - k] - '0';
-      }
-    }
-    out.push_back(static_cast<char>('0' + s % 10));
-    carry = s / 10;
-  }
-  while (out.size() > 1 && out.back() == '0') {
-    out.pop_back();
-  }
-  std::reverse(out.begin(), out.end());
-  return out;
-}
+const auto& add_decimal = lengen::decimal::add;
 
 // Length of the longest possible sum of m operands of at most `digits` digits:
 // len((10^digits - 1) * m).
@@ -385,6 +362,9 @@ class Addition final : public lengen::Task {
     }
     ex.meta["digits"] = static_cast<int64_t>(longest);
     ex.meta["operands"] = static_cast<int64_t>(ops.size());
+    const auto c = lengen::decimal::carries(ops);
+    ex.meta["carries"] = c.count;
+    ex.meta["carry_chain"] = c.longest_chain;
     return ex;
   }
 
@@ -429,6 +409,9 @@ class Addition final : public lengen::Task {
     }
     ex.meta["digits"] = static_cast<int64_t>(longest);
     ex.meta["operands"] = static_cast<int64_t>(ops.size());
+    const auto c = lengen::decimal::carries(ops);
+    ex.meta["carries"] = c.count;
+    ex.meta["carry_chain"] = c.longest_chain;
     return ex;
   }
 

@@ -26,23 +26,7 @@ using lengen::decimal::pad_left;
 using lengen::decimal::random_number;
 using lengen::decimal::strip_zeros;
 
-// Decimal strings, most significant digit first.
-std::string multiply_decimal(const std::string& a, const std::string& b) {
-  std::vector<int> acc(a.size() + b.size(), 0);  // least significant first
-  for (size_t i = 0; i < a.size(); ++i) {
-    for (size_t j = 0; j < b.size(); ++j) {
-      acc[i + j] += (a[a.size() - 1 - i] - '0') * (b[b.size() - 1 - j] - '0');
-    }
-  }
-  for (size_t k = 0; k + 1 < acc.size(); ++k) {
-    acc[k + 1] += acc[k] / 10;
-    acc[k] %= 10;
-  }
-  std::string out;
-  for (auto it = acc.rbegin(); it != acc.rend(); ++it) out.push_back(static_cast<char>('0' + *it));
-  size_t nz = out.find_first_not_of('0');
-  return nz == std::string::npos ? "0" : out.substr(nz);
-}
+const auto& multiply_decimal = lengen::decimal::multiply;
 
 std::string reversed(std::string x) {
   std::reverse(x.begin(), x.end());

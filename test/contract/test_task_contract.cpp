@@ -4,6 +4,8 @@
 #include "helpers.h"
 #include "lengen/plugin/loader.h"
 
+#include <algorithm>
+
 using namespace lengen;
 
 namespace {
@@ -32,8 +34,18 @@ void check_layouts(const Task& task, const Example& ex) {
     return;
   }
   LabeledExample e = task.to_labeled(ex);
+  REQUIRE(static_cast<int64_t>(e.labels.size()) == e.length());
+  REQUIRE(static_cast<int64_t>(e.label_mask.size()) == e.length());
+  REQUIRE(e.ids.size() == ex.position_ids.size());
+  // Every task: the labels read back through from_labeled give the response (the decode's
+  // verdict is the teacher-forced one), and at least one position is scored.
+  CHECK(task.from_labeled(e, e.labels) == ex.response());
+  CHECK(std::count(e.label_mask.begin(), e.label_mask.end(), uint8_t{1}) > 0);
+  if (e.slot_begin != P) {
+    return;  // a paper's own layout (padded_arithmetic: labels on the first n_out inputs)
+  }
+  // The default layout: the prompt, then one slot per response token.
   REQUIRE(e.length() == T);
-  CHECK(e.slot_begin == P);
   CHECK(e.ids == ex.position_ids);
   for (int64_t t = 0; t < T; ++t) {
     const auto i = static_cast<size_t>(t);
@@ -162,6 +174,17 @@ TEST_CASE("task contract: parity, every format option", "[contract][task]") {
   for (const char* opts : {"scratchpad: true, position_ids: coupled", "scratchpad: true, position_ids: sequential",
                            "scratchpad: false, position_ids: sequential"}) {
     DYNAMIC_SECTION(opts) { check_task_yaml(fmt::format("{{name: parity, train_bits: [1, 30], {}}}", opts), 60, 3); }
+  }
+}
+
+TEST_CASE("task contract: padded_arithmetic, every operation", "[contract][task]") {
+  for (const char* op : {"add", "mod_add", "mul", "mod_mul", "elementwise_add"}) {
+    DYNAMIC_SECTION(op) {
+      check_task_yaml(fmt::format("{{name: padded_arithmetic, operation: {}, width: 12, modulus: 128, "
+                                  "train_digits: [1, 12], train_set_size: 30}}",
+                                  op),
+                      60, 8);
+    }
   }
 }
 

@@ -211,3 +211,42 @@ TEST_CASE("model: a float64 sinusoidal encoding is computed in float64", "[model
   // double computation differs from this one only by the last bits of the angle (~1e-10).
   CHECK(worst < 1e-9);
 }
+
+TEST_CASE("model: a UTransformer encoder is one block applied `layers` times", "[model][universal]") {
+  // Jelassi et al.'s UTransformer (ALBERT: every layer shares one set of weights): with
+  // shared_layers the encoder has one block, and 4 layers of it equal the one-layer encoder
+  // looped 4 times with the same weights.
+  ModelConfig c = base();
+  c.arch = "encoder";
+  c.norm_position = "post";
+  c.layers = 4;
+  c.shared_layers = true;
+  torch::manual_seed(3);
+  auto shared = make_model(c);
+  auto p = shared->named_parameters();
+  CHECK(p.contains("blocks.0.attn.qkv.weight"));
+  CHECK(!p.contains("blocks.1.attn.qkv.weight"));
+  ModelConfig one = c;
+  one.layers = 1;
+  one.shared_layers = false;
+  one.loops = 4;
+  auto looped = make_model(one);
+  {
+    torch::NoGradGuard ng;
+    auto q = looped->named_parameters();
+    REQUIRE(q.size() == p.size());
+    for (const auto& item : p) {
+      q[item.key()].copy_(item.value());
+    }
+  }
+  shared->eval();
+  looped->eval();
+  torch::NoGradGuard ng;
+  auto tokens = torch::randint(0, 14, {2, 7}, torch::kInt64);
+  auto ids = torch::arange(7).view({1, 1, 7}).expand({1, 2, 7});
+  auto a = shared->forward(tokens, ids);
+  CHECK(test::max_abs_diff(a, looped->forward(tokens, ids)) < 1e-5);
+  // ... and differ from a single application.
+  looped->set_loops(1);
+  CHECK(test::max_abs_diff(a, looped->forward(tokens, ids)) > 1e-3);
+}

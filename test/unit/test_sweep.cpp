@@ -195,7 +195,8 @@ TEST_CASE("shipped experiments and sweeps load, and every model builds", "[sweep
       continue;
     }
     INFO(e.path().string());
-    if (e.path().parent_path().filename() == "sweeps") {
+    // A sweep is a file with a `base:` experiment (in experiments/sweeps/ or beside its base).
+    if (e.path().parent_path().filename() == "sweeps" || YAML::LoadFile(e.path().string())["base"]) {
       sweep::Sweep s = sweep::load_sweep(e.path().string());
       CHECK(!s.points.empty());
       ++sweeps;

@@ -463,6 +463,8 @@ const char* option_type_name(OptionType type) {
       return "map";
     case OptionType::kMapList:
       return "list<map>";
+    case OptionType::kStringList:
+      return "list<string>";
   }
   return "?";
 }
@@ -494,6 +496,9 @@ OptionSpec OptionSpec::int_list(std::string key, std::string doc) {
 }
 OptionSpec OptionSpec::float_list(std::string key, std::string doc) {
   return make_spec(std::move(key), OptionType::kFloatList, std::move(doc));
+}
+OptionSpec OptionSpec::string_list(std::string key, std::string doc) {
+  return make_spec(std::move(key), OptionType::kStringList, std::move(doc));
 }
 
 OptionSpec OptionSpec::map(std::string key, std::string doc, std::vector<OptionSpec> fields) {
@@ -637,6 +642,15 @@ Options Options::validate(const ComponentSpec& spec,
           check_range(opt, c, v);
         }
         break;
+      case OptionType::kStringList:
+        for (const std::string& v : c.as_string_list()) {
+          if (!opt.choices.empty() &&
+              std::find(opt.choices.begin(), opt.choices.end(), v) == opt.choices.end()) {
+            c.fail(fmt::format("{}.{}: every entry must be one of {}, got '{}'{}", o.component_, opt.key,
+                               join(opt.choices), v, did_you_mean(v, opt.choices)));
+          }
+        }
+        break;
       case OptionType::kMap:
         if (c.is_scalar() && !opt.shorthand.empty()) {
           YAML::Node m(YAML::NodeType::Map);
@@ -708,6 +722,9 @@ std::vector<int64_t> Options::get_int_list(const std::string& key) const {
 }
 std::vector<double> Options::get_float_list(const std::string& key) const {
   return node_of(key).as_float_list();
+}
+std::vector<std::string> Options::get_string_list(const std::string& key) const {
+  return node_of(key).as_string_list();
 }
 std::pair<int64_t, int64_t> Options::get_int_range(const std::string& key) const {
   auto v = get_int_list(key);

@@ -1,5 +1,4 @@
 #include "lengen/experiment/experiment.h"
-#include "lengen/train/objective.h"
 
 #include "lengen/config/section.h"
 #include "lengen/core/error.h"
@@ -8,6 +7,7 @@
 #include "lengen/plugin/loader.h"
 #include "lengen/registry/registry.h"
 #include "lengen/train/batch.h"
+#include "lengen/train/objective.h"
 
 #include <filesystem>
 #include <thread>
@@ -59,9 +59,21 @@ std::vector<std::shared_ptr<PositionScheme>> build_schemes(const std::vector<Con
   return out;
 }
 
-// IDs of examples as a [L, B, T] tensor (padding 0).
-torch::Tensor ids_tensor(const std::vector<Example>& examples) {
-  return make_batch(examples, 0).ids;
+// IDs of examples as the architecture lays them out: [L, B, T] tensors, the decoder's (or
+// the encoder's) and the source's for seq2seq (padding 0). A task that cannot render the
+// layout is reported by check_layout; its one-sequence IDs are checked meanwhile.
+std::vector<torch::Tensor> layout_ids(const Task& task, Layout layout, const std::vector<Example>& examples) {
+  Batch b;
+  try {
+    b = make_objective(layout)->make_batch(task, examples);
+  } catch (const Error&) {
+    b = make_batch(examples, 0);
+  }
+  std::vector<torch::Tensor> out{b.ids};
+  if (b.source_ids.defined()) {
+    out.push_back(b.source_ids);
+  }
+  return out;
 }
 
 }  // namespace
@@ -229,9 +241,26 @@ Experiment Experiment::from_node(const ConfigNode& root_in, const std::string& p
     } catch (const Error& err) {
       root.child("eval").fail(fmt::format("grid cell {}: {}", YAML::Dump(YAML::Node(cell)), err.what()));
     }
+    for (const EvalConfig* ec : {&e.eval, &e.curve_eval}) {
+      for (const auto& f : ec->breakdown) {
+        if (ex.meta.count(f) == 0) {
+          std::vector<std::string> have;
+          for (const auto& [k, v] : ex.meta) {
+            if (cell.count(k) == 0) have.push_back(k);
+          }
+          const ConfigNode n = root.child("eval").child("breakdown");
+          (n.defined() ? n : root.child("eval"))
+              .fail(fmt::format("eval.breakdown: the task writes no feature '{}' (its examples carry: {}){}", f,
+                                have.empty() ? std::string("none") : join(have), did_you_mean(f, have)));
+        }
+      }
+    }
+    const auto ids = layout_ids(*e.task, architecture(e.model.arch).layout, {ex});
     for (size_t i = 0; i < schemes.size(); ++i) {
       try {
-        schemes[i]->check_ids(ids_tensor({ex}));
+        for (const auto& t : ids) {
+          schemes[i]->check_ids(t);
+        }
       } catch (const Error& err) {
         std::string c;
         for (const auto& [k, v] : cell) {
@@ -260,7 +289,9 @@ Experiment Experiment::from_node(const ConfigNode& root_in, const std::string& p
     }
     for (size_t i = 0; i < schemes.size(); ++i) {
       try {
-        schemes[i]->transform_ids(ids_tensor(sample), /*offset=*/0, /*training=*/true);
+        for (const auto& t : layout_ids(*e.task, architecture(e.model.arch).layout, sample)) {
+          schemes[i]->transform_ids(t, /*offset=*/0, /*training=*/true);
+        }
       } catch (const Error& err) {
         e.position_nodes[i].fail(fmt::format("training examples cannot be represented: {}",
                                              err.what()));

@@ -446,8 +446,11 @@ bool same_positions(const torch::Tensor& a, const torch::Tensor& b) {
 }
 
 std::vector<OptionSpec> RelativeVectors::options() {
-  return {OptionSpec::integer("k", "clip distance: |p_i - p_j| > k shares the vector of k")
-              .with_default(16)
+  return {OptionSpec::integer("k", "clip distance: |p_i - p_j| > k shares the vector of k. Default 511: "
+                                  "Hugging Face BERT's relative_key(_query) with max_position_embeddings 512, "
+                                  "which Jelassi et al. used: never clipped below 512 tokens; Shaw et al. "
+                                  "clipped at 16")
+              .with_default(511)
               .at_least(1),
           OptionSpec::boolean("per_layer", "one table per layer (Shaw) instead of one shared")
               .with_default(true),

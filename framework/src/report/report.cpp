@@ -100,6 +100,12 @@ std::vector<CellResult> evaluate_and_report(Transformer& model, const Experiment
            fmt::format("'{}/eval/grid.csv' '{}/plots/grid.png' --title '{} (seed {})'{}", dir, dir, exp.name,
                        exp.seed, extra),
            fmt::format("plot written to {}/plots/grid.png", dir), "eval/grid.csv");
+  if (!cfg.breakdown.empty()) {
+    run_plot("plot_breakdown.py",
+             fmt::format("'{}/eval/summary.json' '{}/plots/breakdown.png' --title '{} (seed {})'", dir, dir,
+                         exp.name, exp.seed),
+             fmt::format("accuracy breakdown plotted to {}/plots/breakdown.png", dir), "eval/breakdown.csv");
+  }
   // TensorBoard: accuracy per cell and the picture.
   EventWriter tb((fs::path(dir) / "tensorboard").string());
   double mean = 0;

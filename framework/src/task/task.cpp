@@ -132,6 +132,13 @@ LabeledExample Task::to_labeled(const Example& ex) const {
   return out;
 }
 
+std::vector<int64_t> Task::from_labeled(const LabeledExample& lx,
+                                        const std::vector<int64_t>& predicted) const {
+  LENGEN_CHECK(static_cast<int64_t>(predicted.size()) == lx.length(),
+               "from_labeled: {} predictions for {} positions", predicted.size(), lx.length());
+  return labeled_response({predicted.begin() + lx.slot_begin, predicted.end()}, vocabulary().pad());
+}
+
 std::vector<int64_t> labeled_response(const std::vector<int64_t>& predicted_slots, int64_t pad_id) {
   std::vector<int64_t> out = predicted_slots;
   while (!out.empty() && out.back() == pad_id) {

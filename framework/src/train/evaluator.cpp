@@ -34,7 +34,10 @@ ComponentSpec EvalConfig::schema() {
                      "the reference scratchpad (a diagnostic)")
                .with_default(std::string("response")).one_of({"response", "answer", "answer_given_scratchpad"}),
            O::integer("loops", "applications of each looped stack at test time; 0: the model's model.loops")
-               .with_default(int64_t{0}).at_least(0)}};
+               .with_default(int64_t{0}).at_least(0),
+           O::string_list("breakdown", "example features to break each cell's accuracy down by (e.g. addition's "
+                          "carries, carry_chain); also records the number and positions of wrong tokens (decodes)")
+               .with_default(std::vector<std::string>{})}};
 }
 
 namespace {
@@ -46,7 +49,8 @@ const Section<EvalConfig>& eval_section() {
                                            .bind("seed", &EvalConfig::seed)
                                            .bind("greedy_decode", &EvalConfig::greedy_decode)
                                            .bind("metric", &EvalConfig::metric)
-                                           .bind("loops", &EvalConfig::loops);
+                                           .bind("loops", &EvalConfig::loops)
+                                           .bind("breakdown", &EvalConfig::breakdown);
   return s;
 }
 
@@ -173,8 +177,9 @@ bool answer_match(const Example& ex, const std::vector<int64_t>& response, int64
 }
 
 std::string metric_description(const EvalConfig& cfg) {
-  const char* how = cfg.greedy_decode ? "under greedy decoding"
-                                      : "teacher-forced (equal to greedy decoding)";
+  const char* how = cfg.greedy_decode || !cfg.breakdown.empty()
+                        ? "under greedy decoding"
+                        : "teacher-forced (equal to greedy decoding)";
   if (cfg.metric == "answer") {
     return "exact match of the final answer (tokens before EOS) under greedy decoding";
   }
@@ -301,7 +306,9 @@ std::vector<CellResult> evaluate_grid(
     const bool given_scratchpad = cfg.metric == "answer_given_scratchpad";
     int64_t correct = 0;
     std::map<std::pair<int64_t, int64_t>, int64_t> first_errors;
-    if (cfg.greedy_decode || answer) {
+    const bool breakdown = !cfg.breakdown.empty();
+    CellAnalysis analysis;
+    if (cfg.greedy_decode || answer || breakdown) {
       auto objective = objective_for(model);
       for (size_t b = 0; b < examples.size(); b += static_cast<size_t>(cfg.batch_size)) {
         const size_t e = std::min(examples.size(), b + static_cast<size_t>(cfg.batch_size));
@@ -311,8 +318,12 @@ std::vector<CellResult> evaluate_grid(
         for (size_t i = 0; i < chunk.size(); ++i) {
           const Example& ex = chunk[i];
           const auto& resp = responses[i];
-          if (answer ? answer_match(ex, resp, task.vocabulary().eos())
-                     : task.exact_match(ex, resp)) {
+          const bool ok = answer ? answer_match(ex, resp, task.vocabulary().eos())
+                                 : task.exact_match(ex, resp);
+          if (breakdown) {
+            analysis.add(ex.meta, cfg.breakdown, ok, ex.response(), resp);
+          }
+          if (ok) {
             ++correct;
           } else {
             // A wrong answer implies a wrong response, so this is a real disagreement.
@@ -339,6 +350,7 @@ std::vector<CellResult> evaluate_grid(
     r.cell = cell;
     r.samples = cfg.samples;
     r.correct = correct;
+    r.analysis = std::move(analysis);
     for (const auto& [tokens, n] : first_errors) {
       r.first_errors[{token_name(task, tokens.first), token_name(task, tokens.second)}] += n;
     }
@@ -354,6 +366,60 @@ std::vector<CellResult> evaluate_grid(
     }
   }
   return results;
+}
+
+void CellAnalysis::add(const std::map<std::string, int64_t>& features,
+                       const std::vector<std::string>& wanted,
+                       bool correct,
+                       const std::vector<int64_t>& reference,
+                       const std::vector<int64_t>& response) {
+  for (const auto& f : wanted) {
+    auto it = features.find(f);
+    LENGEN_CHECK(it != features.end(), "eval.breakdown: the task wrote no feature '{}' for this example", f);
+    auto& [n, k] = by_feature[f][it->second];
+    ++n;
+    k += correct ? 1 : 0;
+  }
+  int64_t wrong = 0, where = -1;
+  const size_t len = std::max(reference.size(), response.size());
+  for (size_t i = 0; i < len; ++i) {
+    const bool same = i < reference.size() && i < response.size() && reference[i] == response[i];
+    if (!same) {
+      ++wrong;
+      where = static_cast<int64_t>(i);
+      ++error_positions[where];
+    }
+  }
+  if (!correct) {
+    ++wrong_tokens[wrong];
+    if (wrong == 1) {
+      ++single_error_position[where];
+    }
+  }
+}
+
+static nlohmann::json analysis_json(const CellAnalysis& a) {
+  auto histogram = [](const std::map<int64_t, int64_t>& h) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& [k, n] : h) {
+      out.push_back({k, n});
+    }
+    return out;
+  };
+  nlohmann::json j;
+  j["by_feature"] = nlohmann::json::object();
+  for (const auto& [feature, values] : a.by_feature) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (const auto& [value, nk] : values) {
+      rows.push_back({{"value", value}, {"samples", nk.first}, {"correct", nk.second},
+                      {"accuracy", static_cast<double>(nk.second) / static_cast<double>(nk.first)}});
+    }
+    j["by_feature"][feature] = rows;
+  }
+  j["wrong_tokens"] = histogram(a.wrong_tokens);                    // [count, samples]
+  j["single_error_position"] = histogram(a.single_error_position);  // [position, samples]
+  j["error_positions"] = histogram(a.error_positions);              // [position, samples]
+  return j;
 }
 
 TrainedRanges trained_ranges(const std::vector<GridAxis>& axes) {
@@ -378,6 +444,15 @@ void write_grid_results(const std::string& dir,
   csv += "samples,correct,accuracy,ci_low,ci_high\n";
   nlohmann::json cells = nlohmann::json::array();
   int64_t total = 0, total_correct = 0;
+  std::string breakdown_csv;
+  for (const auto& a : axes) {
+    breakdown_csv += a + ",";
+  }
+  breakdown_csv += "feature,value,samples,correct,accuracy\n";
+  bool any_analysis = false;
+  for (const auto& r : results) {
+    any_analysis = any_analysis || !r.analysis.empty();
+  }
   for (const auto& r : results) {
     nlohmann::json c;
     for (const auto& a : axes) {
@@ -405,6 +480,18 @@ void write_grid_results(const std::string& dir,
                                    {"predicted", errs[i].second.second},
                                    {"samples", errs[i].first}});
     }
+    if (!r.analysis.empty()) {
+      c["analysis"] = analysis_json(r.analysis);
+      for (const auto& [feature, values] : r.analysis.by_feature) {
+        for (const auto& [value, nk] : values) {
+          for (const auto& a : axes) {
+            breakdown_csv += fmt::format("{},", r.cell.at(a));
+          }
+          breakdown_csv += fmt::format("{},{},{},{},{:.6f}\n", feature, value, nk.first, nk.second,
+                                       static_cast<double>(nk.second) / static_cast<double>(nk.first));
+        }
+      }
+    }
     cells.push_back(c);
     total += r.samples;
     total_correct += r.correct;
@@ -419,6 +506,9 @@ void write_grid_results(const std::string& dir,
     summary["trained"][axis] = {range.first, range.second};
   }
   write_file_atomic((fs::path(dir) / "grid.csv").string(), csv);
+  if (any_analysis) {
+    write_file_atomic((fs::path(dir) / "breakdown.csv").string(), breakdown_csv);
+  }
   write_file_atomic((fs::path(dir) / "summary.json").string(), summary.dump(2) + "\n");
 }
 

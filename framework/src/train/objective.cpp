@@ -122,11 +122,11 @@ class PerPosition final : public Objective {
     std::vector<std::vector<int64_t>> out;
     for (size_t i = 0; i < labeled.size(); ++i) {
       const auto& e = labeled[i];
-      std::vector<int64_t> slots;
-      for (int64_t t = e.slot_begin; t < e.length(); ++t) {
-        slots.push_back(acc[static_cast<int64_t>(i)][t]);
+      std::vector<int64_t> predicted;
+      for (int64_t t = 0; t < e.length(); ++t) {
+        predicted.push_back(acc[static_cast<int64_t>(i)][t]);
       }
-      out.push_back(labeled_response(slots, pad));
+      out.push_back(task.from_labeled(e, predicted));
     }
     if (ids_out) {
       ids_out->clear();

@@ -13,7 +13,7 @@
 namespace lengen {
 
 /// The value types an option can have; `lengen plugins --describe` prints them.
-enum class OptionType { kInt, kFloat, kBool, kString, kIntList, kFloatList, kMap, kMapList };
+enum class OptionType { kInt, kFloat, kBool, kString, kIntList, kFloatList, kMap, kMapList, kStringList };
 
 LENGEN_API const char* option_type_name(OptionType type);
 
@@ -38,6 +38,8 @@ struct LENGEN_API OptionSpec {
   static OptionSpec string(std::string key, std::string doc);
   static OptionSpec int_list(std::string key, std::string doc);
   static OptionSpec float_list(std::string key, std::string doc);
+  /// A list of strings (a scalar stands for a one-element list); `one_of` checks each.
+  static OptionSpec string_list(std::string key, std::string doc);
   /// A nested map validated against `fields` (absent: every field's default).
   static OptionSpec map(std::string key, std::string doc, std::vector<OptionSpec> fields = {});
   /// A list of maps, each validated against `fields` (absent: an empty list).
@@ -107,6 +109,7 @@ class LENGEN_API Options {
   std::string get_string(const std::string& key) const;
   std::vector<int64_t> get_int_list(const std::string& key) const;
   std::vector<double> get_float_list(const std::string& key) const;
+  std::vector<std::string> get_string_list(const std::string& key) const;
   /// An inclusive range written `[lo, hi]` (or one value for lo = hi); anything else, or
   /// lo > hi, fails naming the key.
   std::pair<int64_t, int64_t> get_int_range(const std::string& key) const;

@@ -48,6 +48,8 @@ class Section {
         out.*member = static_cast<M>(o.get_float(key));
       } else if constexpr (std::is_same_v<M, std::string>) {
         out.*member = o.get_string(key);
+      } else if constexpr (std::is_same_v<M, std::vector<std::string>>) {
+        out.*member = o.get_string_list(key);
       } else {
         static_assert(std::is_same_v<M, std::vector<int64_t>>, "bind: unsupported member type");
         out.*member = o.get_int_list(key);

@@ -5,8 +5,10 @@
 
 #include "lengen/core/rng.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace lengen::decimal {
 
@@ -29,6 +31,105 @@ inline std::string random_number(int64_t digits, Rng& rng) {
     x.push_back(static_cast<char>('0' + rng.uniform_int(0, 9)));
   }
   return x;
+}
+
+/// Uniform in [0, 10^digits) (every digit uniform), without leading zeros: Jelassi et al.'s
+/// "uniformly sampled in N_{10^n}".
+inline std::string random_below_power(int64_t digits, Rng& rng) {
+  std::string x;
+  for (int64_t i = 0; i < digits; ++i) {
+    x.push_back(static_cast<char>('0' + rng.uniform_int(0, 9)));
+  }
+  return strip_zeros(x);
+}
+
+/// Sum of any number of decimal strings.
+inline std::string add(const std::vector<std::string>& xs) {
+  size_t n = 0;
+  for (const auto& x : xs) {
+    n = std::max(n, x.size());
+  }
+  std::string out;
+  int64_t carry = 0;
+  for (size_t k = 0; k < n || carry; ++k) {
+    int64_t s = carry;
+    for (const auto& x : xs) {
+      if (k < x.size()) {
+        s += x[x.size() - 1 - k] - '0';
+      }
+    }
+    out.push_back(static_cast<char>('0' + s % 10));
+    carry = s / 10;
+  }
+  std::reverse(out.begin(), out.end());
+  return strip_zeros(out);
+}
+
+/// Product of two decimal strings (schoolbook).
+inline std::string multiply(const std::string& a, const std::string& b) {
+  std::vector<int64_t> acc(a.size() + b.size(), 0);  // least significant first
+  for (size_t i = 0; i < a.size(); ++i) {
+    for (size_t j = 0; j < b.size(); ++j) {
+      acc[i + j] += (a[a.size() - 1 - i] - '0') * (b[b.size() - 1 - j] - '0');
+    }
+  }
+  for (size_t k = 0; k + 1 < acc.size(); ++k) {
+    acc[k + 1] += acc[k] / 10;
+    acc[k] %= 10;
+  }
+  std::string out;
+  for (auto it = acc.rbegin(); it != acc.rend(); ++it) out.push_back(static_cast<char>('0' + *it));
+  return strip_zeros(out);
+}
+
+/// x mod m for a decimal string x and 1 <= m < 2^32.
+inline int64_t mod(const std::string& x, int64_t m) {
+  int64_t r = 0;
+  for (char c : x) {
+    r = (r * 10 + (c - '0')) % m;
+  }
+  return r;
+}
+
+/// Digit-wise sum without carries, (a_k + b_k) mod 10 aligned at the least significant digit
+/// (Jelassi et al.'s element-wise addition: 99 (+) 35 = 24), leading zeros removed.
+inline std::string add_digitwise(const std::string& a, const std::string& b) {
+  const size_t n = std::max(a.size(), b.size());
+  std::string out(n, '0');
+  for (size_t k = 0; k < n; ++k) {
+    const int da = k < a.size() ? a[a.size() - 1 - k] - '0' : 0;
+    const int db = k < b.size() ? b[b.size() - 1 - k] - '0' : 0;
+    out[n - 1 - k] = static_cast<char>('0' + (da + db) % 10);
+  }
+  return strip_zeros(out);
+}
+
+/// Carries of the column addition of `xs` (Jelassi et al.'s Figure 6): how many columns pass a
+/// carry on (NC) and the longest run of consecutive such columns (MC).
+struct Carries {
+  int64_t count = 0;
+  int64_t longest_chain = 0;
+};
+inline Carries carries(const std::vector<std::string>& xs) {
+  size_t n = 0;
+  for (const auto& x : xs) {
+    n = std::max(n, x.size());
+  }
+  Carries c;
+  int64_t carry = 0, run = 0;
+  for (size_t k = 0; k < n; ++k) {
+    int64_t s = carry;
+    for (const auto& x : xs) {
+      if (k < x.size()) {
+        s += x[x.size() - 1 - k] - '0';
+      }
+    }
+    carry = s / 10;
+    run = carry > 0 ? run + 1 : 0;
+    c.count += carry > 0 ? 1 : 0;
+    c.longest_chain = std::max(c.longest_chain, run);
+  }
+  return c;
 }
 
 }  // namespace lengen::decimal

@@ -87,6 +87,15 @@ class LENGEN_API Task {
   /// reveal the answer's length), e.g. an unpadded format. Override for a paper's layout
   /// (Jelassi et al.: labels on the first n_out input positions).
   virtual LabeledExample to_labeled(const Example& ex) const;
+
+  /// The response a per-position prediction stands for: the inverse of to_labeled (plugin
+  /// ABI >= 4). `predicted` holds the argmax label of every input position of `lx` [T].
+  /// Default: the slots [slot_begin, T) with trailing pad tokens removed (labeled_response).
+  /// A task whose to_labeled puts the labels elsewhere (Jelassi et al.: on the first n_out
+  /// input positions, EOS not predicted) overrides both; the task contract checks that
+  /// from_labeled(to_labeled(ex), labels) == ex.response().
+  virtual std::vector<int64_t> from_labeled(const LabeledExample& lx,
+                                            const std::vector<int64_t>& predicted) const;
 };
 
 /// Generated tokens back from an encoder's per-position outputs: the predicted labels of the

@@ -29,6 +29,10 @@ struct LENGEN_API EvalConfig {
   std::string metric = "response";
   /// Applications of each looped stack at test time (0: the model's own `model.loops`).
   int64_t loops = 0;
+  /// Example features (keys of Example::meta the task writes, e.g. addition's `carries` and
+  /// `carry_chain`) to break each cell's accuracy down by; non-empty also records where wrong
+  /// responses are wrong (CellAnalysis). Decodes (the breakdown needs the responses).
+  std::vector<std::string> breakdown;
 
   /// The section's schema (validation and docs/config-reference.md).
   static ComponentSpec schema();
@@ -41,6 +45,27 @@ struct LENGEN_API EvalConfig {
   const std::vector<std::string>& axes() const { return grid_order_; }
 
   std::vector<std::string> grid_order_;  ///< axis names in the task's order
+};
+
+/// A cell's accuracy by example feature and the positions of wrong tokens (eval.breakdown;
+/// Jelassi et al. 2023, Figure 6). Positions index the response (0 = its first token).
+struct LENGEN_API CellAnalysis {
+  /// feature -> value -> {samples, correct}
+  std::map<std::string, std::map<int64_t, std::pair<int64_t, int64_t>>> by_feature;
+  /// wrong responses: number of wrong response tokens -> samples
+  std::map<int64_t, int64_t> wrong_tokens;
+  /// wrong responses with exactly one wrong token: its position -> samples
+  std::map<int64_t, int64_t> single_error_position;
+  /// every sample: position -> samples wrong there (1 - it / samples: per-position accuracy)
+  std::map<int64_t, int64_t> error_positions;
+  bool empty() const { return by_feature.empty() && wrong_tokens.empty() && error_positions.empty(); }
+  /// Adds one sample: its features, whether it counts as correct, and its response against
+  /// the reference (compared position by position; a missing token is wrong).
+  void add(const std::map<std::string, int64_t>& features,
+           const std::vector<std::string>& wanted,
+           bool correct,
+           const std::vector<int64_t>& reference,
+           const std::vector<int64_t>& response);
 };
 
 /// Result of one grid cell.
@@ -58,6 +83,7 @@ struct CellResult {
   /// scratchpad; under greedy decoding, where the response of a wrong answer first leaves
   /// the reference (possibly in the scratchpad).
   std::map<std::pair<std::string, std::string>, int64_t> first_errors;
+  CellAnalysis analysis;  ///< empty unless eval.breakdown is set
 };
 
 /// The first response position where greedy decoding leaves the reference, if any.
