@@ -97,3 +97,30 @@ TEST_CASE("rpe_k: attention kinds and options", "[rpe]") {
   CHECK_THROWS_WITH(make_scheme("{name: rpe_k, k: 0}", ctx()), Catch::Contains("k"));
   CHECK_THROWS_WITH(make_scheme("{name: rpe_k, value: true}", ctx()), Catch::Contains("values"));
 }
+
+TEST_CASE("rpe_k: the default table (k 511, HF relative_key) gives q . R[i - j + 511]", "[rpe]") {
+  // Only the rows a sequence uses enter the product (41 tokens touch 81 of 1023 rows); the
+  // terms are the ones of the whole table, for the logits and the value vectors alike.
+  auto s = make_scheme("{name: rpe_k, values: true}", ctx());
+  s->to(torch::kFloat64);
+  auto table = s->named_parameters()["key_vectors"][1];  // layer 1, [1023, D]
+  auto values = s->named_parameters()["value_vectors"][1];
+  torch::NoGradGuard ng;
+  const int64_t T = 12;
+  auto q = torch::randn({1, 2, T, 8}, torch::kFloat64);
+  auto p = torch::tensor({0, 3, 4, 9, 10, 20, 21, 22, 30, 31, 40, 41}, torch::kInt64);
+  auto a = positions(p, 1);
+  auto r = s->relative_logits(q, q, a);
+  auto probs = torch::softmax(torch::randn({1, 2, T, T}, torch::kFloat64), -1);
+  auto z = s->relative_values(probs, a);  // [1, H, T, D]
+  for (int64_t i = 0; i < T; ++i) {
+    auto expect_z = torch::zeros({2, 8}, torch::kFloat64);
+    for (int64_t j = 0; j < T; ++j) {
+      const int64_t row = p[i].item<int64_t>() - p[j].item<int64_t>() + 511;
+      auto expect = (q[0].select(1, i) * table[row]).sum(-1) / std::sqrt(8.0);  // [H]
+      CHECK(max_abs_diff(r[0].select(1, i).select(1, j), expect) < 1e-12);
+      expect_z += probs[0].select(1, i).select(1, j).unsqueeze(1) * values[row].unsqueeze(0);
+    }
+    CHECK(max_abs_diff(z[0].select(1, i), expect_z) < 1e-12);
+  }
+}

@@ -482,17 +482,35 @@ torch::Tensor RelativeVectors::table(const torch::Tensor& t, const AttentionCont
   return t[per_layer_ ? ctx.layer : 0];  // [R, D]
 }
 
+namespace {
+
+// The table rows the index uses, [lo, hi], and the index shifted to start at lo. A table far
+// longer than the sequences (k = 511, Hugging Face's relative_key: 1023 rows for 41 tokens)
+// would otherwise cost a product with every row; reading the bounds syncs a GPU, so it is
+// done only then.
+std::pair<torch::Tensor, torch::Tensor> used_rows(const torch::Tensor& table, const torch::Tensor& idx) {
+  const int64_t rows = table.size(0);
+  if (rows <= 2 * (idx.size(-2) + idx.size(-1))) {
+    return {table, idx};
+  }
+  const int64_t lo = idx.min().item<int64_t>();
+  const int64_t hi = idx.max().item<int64_t>();
+  return {table.narrow(0, lo, hi - lo + 1), idx - lo};
+}
+
+}  // namespace
+
 torch::Tensor RelativeVectors::query_term(const torch::Tensor& q, const AttentionContext& ctx) {
-  const auto& idx = index(ctx);                                        // [B, T, S]
-  auto per_row = torch::matmul(q, table(keys_, ctx).t().to(q.dtype()));  // [B, H, T, R]
+  auto [rows, idx] = used_rows(table(keys_, ctx), index(ctx));          // [R, D], [B, T, S]
+  auto per_row = torch::matmul(q, rows.t().to(q.dtype()));              // [B, H, T, R]
   auto gather_idx = idx.unsqueeze(1).expand({q.size(0), q.size(1), idx.size(1), idx.size(2)});
   const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
   return per_row.gather(-1, gather_idx) * scale;                      // [B, H, T, S]
 }
 
 torch::Tensor RelativeVectors::key_term(const torch::Tensor& k, const AttentionContext& ctx) {
-  const auto& idx = index(ctx);                                            // [B, T, S]
-  auto per_key = torch::matmul(table(keys_, ctx).to(k.dtype()), k.transpose(-2, -1));  // [B, H, R, S]
+  auto [rows, idx] = used_rows(table(keys_, ctx), index(ctx));              // [R, D], [B, T, S]
+  auto per_key = torch::matmul(rows.to(k.dtype()), k.transpose(-2, -1));  // [B, H, R, S]
   auto gather_idx = idx.unsqueeze(1).expand({k.size(0), k.size(1), idx.size(1), idx.size(2)});
   const double scale = 1.0 / std::sqrt(static_cast<double>(k.size(-1)));
   return per_key.gather(2, gather_idx) * scale;                            // [B, H, T, S]
@@ -500,12 +518,12 @@ torch::Tensor RelativeVectors::key_term(const torch::Tensor& k, const AttentionC
 
 torch::Tensor RelativeVectors::value_term(const torch::Tensor& probs, const AttentionContext& ctx) {
   LENGEN_CHECK(values_.defined(), "internal: value_term without value vectors");
-  const auto& idx = index(ctx);                                          // [B, T, S]
+  auto [rows, idx] = used_rows(table(values_, ctx), index(ctx));         // [R, D], [B, T, S]
   auto scatter_idx = idx.unsqueeze(1).expand(probs.sizes());              // [B, H, T, S]
   auto sizes = probs.sizes().vec();
-  sizes.back() = 2 * k_ + 1;
+  sizes.back() = rows.size(0);
   auto mass = torch::zeros(sizes, probs.options()).scatter_add(-1, scatter_idx, probs);  // [B, H, T, R]
-  return torch::matmul(mass, table(values_, ctx).to(probs.dtype()));    // [B, H, T, D]
+  return torch::matmul(mass, rows.to(probs.dtype()));                   // [B, H, T, D]
 }
 
 }  // namespace lengen
