@@ -7,7 +7,8 @@ grid cell; the distribution of the number of wrong tokens in wrong responses; th
 the wrong token where exactly one is wrong; per-position accuracy over all samples.
 
 Usage: plot_breakdown.py SUMMARY_JSON OUT_PNG [--title TEXT] [--cells N]
-SUMMARY_JSON is a run's eval/summary.json; --cells keeps the N longest cells (default 6).
+SUMMARY_JSON is a run's eval/summary.json; --cells keeps the N longest cells (default 6) among
+those with accuracy strictly between 2% and 98% (all cells when none is).
 Needs Debian's python3-matplotlib (run with /usr/bin/python3).
 """
 import argparse
@@ -38,7 +39,10 @@ def main():
     cells = [c for c in summary["cells"] if "analysis" in c]
     if not cells:
         sys.exit(f"{args.summary}: no cell has an analysis (set eval.breakdown)")
-    cells = cells[-args.cells:]
+    # Cells where the model is neither always right nor always wrong say the most; the longest
+    # of those (or, if there are none, the longest cells).
+    informative = [c for c in cells if 0.02 < c["accuracy"] < 0.98]
+    cells = (informative or cells)[-args.cells:]
     features = sorted({f for c in cells for f in c["analysis"]["by_feature"]})
     panels = len(features) + 3
     fig, axs = plt.subplots(1, panels, figsize=(3.6 * panels, 3.6))

@@ -10,7 +10,8 @@
 // Training: the first operand comes from a fixed set of `train_set_size` values drawn once
 // (seeded by `train_set_seed`), the second is fresh every time; both uniform below 10^n
 // (n = train_digits, a value or a range). Evaluation at n digits: both operands uniform below
-// 10^n (the second below 10^k for N x k), padded to the same width w.
+// 10^n (the second below 10^k for N x k), padded to the same width w. `exact_digits` draws
+// exactly n (k) digits instead, in training and test.
 //
 // As one sequence (decoder layouts) an example is `$ x1 op x2 = y $` with the padded numbers;
 // Task::to_labeled gives the paper's input `x1 op x2` (2w + 1 tokens, IDs 0..2w) with the
@@ -23,6 +24,7 @@
 #include "lengen/task/task.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 namespace {
 
@@ -80,8 +82,9 @@ class PaddedArithmetic final : public lengen::Task {
                                                  "[0, 0] = [1, width]")
                  .with_default(std::vector<int64_t>{0, 0})
                  .at_least(0),
-             OptionSpec::boolean("exact_digits", "evaluation operands have exactly n digits (no "
-                                                 "leading zero) instead of being uniform below 10^n")
+             OptionSpec::boolean("exact_digits", "operands have exactly n digits (no leading zero) "
+                                                 "instead of being uniform below 10^n, in training "
+                                                 "and test (e.g. primers of exactly 35 digits)")
                  .with_default(false)}};
   }
 
@@ -121,7 +124,7 @@ class PaddedArithmetic final : public lengen::Task {
     const int64_t n = o.get_int("train_set_size");
     lengen::Rng rng(lengen::mix_seed(static_cast<uint64_t>(o.get_int("train_set_seed")), {0x5E7}));
     for (int64_t i = 0; i < n; ++i) {
-      train_set_.push_back(draw(rng.uniform_int(train_.first, train_.second), rng));
+      train_set_.push_back(operand(rng.uniform_int(train_.first, train_.second), rng));
     }
   }
 
@@ -131,9 +134,9 @@ class PaddedArithmetic final : public lengen::Task {
   Example sample_train(lengen::Rng& rng) const override {
     const int64_t n = rng.uniform_int(train_.first, train_.second);
     std::string a = train_set_.empty()
-                        ? draw(n, rng)
+                        ? operand(n, rng)
                         : train_set_[static_cast<size_t>(rng.uniform_int(0, static_cast<int64_t>(train_set_.size()) - 1))];
-    return make_example(a, draw(second_ > 0 ? second_ : n, rng));
+    return make_example(a, operand(second_ > 0 ? second_ : n, rng));
   }
 
   std::vector<lengen::GridAxis> grid_axes() const override {
@@ -150,11 +153,8 @@ class PaddedArithmetic final : public lengen::Task {
                                       "width {}; raise task.width to at least {}",
                                       n, width_, n));
     }
-    auto operand = [&](int64_t d) {
-      return exact_ ? decimal::random_number(d, rng) : draw(d, rng);
-    };
-    std::string a = operand(n);
-    std::string b = operand(second_ > 0 ? second_ : n);
+    std::string a = operand(n, rng);
+    std::string b = operand(second_ > 0 ? second_ : n, rng);
     Example ex = make_example(a, b);
     ex.meta["digits"] = n;
     return ex;
@@ -235,11 +235,11 @@ class PaddedArithmetic final : public lengen::Task {
   }
 
  private:
-  // Uniform below 10^digits, as a decimal string without leading zeros; 0 is redrawn
-  // (operands are positive integers).
-  static std::string draw(int64_t digits, lengen::Rng& rng) {
+  // Uniform below 10^digits (or with exactly `digits` digits under exact_digits), as a decimal
+  // string without leading zeros; 0 is redrawn (operands are positive integers).
+  std::string operand(int64_t digits, lengen::Rng& rng) const {
     for (;;) {
-      std::string x = decimal::random_below_power(digits, rng);
+      std::string x = exact_ ? decimal::random_number(digits, rng) : decimal::random_below_power(digits, rng);
       if (x != "0") return x;
     }
   }
@@ -277,6 +277,8 @@ class PaddedArithmetic final : public lengen::Task {
     number(y, n_out_, true);
     push(vocab_.eos(), true);
     ex.meta["digits"] = static_cast<int64_t>(std::max(a.size(), b.size()));
+    // Operands of different lengths are misaligned in this encoding (both start at the left).
+    ex.meta["length_gap"] = std::abs(static_cast<int64_t>(a.size()) - static_cast<int64_t>(b.size()));
     if (op_ == Op::kAdd) {
       const auto c = decimal::carries({a, b});
       ex.meta["carries"] = c.count;

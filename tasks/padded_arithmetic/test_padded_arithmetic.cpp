@@ -160,6 +160,15 @@ TEST_CASE("padded_arithmetic: evaluation operands below 10^n, or of exactly n di
   }
   CHECK(shorter > 50);  // about 10%
   CHECK(shorter < 160);
+  // exact_digits holds in training too (primers of exactly n digits), second operand included.
+  auto primers = make_task("{name: padded_arithmetic, operation: mul, width: 8, train_digits: 8, "
+                           "train_set_size: 0, exact_digits: true}");
+  for (int i = 0; i < 300; ++i) {
+    auto ex = primers->sample_train(rng);
+    CHECK(ex.tokens[1] != primers->vocabulary().id("0"));
+    CHECK(ex.tokens[8] != primers->vocabulary().id("<PAD>"));
+    CHECK(ex.tokens[12] != primers->vocabulary().id("<PAD>"));  // x2 has exactly 3 digits
+  }
 }
 
 TEST_CASE("padded_arithmetic: carries counted per example", "[padded_arithmetic]") {
@@ -175,9 +184,12 @@ TEST_CASE("padded_arithmetic: carries counted per example", "[padded_arithmetic]
   auto ex = task->parse_query("909+191");  // 9+1, 0+9+1, 9+1+1: three in a row
   CHECK(ex.meta.at("carries") == 3);
   CHECK(ex.meta.at("carry_chain") == 3);
+  CHECK(ex.meta.at("length_gap") == 0);
   ex = task->parse_query("15+15");
   CHECK(ex.meta.at("carries") == 1);
   CHECK(ex.meta.at("carry_chain") == 1);
+  ex = task->parse_query("15+12345");  // misaligned: both numbers start at the left
+  CHECK(ex.meta.at("length_gap") == 3);
 }
 
 TEST_CASE("padded_arithmetic: decimal helpers on long numbers", "[padded_arithmetic]") {
