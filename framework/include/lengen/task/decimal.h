@@ -43,13 +43,14 @@ inline std::string random_below_power(int64_t digits, Rng& rng) {
   return strip_zeros(x);
 }
 
-/// Sum of any number of decimal strings.
-inline std::string add(const std::vector<std::string>& xs) {
+/// Column addition of `xs`, least significant column first: calls f(column, digit, carry out)
+/// for every column, going on past the longest operand while a carry remains.
+template <class F>
+void add_columns(const std::vector<std::string>& xs, F&& f) {
   size_t n = 0;
   for (const auto& x : xs) {
     n = std::max(n, x.size());
   }
-  std::string out;
   int64_t carry = 0;
   for (size_t k = 0; k < n || carry; ++k) {
     int64_t s = carry;
@@ -58,9 +59,15 @@ inline std::string add(const std::vector<std::string>& xs) {
         s += x[x.size() - 1 - k] - '0';
       }
     }
-    out.push_back(static_cast<char>('0' + s % 10));
     carry = s / 10;
+    f(k, static_cast<int>(s % 10), carry);
   }
+}
+
+/// Sum of any number of decimal strings.
+inline std::string add(const std::vector<std::string>& xs) {
+  std::string out;
+  add_columns(xs, [&](size_t, int digit, int64_t) { out.push_back(static_cast<char>('0' + digit)); });
   std::reverse(out.begin(), out.end());
   return strip_zeros(out);
 }
@@ -116,19 +123,13 @@ inline Carries carries(const std::vector<std::string>& xs) {
     n = std::max(n, x.size());
   }
   Carries c;
-  int64_t carry = 0, run = 0;
-  for (size_t k = 0; k < n; ++k) {
-    int64_t s = carry;
-    for (const auto& x : xs) {
-      if (k < x.size()) {
-        s += x[x.size() - 1 - k] - '0';
-      }
-    }
-    carry = s / 10;
+  int64_t run = 0;
+  add_columns(xs, [&](size_t k, int, int64_t carry) {
+    if (k >= n) return;  // the columns of the operands only
     run = carry > 0 ? run + 1 : 0;
     c.count += carry > 0 ? 1 : 0;
     c.longest_chain = std::max(c.longest_chain, run);
-  }
+  });
   return c;
 }
 
