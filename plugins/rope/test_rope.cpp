@@ -6,7 +6,7 @@ using lengen::test::make_scheme;
 namespace {
 
 // d_model, heads, head_dim, layers, levels
-lengen::SchemeContext ctx() { return lengen::SchemeContext{32, 2, 16, 1, 1}; }
+lengen::SchemeContext ctx() { return lengen::SchemeContext{32, 2, 16, 1, 1, ""}; }
 
 // Score of one query at position p and one key at position r under the scheme.
 double score(lengen::PositionScheme& s, const torch::Tensor& q, const torch::Tensor& k, int64_t p,

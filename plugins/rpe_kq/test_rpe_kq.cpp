@@ -6,7 +6,7 @@ using lengen::test::make_scheme;
 using lengen::test::max_abs_diff;
 
 TEST_CASE("rpe_kq: query and key terms share one clipped table", "[rpe]") {
-  auto s = make_scheme("{name: rpe_kq, k: 2}", lengen::SchemeContext{16, 3, 4, 1, 1});
+  auto s = make_scheme("{name: rpe_kq, k: 2}", lengen::SchemeContext{16, 3, 4, 1, 1, ""});
   s->to(torch::kFloat64);
   auto table = s->named_parameters()["key_vectors"][0];  // [2k+1, D]
   REQUIRE(table.sizes() == torch::IntArrayRef({5, 4}));
@@ -30,7 +30,7 @@ TEST_CASE("rpe_kq: query and key terms share one clipped table", "[rpe]") {
   // With zero queries only the key term is left, and it is RPE_k's missing half.
   auto key_only = s->relative_logits(torch::zeros_like(q), k, a);
   CHECK(key_only.abs().max().item<double>() > 1e-6);
-  auto rpe_k = make_scheme("{name: rpe_k, k: 2}", lengen::SchemeContext{16, 3, 4, 1, 1});
+  auto rpe_k = make_scheme("{name: rpe_k, k: 2}", lengen::SchemeContext{16, 3, 4, 1, 1, ""});
   rpe_k->to(torch::kFloat64);
   rpe_k->named_parameters()["key_vectors"].copy_(s->named_parameters()["key_vectors"]);
   CHECK(max_abs_diff(r - key_only, rpe_k->relative_logits(q, k, a)) < 1e-12);

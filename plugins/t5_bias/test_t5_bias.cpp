@@ -6,7 +6,7 @@ using lengen::test::make_scheme;
 namespace {
 
 // d_model, heads, head_dim, layers, levels
-lengen::SchemeContext ctx() { return lengen::SchemeContext{16, 1, 16, 2, 1}; }
+lengen::SchemeContext ctx() { return lengen::SchemeContext{16, 1, 16, 2, 1, ""}; }
 
 // Bucket of (query position q, key position k): the table holds each bucket's own index.
 int64_t bucket_of(lengen::PositionScheme& s, int64_t q, int64_t k, lengen::AttentionKind kind) {

@@ -43,7 +43,7 @@ std::vector<Example> examples(const Task& task, int n, int64_t first_digits = 1)
 
 Transformer build(const ModelConfig& cfg, const Task& task, const std::string& scheme) {
   SchemeContext sc{cfg.d_model, cfg.heads, cfg.head_dim(), cfg.attention_layers(),
-                   task.position_levels()};
+                   task.position_levels(), ""};
   torch::manual_seed(7);
   Transformer m(cfg, task.vocabulary().size(), Schemes{test::make_scheme(scheme, sc)});
   m->to(torch::kFloat64);
@@ -68,7 +68,7 @@ TEST_CASE("architecture contract: every scheme in every architecture", "[contrac
       DYNAMIC_SECTION(entry->spec.name << " / " << arch) {
         ModelConfig cfg = tiny(arch);
         const Architecture& a = architecture(arch);
-        SchemeContext sc{cfg.d_model, cfg.heads, cfg.head_dim(), cfg.attention_layers(), 1};
+        SchemeContext sc{cfg.d_model, cfg.heads, cfg.head_dim(), cfg.attention_layers(), 1, ""};
         auto probe = test::make_scheme(test::scheme_yaml(*entry), sc);
         const bool self_ok = probe->hooks() == kHookInputEmbedding ||
                              ((!a.encoder || probe->supports(AttentionKind::kBidirectionalSelf)) &&

@@ -48,7 +48,7 @@ TEST_CASE("position contract: every registered scheme", "[contract][position]") 
       DYNAMIC_SECTION(entry->spec.name << " / " << placement) {
         torch::manual_seed(0);
         ModelConfig cfg = tiny_model(placement, "swiglu");
-        SchemeContext sc{cfg.d_model, cfg.heads, cfg.head_dim(), cfg.layers, 1};
+        SchemeContext sc{cfg.d_model, cfg.heads, cfg.head_dim(), cfg.layers, 1, ""};
         auto scheme = test::make_scheme(test::scheme_yaml(*entry), sc);
         CHECK(entry->spec.summary.size() > 0);
         Transformer model(cfg, task->vocabulary().size(), Schemes{scheme});
@@ -96,7 +96,7 @@ TEST_CASE("position contract: every registered scheme", "[contract][position]") 
 TEST_CASE("position contract: attention weights are causal distributions", "[contract][model]") {
   auto task = test::make_task("{name: addition}");
   ModelConfig cfg = tiny_model("pre", "gelu");
-  SchemeContext sc{cfg.d_model, cfg.heads, cfg.head_dim(), cfg.layers, 1};
+  SchemeContext sc{cfg.d_model, cfg.heads, cfg.head_dim(), cfg.layers, 1, ""};
   Transformer model(cfg, task->vocabulary().size(),
                     Schemes{test::make_scheme("{name: coupling, max_position: 64}", sc)});
   model->eval();
@@ -120,7 +120,7 @@ TEST_CASE("position contract: composed schemes over coupled IDs", "[contract][po
   auto task = test::make_task("{name: addition}");
   auto exs = examples(*task, 4);
   ModelConfig cfg = tiny_model("pre", "gelu");
-  SchemeContext sc{cfg.d_model, cfg.heads, cfg.head_dim(), cfg.layers, 1};
+  SchemeContext sc{cfg.d_model, cfg.heads, cfg.head_dim(), cfg.layers, 1, ""};
   // RoPE driven by coupled IDs plus an ALiBi bias over them, on top of coupling tables.
   for (const auto& list : std::vector<std::vector<std::string>>{
            {"{name: coupling, max_position: 64}", "{name: rope, ids: task}"},
@@ -159,7 +159,7 @@ TEST_CASE("position contract: composed schemes over coupled IDs", "[contract][po
 TEST_CASE("position contract: bidirectional self-attention and cross-attention", "[contract][position]") {
   load_all_plugins();
   ModelConfig cfg = tiny_model("pre", "gelu");
-  SchemeContext sc{cfg.d_model, cfg.heads, cfg.head_dim(), cfg.layers, 1};
+  SchemeContext sc{cfg.d_model, cfg.heads, cfg.head_dim(), cfg.layers, 1, ""};
   const int64_t B = 2, T = 7;
   for (const auto* entry : position_registry().list()) {
     DYNAMIC_SECTION(entry->spec.name) {

@@ -13,18 +13,21 @@ namespace {
 // The example in the other two layouts (Task::to_seq2seq, Task::to_labeled).
 void check_layouts(const Task& task, const Example& ex) {
   const int64_t P = ex.prompt_length, T = ex.length();
-  // seq2seq: the source is the prompt; the target starts with the prompt's last token and
-  // continues with the response; together they give back the example, IDs included.
+  // seq2seq: the source is the prompt (default) or the query inside it (a paper's own format,
+  // seq2seq_arithmetic: no BOS, no start token); the target starts with the prompt's last token
+  // and continues with the response; IDs are the example's.
   Seq2SeqExample s = task.to_seq2seq(ex);
-  CHECK(s.source == std::vector<int64_t>(ex.tokens.begin(), ex.tokens.begin() + P));
+  const auto S = static_cast<int64_t>(s.source.size());
+  const int64_t begin = S == P ? 0 : 1;  // the whole prompt, or without BOS and the start token
+  REQUIRE((S == P || S == P - 2));
+  CHECK(s.source == std::vector<int64_t>(ex.tokens.begin() + begin, ex.tokens.begin() + begin + S));
   CHECK(s.target.front() == ex.tokens[static_cast<size_t>(P - 1)]);
   CHECK(std::vector<int64_t>(s.target.begin() + 1, s.target.end()) == ex.response());
   CHECK(s.loss_mask.front() == 0);
   for (size_t l = 0; l < ex.position_ids.size(); ++l) {
-    std::vector<int64_t> joined = s.source_ids[l];
-    joined.insert(joined.end(), s.target_ids[l].begin() + 1, s.target_ids[l].end());
-    CHECK(joined == ex.position_ids[l]);
-    CHECK(s.target_ids[l].front() == ex.position_ids[l][static_cast<size_t>(P - 1)]);
+    const auto& ids = ex.position_ids[l];
+    CHECK(s.source_ids[l] == std::vector<int64_t>(ids.begin() + begin, ids.begin() + begin + S));
+    CHECK(s.target_ids[l] == std::vector<int64_t>(ids.begin() + (P - 1), ids.end()));
   }
   // labeled: when the query fixes the response length, one slot per response token with its
   // label and ID; otherwise a refusal that says why.

@@ -3,10 +3,12 @@
 // Helpers shared by the tests: building components through the registries (never through
 // plugin symbols), temporary directories, tensor comparison with a useful message.
 
+#include "lengen/analysis/abc.h"
 #include "lengen/config/node.h"
 #include "lengen/position/scheme.h"
 #include "lengen/registry/registry.h"
 #include "lengen/task/task.h"
+#include "lengen/train/checkpoint.h"
 
 #include <catch2/catch.hpp>
 #include <torch/torch.h>
@@ -16,6 +18,7 @@
 #include <iterator>
 #include <set>
 #include <sys/wait.h>
+#include <unistd.h>
 #include <random>
 #include <string>
 #include <thread>
@@ -41,12 +44,43 @@ inline std::shared_ptr<PositionScheme> make_scheme(const std::string& yaml, Sche
   return position_registry().create(load_config_string(yaml, "<test>"), ctx);
 }
 
-/// A scheme's smallest YAML: its name plus a generous max_position where it has one.
-inline std::string scheme_yaml(const PositionRegistry::Entry& e) {
+/// An ABC calibration file with random maps (m x n = 4 x 6, low threshold so that lines are
+/// kept) for `heads` heads: self lines anchored left, cross lines with the default anchors.
+inline std::string synthetic_calibration(int64_t heads) {
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("lengen-test-abc-" + std::to_string(heads) + "-" + std::to_string(::getpid()) + ".safetensors");
+  torch::manual_seed(42);
+  std::vector<std::pair<std::string, torch::Tensor>> tensors;
+  for (const std::string kind : {"self", "cross"}) {
+    const bool self = kind == "self";
+    abc::KindLines kl;
+    for (int64_t h = 0; h < heads; ++h) {
+      auto mean = torch::softmax(3 * torch::randn({4, self ? 4 : 6}, torch::kFloat64), -1);
+      auto visible = self ? torch::ones({4, 4}, torch::kBool).tril() : torch::Tensor();
+      std::vector<abc::Lines> dirs;
+      for (auto d : {abc::Direction::kDiagonal, abc::Direction::kAntiDiagonal, abc::Direction::kVertical}) {
+        const auto anchor = self || d == abc::Direction::kDiagonal ? abc::Anchor::kLeft : abc::Anchor::kRight;
+        dirs.push_back(abc::average_lines(mean, visible, d, anchor, 0.5));
+      }
+      kl.heads.push_back(dirs);
+    }
+    auto t = abc::to_tensors(kind, kl);
+    tensors.insert(tensors.end(), t.begin(), t.end());
+  }
+  save_safetensors(path.string(), tensors);
+  return path.string();
+}
+
+/// A scheme's smallest YAML: its name plus a generous max_position where it has one, and a
+/// synthetic calibration file for a scheme that reads one (`bias`, ABC; `heads` heads).
+inline std::string scheme_yaml(const PositionRegistry::Entry& e, int64_t heads = 2) {
   std::string y = "{name: " + e.spec.name;
   for (const auto& o : e.spec.options) {
     if (o.key == "max_position") {
       y += ", max_position: 64";
+    }
+    if (o.key == "bias") {
+      y += ", bias: '" + synthetic_calibration(heads) + "'";
     }
   }
   return y + "}";

@@ -9,7 +9,7 @@ using Schemes = std::vector<std::shared_ptr<PositionScheme>>;
 namespace {
 
 Transformer make_model(ModelConfig cfg, int64_t vocab = 14) {
-  SchemeContext sc{cfg.d_model, cfg.heads, cfg.head_dim(), cfg.layers, 1};
+  SchemeContext sc{cfg.d_model, cfg.heads, cfg.head_dim(), cfg.layers, 1, ""};
   return Transformer(cfg, vocab, Schemes{test::make_scheme("nope", sc)});
 }
 
@@ -167,7 +167,7 @@ TEST_CASE("model: long sequences without gradients attend block by block, with e
   for (const char* scheme : {"nope", "alibi"}) {
     DYNAMIC_SECTION(scheme) {
       ModelConfig c = base();
-      SchemeContext sc{c.d_model, c.heads, c.head_dim(), c.layers, 1};
+      SchemeContext sc{c.d_model, c.heads, c.head_dim(), c.layers, 1, ""};
       Transformer m(c, 14, Schemes{test::make_scheme(scheme, sc)});
       m->to(torch::kFloat64);
       m->eval();
@@ -191,7 +191,7 @@ TEST_CASE("model: long sequences without gradients attend block by block, with e
 
 TEST_CASE("model: a float64 sinusoidal encoding is computed in float64", "[model]") {
   load_all_plugins();
-  SchemeContext sc{32, 2, 16, 1, 1};
+  SchemeContext sc{32, 2, 16, 1, 1, ""};
   auto s = test::make_scheme("{name: sinusoidal, ids: task}", sc);
   s->to(torch::kFloat64);
   s->eval();

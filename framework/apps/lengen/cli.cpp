@@ -35,6 +35,7 @@ LoadedRun load_run(const std::string& run, const std::vector<std::string>& sets)
     r.dir = whole.run_dir();
   }
   r.exp = final_experiment(whole);
+  r.exp.dir = r.dir;  // schemes that read files of the run (ABC's bias) find them here
   configure_threads(r.exp.threads);
   r.device = r.exp.torch_device();
   r.model = r.exp.build_model(r.device);

@@ -40,8 +40,9 @@ int64_t configure_threads(int64_t threads) {
 
 namespace {
 
-SchemeContext scheme_context(const ModelConfig& m, int64_t levels) {
+SchemeContext scheme_context(const ModelConfig& m, int64_t levels, const std::string& run_dir) {
   SchemeContext c;
+  c.run_dir = run_dir;
   c.d_model = m.d_model;
   c.heads = m.heads;
   c.head_dim = m.head_dim();
@@ -228,7 +229,7 @@ Experiment Experiment::from_node(const ConfigNode& root_in, const std::string& p
   // Build the schemes once now: validates their options and lets them check that every
   // evaluation cell and the training distribution fit (e.g. IDs <= max_position), so an
   // impossible length fails before training instead of after it.
-  auto schemes = build_schemes(e.position_nodes, scheme_context(e.model, e.task->position_levels()));
+  auto schemes = build_schemes(e.position_nodes, scheme_context(e.model, e.task->position_levels(), e.run_dir()));
   std::vector<GridCell> cells = e.eval.cells();
   for (const auto& c : e.curve_eval.cells()) {
     if (std::find(cells.begin(), cells.end(), c) == cells.end()) cells.push_back(c);
@@ -290,7 +291,7 @@ Experiment Experiment::from_node(const ConfigNode& root_in, const std::string& p
     for (size_t i = 0; i < schemes.size(); ++i) {
       try {
         for (const auto& t : layout_ids(*e.task, architecture(e.model.arch).layout, sample)) {
-          schemes[i]->transform_ids(t, /*offset=*/0, /*training=*/true);
+          schemes[i]->position_ids(t, /*offset=*/0, /*training=*/true);
         }
       } catch (const Error& err) {
         e.position_nodes[i].fail(fmt::format("training examples cannot be represented: {}",
@@ -388,7 +389,7 @@ Transformer Experiment::build_model(const torch::Device& device) const {
   // Initialisation draws from torch's generator, which LibTorch seeds non-deterministically:
   // derive it from the experiment seed so a run (and a killed-and-resumed run) is reproducible.
   torch::manual_seed(mix_seed(seed, {0x1A17}));
-  auto schemes = build_schemes(position_nodes, scheme_context(model, task->position_levels()));
+  auto schemes = build_schemes(position_nodes, scheme_context(model, task->position_levels(), run_dir()));
   Transformer m(model, task->vocabulary().size(), schemes);
   m->to(device);
   if (dtype == "float64") {
@@ -398,6 +399,7 @@ Transformer Experiment::build_model(const torch::Device& device) const {
 }
 
 std::string Experiment::run_dir() const {
+  if (!dir.empty()) return dir;
   return (fs::path(output_dir) / name / std::to_string(seed)).string();
 }
 

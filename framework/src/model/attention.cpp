@@ -107,6 +107,8 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionInpu
   ctx.query_length = T;
   ctx.key_length = cross ? k.size(2) : offset + T;
   ctx.cache_offset = offset;
+  ctx.query_offset = cross ? in.query_offset : offset;
+  ctx.key_padding = in.key_padding;
   ctx.training = is_training();
   auto set_ids = [&](size_t i) {
     ctx.query_ids = (*in.query_ids)[i];
@@ -149,8 +151,8 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionInpu
     }
     set_ids(i);
     if (h & kHookAdditiveBias) {
-      auto b = schemes[i]->additive_bias(ctx);  // [B|1, H|1, T, S]
-      extra = extra.defined() ? extra + b : b;
+      auto b = schemes[i]->additive_bias(ctx);  // [B|1, H|1, T, S] or undefined: nothing
+      if (b.defined()) extra = extra.defined() ? extra + b : b;
     }
     if (h & kHookRelativeLogits) {
       auto r = schemes[i]->relative_logits(q, k, ctx);  // [B, H, T, S]

@@ -179,7 +179,7 @@ torch::Tensor TransformerImpl::forward(const ModelInputs& in,
     LENGEN_CHECK(cache == nullptr, "the '{}' architecture has no incremental decoding", arch_.name);
     std::vector<torch::Tensor> ids(n);
     for (size_t i = 0; i < n; ++i) {
-      ids[i] = schemes_[i]->transform_ids(in.ids, 0, train);  // [L', B, T]
+      ids[i] = schemes_[i]->position_ids(in.ids, 0, train);  // [L', B, T]
     }
     AttentionInputs self;
     self.schemes = &schemes_;
@@ -206,11 +206,11 @@ torch::Tensor TransformerImpl::forward(const ModelInputs& in,
         if (cache == nullptr) {
           // One forward over whole sequences: randomness (offsets) shared by both sides.
           std::tie(mem_ids[i], q_ids[i]) =
-              schemes_[i]->transform_ids_pair(in.source_ids, in.ids, train);
+              schemes_[i]->position_ids_pair(in.source_ids, in.ids, train);
           k_ids[i] = q_ids[i];
           target_done = true;
         } else {
-          mem_ids[i] = schemes_[i]->transform_ids(in.source_ids, 0, train);  // [L', B, S]
+          mem_ids[i] = schemes_[i]->position_ids(in.source_ids, 0, train);  // [L', B, S]
         }
       }
       AttentionInputs self;
@@ -235,8 +235,8 @@ torch::Tensor TransformerImpl::forward(const ModelInputs& in,
       (cache && cache->ids.defined()) ? torch::cat({cache->ids, in.ids}, 2) : in.ids;  // [L, B, S]
   if (!target_done) {
     for (size_t i = 0; i < n; ++i) {
-      q_ids[i] = schemes_[i]->transform_ids(in.ids, offset, train);  // [L', B, T]
-      k_ids[i] = offset == 0 ? q_ids[i] : schemes_[i]->transform_ids(all_ids, 0, train);  // [L', B, S]
+      q_ids[i] = schemes_[i]->position_ids(in.ids, offset, train);  // [L', B, T]
+      k_ids[i] = offset == 0 ? q_ids[i] : schemes_[i]->position_ids(all_ids, 0, train);  // [L', B, S]
     }
   }
   AttentionInputs self, cross;
@@ -246,6 +246,7 @@ torch::Tensor TransformerImpl::forward(const ModelInputs& in,
   cross.key_ids = &mem_ids;
   cross.key_padding = memory_padding;
   cross.memory = memory;
+  self.query_offset = cross.query_offset = offset;
   const size_t attention_offset =
       static_cast<size_t>(arch_.encoder ? enc_depth * loops_ : 0);
   auto x = run_stack(blocks_, dec_depth, embed(in.tokens, q_ids), self, cross, cache, arch_.cross,

@@ -275,6 +275,35 @@ std::pair<torch::Tensor, torch::Tensor> PositionScheme::transform_ids_pair(
 
 void PositionScheme::check_ids(const torch::Tensor& /*ids*/) const {}
 
+torch::Tensor PositionScheme::shared_transforms(torch::Tensor ids) const {
+  return cyclic_ > 0 ? torch::remainder(ids, cyclic_) : ids;
+}
+
+torch::Tensor PositionScheme::position_ids(const torch::Tensor& ids, int64_t offset, bool training) {
+  return shared_transforms(transform_ids(ids, offset, training));
+}
+
+std::pair<torch::Tensor, torch::Tensor> PositionScheme::position_ids_pair(const torch::Tensor& source,
+                                                                          const torch::Tensor& target,
+                                                                          bool training) {
+  auto [s, t] = transform_ids_pair(source, target, training);
+  return {shared_transforms(s), shared_transforms(t)};
+}
+
+void add_position_scheme(ComponentSpec spec, PluginOrigin origin, PositionRegistry::Factory make) {
+  spec.options.push_back(
+      OptionSpec::integer("cyclic", "cyclic position indexing (Duan & Shi): every ID this scheme "
+                                    "sees is taken modulo this period after its own transform; 0 = off")
+          .with_default(int64_t{0})
+          .at_least(0));
+  position_registry().add(std::move(spec), std::move(origin),
+                          [make = std::move(make)](const Options& o, const SchemeContext& c) {
+                            auto s = make(o, c);
+                            s->set_cyclic(o.get_int("cyclic"));
+                            return s;
+                          });
+}
+
 namespace {
 [[noreturn]] void missing_hook(const char* hook) {
   throw Error(fmt::format("internal: position scheme declares hook {} but does not implement it",

@@ -536,7 +536,7 @@ Built build_model(const Program& p, torch::Dtype dtype) {
   cfg.ff_bias = ff_bias;
   cfg.tie_embeddings = p.tied();
 
-  SchemeContext sc{C, cfg.heads, cfg.head_dim(), cfg.layers, 1};
+  SchemeContext sc{C, cfg.heads, cfg.head_dim(), cfg.layers, 1, ""};
   auto ape = position_registry().create(
       load_config_string(fmt::format("{{name: ape, max_position: {}}}", p.block_size() - 1), "<taotp>"), sc);
   Built b{cfg, Transformer(cfg, p.vocab_size(), std::vector<std::shared_ptr<PositionScheme>>{ape})};

@@ -66,7 +66,7 @@ class Plugins : public Command {
   static std::string applies_in(const std::string& name) {
     if (!position_registry().find(name)) return "";
     try {
-      auto s = position_registry().create(load_config_string(name, "<describe>"), SchemeContext{16, 2, 8, 1, 3});
+      auto s = position_registry().create(load_config_string(name, "<describe>"), SchemeContext{16, 2, 8, 1, 3, ""});
       std::vector<std::string> kinds;
       for (auto k : {AttentionKind::kCausalSelf, AttentionKind::kBidirectionalSelf, AttentionKind::kCross}) {
         if (s->supports(k)) kinds.push_back(attention_kind_name(k));

@@ -33,6 +33,9 @@ struct LENGEN_API Experiment {
   std::string dtype = "float32";
   std::string output_dir = "runs";
   int64_t threads = 0;
+  /// The run directory when it is not output_dir/<name>/<seed> (a run evaluated from its
+  /// folder, which may have moved); "" otherwise.
+  std::string dir;
   std::vector<std::string> plugins;
   ConfigNode task_node;
   std::vector<ConfigNode> position_nodes;
@@ -68,7 +71,7 @@ struct LENGEN_API Experiment {
   /// a generator seeded by the experiment seed.
   Transformer build_model(const torch::Device& device) const;
 
-  /// runs/<name>/<seed>
+  /// `dir` when set, else output_dir/<name>/<seed>.
   std::string run_dir() const;
 
   /// The resolved config (defaults filled in, plugin provenance added) as YAML text.

@@ -138,6 +138,7 @@ struct LENGEN_API AttentionInputs {
   const std::vector<torch::Tensor>* key_ids = nullptr;    ///< per scheme [L', B|1, S]
   torch::Tensor key_padding;   ///< [B, S] bool, true on keys nobody may attend to
   torch::Tensor memory;        ///< cross-attention: the encoder output [B, S, C]
+  int64_t query_offset = 0;    ///< decoder: tokens cached before this call (AttentionContext)
   torch::Tensor* cache_k = nullptr;   ///< this application's cache slot (updated in place)
   torch::Tensor* cache_v = nullptr;
   torch::Tensor* attn_out = nullptr;  ///< receives the attention weights [B, H, T, S]

@@ -38,6 +38,13 @@ struct AttentionContext {
   int64_t query_length = 0;  ///< T
   int64_t key_length = 0;    ///< S
   int64_t cache_offset = 0;  ///< keys already cached before this call
+  /// Absolute index of query row 0 in its sequence: cache_offset for self-attention, the
+  /// decoder's cached length for cross-attention (whose keys are the whole source).
+  int64_t query_offset = 0;
+  /// [B, S] bool, true on keys nobody may attend to (batch padding at the end of a shorter
+  /// source); undefined: none. Masked by the model after the hooks; a scheme whose terms are
+  /// anchored at the last key (ABC) reads each sample's real length from it.
+  torch::Tensor key_padding;
   bool training = false;
 };
 

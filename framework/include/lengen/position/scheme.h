@@ -33,6 +33,9 @@ struct SchemeContext {
   int64_t head_dim = 0;         ///< D
   int64_t layers = 0;           ///< number of layers in the stack
   int64_t position_levels = 1;  ///< L: levels of position IDs the task emits
+  /// The run directory (RUN) the model belongs to, for schemes that read files a stage wrote
+  /// (ABC's bias); "" when unknown (e.g. a model built in a test).
+  std::string run_dir;
 };
 
 /// A position scheme: a torch module created by name from YAML. Its parameters are part of
@@ -48,6 +51,18 @@ class LENGEN_API PositionScheme : public torch::nn::Module {
 
   /// Bit set of Hook values this scheme implements.
   virtual uint32_t hooks() const = 0;
+
+  /// The IDs every hook of this scheme sees: transform_ids, then the framework's transforms
+  /// shared by every scheme (`cyclic: T`: each ID taken modulo T, Duan & Shi's cyclic position
+  /// indexing). The model calls these, never transform_ids directly.
+  torch::Tensor position_ids(const torch::Tensor& ids, int64_t offset, bool training);
+  /// transform_ids_pair, then the shared transforms on both sides.
+  std::pair<torch::Tensor, torch::Tensor> position_ids_pair(const torch::Tensor& source,
+                                                            const torch::Tensor& target,
+                                                            bool training);
+  /// Period of cyclic position indexing (0: off). Set from the entry's `cyclic:` key.
+  void set_cyclic(int64_t period) { cyclic_ = period; }
+  int64_t cyclic() const { return cyclic_; }
 
   /// Whether the scheme has a meaning in this kind of attention. Self-attention: the model
   /// refuses an architecture whose self-attention kind a scheme does not support (schemes
@@ -86,7 +101,9 @@ class LENGEN_API PositionScheme : public torch::nn::Module {
                                                                const torch::Tensor& k,
                                                                const AttentionContext& ctx);
 
-  /// kHookAdditiveBias: -> [B or 1, H or 1, T, S] added to the attention logits.
+  /// kHookAdditiveBias: -> [B or 1, H or 1, T, S] added to the attention logits; an undefined
+  /// tensor adds nothing (e.g. a layer or attention kind the scheme leaves alone, which then
+  /// keeps the fused kernel).
   virtual torch::Tensor additive_bias(const AttentionContext& ctx);
 
   /// kHookRelativeLogits: q [B, H, T, D], k [B, H, S, D] -> [B, H, T, S] added to the
@@ -99,6 +116,11 @@ class LENGEN_API PositionScheme : public torch::nn::Module {
   /// multiply the values, after dropout when training) -> [B, H, T, D] added to the attention output before the heads
   /// are merged (Shaw et al.'s sum_j a_ij w^V_{ij}).
   virtual torch::Tensor relative_values(const torch::Tensor& probs, const AttentionContext& ctx);
+
+ private:
+  torch::Tensor shared_transforms(torch::Tensor ids) const;
+
+  int64_t cyclic_ = 0;
 };
 
 /// Which positions an absolute scheme consumes: the sequence index 0..T-1 (`ids: index`, the

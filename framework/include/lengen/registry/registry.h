@@ -159,6 +159,10 @@ LENGEN_API TaskRegistry& task_registry();
 /// Stage kinds (`stages[i].kind`); see lengen/stage/stage.h.
 LENGEN_API StageRegistry& stage_registry();
 
+/// Adds a position scheme to position_registry() with the options the framework gives every
+/// scheme (`cyclic`) appended to its spec and applied to what `make` builds.
+LENGEN_API void add_position_scheme(ComponentSpec spec, PluginOrigin origin, PositionRegistry::Factory make);
+
 /// Handed to a plugin's register function; bound to the library being loaded so every
 /// component it adds records its origin.
 class LENGEN_API Registrar {
@@ -170,10 +174,9 @@ class LENGEN_API Registrar {
   /// `Scheme(const Options&, const SchemeContext&)`.
   template <class Scheme>
   void add_position() {
-    position_registry().add(Scheme::spec(), origin_,
-                            [](const Options& o, const SchemeContext& c) {
-                              return std::make_shared<Scheme>(o, c);
-                            });
+    add_position_scheme(Scheme::spec(), origin_, [](const Options& o, const SchemeContext& c) {
+      return std::make_shared<Scheme>(o, c);
+    });
   }
 
   /// Registers a task class with `static ComponentSpec spec()` and a constructor

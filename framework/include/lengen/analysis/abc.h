@@ -1,0 +1,91 @@
+#pragma once
+
+// Attention Bias Calibration (Duan & Shi 2023, section 5 and Algorithm 1; docs/abc.md): the
+// line averages of an averaged attention map, their drop-off threshold, and the extension of
+// the kept lines to a bias matrix of any size. Shared by the `calibrate` stage, which computes
+// the lines, and the `abc` position scheme, which turns them into biases for each batch.
+//
+// Conventions: cells are 0-based (i, j) in code; the paper's line index l uses 1-based cells:
+//   (1, 1)  diagonal       l = j - i            l in [-(m-1), n-1]
+//   (1, 0)  vertical       l = j                l in [1, n]
+//   (1,-1)  anti-diagonal  l = (n + 1) - (i+j)  l in [-(m-1), n-1]
+// Rows are anchored at the top. Columns are anchored left (the small matrix shares the big
+// one's top-left corner) or right (top-right corners aligned: columns shifted by N - n).
+
+#include "lengen/core/export.h"
+
+#include <torch/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace lengen::abc {
+
+enum class Direction { kDiagonal, kAntiDiagonal, kVertical };
+enum class Anchor { kLeft, kRight };
+
+/// "diagonal", "anti_diagonal", "vertical".
+LENGEN_API const char* direction_name(Direction d);
+/// The inverse of direction_name; fails naming the known ones.
+LENGEN_API Direction parse_direction(const std::string& s);
+
+/// The lines of one direction of one averaged m x n map (one head), with the threshold
+/// decision: seed 002's eq. (1) (d_l = mean of the line's cells) and eq. (2) (kept lines get
+/// d_l - d_max; a line is kept iff d_l > mu + sigmas * sigma over all lines of the direction,
+/// sigma the population standard deviation; abc.md section 4's resolution of the printed
+/// "dropoff(d_l - d_max)", which would drop every line).
+struct LENGEN_API Lines {
+  Direction direction = Direction::kDiagonal;
+  Anchor anchor = Anchor::kLeft;
+  int64_t rows = 0, cols = 0;  ///< m, n of the averaged map
+  std::vector<double> mean;    ///< d_l of line first() + k; NaN: no visible cell on the line
+  std::vector<double> bias;    ///< d_l - d_max where kept, -inf elsewhere
+  double mu = 0, sigma = 0, threshold = 0, d_max = 0;
+
+  /// Line index l of entry 0 of mean/bias.
+  int64_t first() const { return direction == Direction::kVertical ? 1 : -(rows - 1); }
+  int64_t count() const { return direction == Direction::kVertical ? cols : rows + cols - 1; }
+  bool any_kept() const;
+  /// The line index l of 0-based cell (i, j) of a matrix with N columns, after anchoring the
+  /// m x n map in it (N = cols: the map's own lines). May lie outside the map's lines.
+  int64_t line_of(int64_t i, int64_t j, int64_t N) const;
+};
+
+/// The lines of `mean` [m, n] (float64) in one direction. `visible` [m, n] bool marks the cells
+/// that carry attention (a causal map's upper triangle does not); undefined: all. Cells that
+/// are not finite count as invisible too.
+LENGEN_API Lines average_lines(const torch::Tensor& mean,
+                               const torch::Tensor& visible,
+                               Direction direction,
+                               Anchor anchor,
+                               double sigmas);
+
+/// One head's bias for rows [row0, row0 + M) and N columns: per cell the maximum over the
+/// directions of the kept line's value (-inf where none), Algorithm 1's merge. When no
+/// direction keeps any line the head is transparent (all 0: the paper's fallback for a bias
+/// of only -inf); a row left without a finite cell it may attend to is set to 0 (softmax stays
+/// defined). `causal`: row r may attend to columns <= r only (decoder self-attention; the
+/// fallback then does not depend on later keys, so KV-cached decoding sees the same rows).
+/// -> [M, N] float64.
+LENGEN_API torch::Tensor extend(const std::vector<Lines>& head, int64_t row0, int64_t M, int64_t N,
+                                bool causal = false);
+
+/// What calibration produces for one attention kind: per head, the lines of each searched
+/// direction.
+struct LENGEN_API KindLines {
+  std::vector<std::vector<Lines>> heads;  ///< [head][direction]
+  bool empty() const { return heads.empty(); }
+};
+
+/// The tensors that store `lines` under `prefix` (e.g. "cross"): "<prefix>.<direction>.mean"
+/// and ".bias" [H, lines] float64, ".info" [4] int64 (m, n, anchor 0 left / 1 right, 0) and
+/// ".stats" [H, 4] float64 (mu, sigma, threshold, d_max).
+LENGEN_API std::vector<std::pair<std::string, torch::Tensor>> to_tensors(const std::string& prefix,
+                                                                        const KindLines& lines);
+/// The inverse of to_tensors: the lines under `prefix` in `tensors` (empty when there are none).
+/// Fails naming the tensor when one is malformed.
+LENGEN_API KindLines from_tensors(const std::string& prefix,
+                                  const std::vector<std::pair<std::string, torch::Tensor>>& tensors);
+
+}  // namespace lengen::abc

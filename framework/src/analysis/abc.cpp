@@ -1,0 +1,183 @@
+#include "lengen/analysis/abc.h"
+
+#include "lengen/core/error.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace lengen::abc {
+
+namespace {
+constexpr double kInf = std::numeric_limits<double>::infinity();
+}  // namespace
+
+const char* direction_name(Direction d) {
+  switch (d) {
+    case Direction::kDiagonal: return "diagonal";
+    case Direction::kAntiDiagonal: return "anti_diagonal";
+    case Direction::kVertical: return "vertical";
+  }
+  return "?";
+}
+
+Direction parse_direction(const std::string& s) {
+  if (s == "diagonal") return Direction::kDiagonal;
+  if (s == "anti_diagonal") return Direction::kAntiDiagonal;
+  if (s == "vertical") return Direction::kVertical;
+  throw Error(fmt::format("unknown line direction '{}'; known: diagonal (1,1), anti_diagonal (1,-1), vertical (1,0)", s));
+}
+
+bool Lines::any_kept() const {
+  return std::any_of(bias.begin(), bias.end(), [](double b) { return std::isfinite(b); });
+}
+
+int64_t Lines::line_of(int64_t i, int64_t j, int64_t N) const {
+  const int64_t jj = anchor == Anchor::kRight ? j - (N - cols) : j;  // column in the map's frame
+  switch (direction) {
+    case Direction::kDiagonal: return jj - i;
+    case Direction::kVertical: return jj + 1;
+    case Direction::kAntiDiagonal: return cols - 1 - i - jj;  // (n + 1) - (i + j), 1-based
+  }
+  return 0;
+}
+
+Lines average_lines(const torch::Tensor& mean_in, const torch::Tensor& visible, Direction direction, Anchor anchor,
+                    double sigmas) {
+  LENGEN_CHECK(mean_in.dim() == 2, "abc: expected an averaged map [m, n], got {} dimensions", mean_in.dim());
+  const auto mean = mean_in.to(torch::kCPU, torch::kFloat64).contiguous();
+  Lines out;
+  out.direction = direction;
+  out.anchor = anchor;
+  out.rows = mean.size(0);
+  out.cols = mean.size(1);
+  const auto vis = visible.defined() ? visible.to(torch::kCPU, torch::kBool).contiguous() : torch::Tensor();
+  std::vector<double> sum(static_cast<size_t>(out.count()), 0.0);
+  std::vector<int64_t> size(static_cast<size_t>(out.count()), 0);
+  const double* a = mean.data_ptr<double>();
+  const bool* seen = vis.defined() ? vis.data_ptr<bool>() : nullptr;
+  for (int64_t i = 0; i < out.rows; ++i) {
+    for (int64_t j = 0; j < out.cols; ++j) {
+      const double v = a[i * out.cols + j];
+      if (!std::isfinite(v) || (seen && !seen[i * out.cols + j])) continue;
+      const auto k = static_cast<size_t>(out.line_of(i, j, out.cols) - out.first());
+      sum[k] += v;
+      size[k] += 1;
+    }
+  }
+  out.mean.assign(sum.size(), std::numeric_limits<double>::quiet_NaN());
+  std::vector<double> lines;
+  for (size_t k = 0; k < sum.size(); ++k) {
+    if (size[k] == 0) continue;
+    out.mean[k] = sum[k] / static_cast<double>(size[k]);
+    lines.push_back(out.mean[k]);
+  }
+  out.bias.assign(sum.size(), -kInf);
+  if (lines.empty()) return out;
+  double mu = 0, var = 0;
+  for (double d : lines) mu += d;
+  mu /= static_cast<double>(lines.size());
+  for (double d : lines) var += (d - mu) * (d - mu);
+  out.mu = mu;
+  out.sigma = std::sqrt(var / static_cast<double>(lines.size()));  // population (ddof 0)
+  out.threshold = mu + sigmas * out.sigma;
+  out.d_max = *std::max_element(lines.begin(), lines.end());
+  for (size_t k = 0; k < sum.size(); ++k) {
+    if (size[k] > 0 && out.mean[k] > out.threshold) out.bias[k] = out.mean[k] - out.d_max;
+  }
+  return out;
+}
+
+torch::Tensor extend(const std::vector<Lines>& head, int64_t row0, int64_t M, int64_t N, bool causal) {
+  auto out = torch::zeros({M, N}, torch::kFloat64);
+  const bool transparent = std::none_of(head.begin(), head.end(), [](const Lines& l) { return l.any_kept(); });
+  if (transparent) return out;
+  double* o = out.data_ptr<double>();
+  std::fill(o, o + M * N, -kInf);
+  for (const Lines& lines : head) {
+    for (int64_t i = 0; i < M; ++i) {
+      for (int64_t j = 0; j < N; ++j) {
+        const int64_t k = lines.line_of(row0 + i, j, N) - lines.first();
+        if (k < 0 || k >= lines.count()) continue;  // the line does not cross the map
+        o[i * N + j] = std::max(o[i * N + j], lines.bias[static_cast<size_t>(k)]);
+      }
+    }
+  }
+  for (int64_t i = 0; i < M; ++i) {
+    const int64_t seen = causal ? std::min(N, row0 + i + 1) : N;  // columns row i may attend to
+    if (std::none_of(o + i * N, o + i * N + seen, [](double v) { return std::isfinite(v); })) {
+      std::fill(o + i * N, o + (i + 1) * N, 0.0);
+    }
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string, torch::Tensor>> to_tensors(const std::string& prefix, const KindLines& lines) {
+  std::vector<std::pair<std::string, torch::Tensor>> out;
+  if (lines.empty()) return out;
+  const size_t dirs = lines.heads[0].size();
+  const auto H = static_cast<int64_t>(lines.heads.size());
+  for (size_t d = 0; d < dirs; ++d) {
+    const Lines& l0 = lines.heads[0][d];
+    const std::string name = prefix + "." + direction_name(l0.direction);
+    auto mean = torch::empty({H, l0.count()}, torch::kFloat64);
+    auto bias = torch::empty({H, l0.count()}, torch::kFloat64);
+    auto stats = torch::empty({H, 4}, torch::kFloat64);
+    for (int64_t h = 0; h < H; ++h) {
+      const Lines& l = lines.heads[static_cast<size_t>(h)][d];
+      LENGEN_CHECK(l.direction == l0.direction && l.count() == l0.count(), "abc: heads disagree on their lines");
+      std::copy(l.mean.begin(), l.mean.end(), mean[h].data_ptr<double>());
+      std::copy(l.bias.begin(), l.bias.end(), bias[h].data_ptr<double>());
+      const double st[4] = {l.mu, l.sigma, l.threshold, l.d_max};
+      std::copy(st, st + 4, stats[h].data_ptr<double>());
+    }
+    out.emplace_back(name + ".mean", mean);
+    out.emplace_back(name + ".bias", bias);
+    out.emplace_back(name + ".info",
+                     torch::tensor({l0.rows, l0.cols, int64_t{l0.anchor == Anchor::kRight ? 1 : 0}, int64_t{0}}, torch::kInt64));
+    out.emplace_back(name + ".stats", stats);
+  }
+  return out;
+}
+
+KindLines from_tensors(const std::string& prefix, const std::vector<std::pair<std::string, torch::Tensor>>& tensors) {
+  auto find = [&](const std::string& name) -> torch::Tensor {
+    for (const auto& [n, t] : tensors) {
+      if (n == name) return t;
+    }
+    return {};
+  };
+  KindLines out;
+  for (Direction d : {Direction::kDiagonal, Direction::kAntiDiagonal, Direction::kVertical}) {
+    const std::string name = prefix + "." + direction_name(d);
+    auto mean = find(name + ".mean"), bias = find(name + ".bias"), info = find(name + ".info"), stats = find(name + ".stats");
+    if (!bias.defined()) continue;
+    LENGEN_CHECK(mean.defined() && info.defined() && stats.defined() && bias.dim() == 2 && mean.sizes() == bias.sizes() &&
+                     info.numel() == 4 && stats.size(0) == bias.size(0),
+                 "abc: the tensors of {} are incomplete or malformed", name);
+    mean = mean.to(torch::kFloat64).contiguous();
+    bias = bias.to(torch::kFloat64).contiguous();
+    stats = stats.to(torch::kFloat64).contiguous();
+    info = info.to(torch::kInt64);
+    if (out.heads.empty()) out.heads.resize(static_cast<size_t>(bias.size(0)));
+    LENGEN_CHECK(static_cast<int64_t>(out.heads.size()) == bias.size(0), "abc: {} has {} heads, other directions {}",
+                 name, bias.size(0), out.heads.size());
+    for (int64_t h = 0; h < bias.size(0); ++h) {
+      Lines l;
+      l.direction = d;
+      l.rows = info[0].item<int64_t>();
+      l.cols = info[1].item<int64_t>();
+      l.anchor = info[2].item<int64_t>() == 1 ? Anchor::kRight : Anchor::kLeft;
+      LENGEN_CHECK(l.count() == bias.size(1), "abc: {} holds {} lines where a {} x {} map has {}", name, bias.size(1),
+                   l.rows, l.cols, l.count());
+      l.mean.assign(mean[h].data_ptr<double>(), mean[h].data_ptr<double>() + l.count());
+      l.bias.assign(bias[h].data_ptr<double>(), bias[h].data_ptr<double>() + l.count());
+      const double* st = stats[h].data_ptr<double>();
+      l.mu = st[0], l.sigma = st[1], l.threshold = st[2], l.d_max = st[3];
+      out.heads[static_cast<size_t>(h)].push_back(std::move(l));
+    }
+  }
+  return out;
+}
+
+}  // namespace lengen::abc

@@ -1,0 +1,261 @@
+// The `calibrate` stage of Attention Bias Calibration (Duan & Shi 2023, section 5, steps 1-2
+// and Algorithm 1): from init_from's model (trained to interpolation) it decodes a random
+// subset of the training distribution, keeps the samples answered exactly right, averages the
+// last decoder layer's attention per head over them (decoder self- and cross-attention), takes
+// the line averages of each searched direction, thresholds them at mu + k sigma and writes
+//   abc.safetensors  the kept lines per kind/head/direction (what the `abc` scheme reads), the
+//                    averaged maps "<kind>.average" [H, m, n] and the extended biases
+//                    "<kind>.extended" [H, M, N] at the training sample's full size;
+//   abc.json         the same for plotting, and abc.png (scripts/plot_abc.py): per head the
+//                    averaged attention and the extended bias, like the paper's Figures 3-4.
+// Options follow the paper's text; the released code's choices are documented in docs/abc.md.
+#include "lengen/analysis/abc.h"
+#include "lengen/analysis/attention.h"
+#include "lengen/core/error.h"
+#include "lengen/core/log.h"
+#include "lengen/core/rng.h"
+#include "lengen/experiment/experiment.h"
+#include "lengen/plugin/plugin.h"
+#include "lengen/report/report.h"
+#include "lengen/stage/stage.h"
+#include "lengen/train/checkpoint.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <map>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using lengen::OptionSpec;
+namespace abc = lengen::abc;
+
+nlohmann::json matrix(const torch::Tensor& m) {  // [r, c] -> rows, null for -inf / NaN
+  auto t = m.to(torch::kFloat64).contiguous();
+  nlohmann::json rows = nlohmann::json::array();
+  for (int64_t i = 0; i < t.size(0); ++i) {
+    nlohmann::json row = nlohmann::json::array();
+    for (int64_t j = 0; j < t.size(1); ++j) {
+      const double v = t[i][j].item<double>();
+      row.push_back(std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr));
+    }
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+class Calibrate final : public lengen::Stage {
+ public:
+  static lengen::ComponentSpec spec() {
+    const std::vector<std::string> all{"diagonal", "anti_diagonal", "vertical"};
+    return {"stage",
+            "calibrate",
+            "Attention Bias Calibration (Duan & Shi 2023): average init_from's last decoder layer's attention over "
+            "correctly decoded training samples and extract per-head bias lines for the `abc` scheme",
+            {OptionSpec::integer("samples", "|S_gen|: training samples drawn and decoded (the correct ones are kept)")
+                 .with_default(int64_t{1000})
+                 .at_least(1),
+             OptionSpec::integer("rows", "decoder rows (output steps) the statistics use; 0 = the trained length "
+                                         "(the task's training range of its first grid axis)")
+                 .with_default(int64_t{0})
+                 .at_least(0),
+             OptionSpec::string("scores", "weights (post-softmax, the text's 'attention weights') or logits "
+                                          "(pre-softmax q.k, the formula of section 5)")
+                 .with_default("weights")
+                 .one_of({"weights", "logits"}),
+             OptionSpec::number("sigmas", "k of the drop-off threshold mu + k sigma (the paper: 4; the code: 4.5 "
+                                          "cross, 0.87 self)")
+                 .with_default(4.0)
+                 .at_least(0.0),
+             OptionSpec::string_list("cross_directions", "line directions searched in cross-attention (the paper: "
+                                                         "all three; the code: anti_diagonal)")
+                 .with_default(all),
+             OptionSpec::string_list("self_directions", "line directions searched in decoder self-attention (the "
+                                                        "paper: all three; the code: diagonal)")
+                 .with_default(all),
+             OptionSpec::string("diagonal_anchor", "left | right: the corner (1,1) lines keep when extended")
+                 .with_default("left")
+                 .one_of({"left", "right"}),
+             OptionSpec::string("anti_diagonal_anchor", "left | right (the paper's footnote: right)")
+                 .with_default("right")
+                 .one_of({"left", "right"}),
+             OptionSpec::string("vertical_anchor", "left | right (the code: right, so a pattern on the last input "
+                                                   "token extrapolates)")
+                 .with_default("right")
+                 .one_of({"left", "right"}),
+             OptionSpec::integer("layer", "decoder layer whose attention is read; -1 = the last (the paper)")
+                 .with_default(int64_t{-1})
+                 .at_least(-1),
+             OptionSpec::integer("batch_size", "samples per forward pass").with_default(int64_t{256}).at_least(1)}};
+  }
+
+  Calibrate(const lengen::Options& o, const lengen::StageInfo&)
+      : samples_(o.get_int("samples")),
+        rows_(o.get_int("rows")),
+        logits_(o.get_string("scores") == "logits"),
+        sigmas_(o.get_float("sigmas")),
+        layer_(o.get_int("layer")),
+        batch_(o.get_int("batch_size")) {
+    for (const auto& d : o.get_string_list("cross_directions")) {
+      try {
+        cross_dirs_.push_back(abc::parse_direction(d));
+      } catch (const lengen::Error& e) {
+        o.fail("cross_directions", e.what());
+      }
+    }
+    for (const auto& d : o.get_string_list("self_directions")) {
+      try {
+        self_dirs_.push_back(abc::parse_direction(d));
+      } catch (const lengen::Error& e) {
+        o.fail("self_directions", e.what());
+      }
+    }
+    auto anchor = [&](const char* k) { return o.get_string(k) == "right" ? abc::Anchor::kRight : abc::Anchor::kLeft; };
+    anchors_[abc::Direction::kDiagonal] = anchor("diagonal_anchor");
+    anchors_[abc::Direction::kAntiDiagonal] = anchor("anti_diagonal_anchor");
+    anchors_[abc::Direction::kVertical] = anchor("vertical_anchor");
+  }
+
+  void run(lengen::StageContext& ctx) override {
+    const auto& exp = ctx.experiment();
+    const lengen::Task& task = *exp.task;
+    if (ctx.spec().init_from.empty()) {
+      ctx.spec().node.fail(fmt::format("calibrate stage '{}' needs the model that interpolates: give init_from "
+                                       "(its training stage)",
+                                       ctx.spec().name));
+    }
+    lengen::Transformer model = ctx.load_model();
+    if (!model->arch().decoder) {
+      ctx.spec().node.fail("calibrate: the model has no decoder (ABC biases decoder self- and cross-attention)");
+    }
+    // The attention maps: the chosen decoder layer's self- (and cross-) attention.
+    const auto names = model->attention_names();
+    const int64_t depth = model->config().decoder_depth();
+    const int64_t layer = layer_ < 0 ? depth - 1 : layer_;
+    if (layer >= depth) {
+      ctx.spec().node.fail(fmt::format("calibrate: layer {} does not exist (the decoder has {})", layer, depth));
+    }
+    const std::string suffix = model->loops() > 1 ? fmt::format("@{}", model->loops() - 1) : "";
+    int64_t self_index = -1, cross_index = -1;
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (names[i] == fmt::format("blocks.{}{}", layer, suffix)) self_index = static_cast<int64_t>(i);
+      if (names[i] == fmt::format("blocks.{}.cross{}", layer, suffix)) cross_index = static_cast<int64_t>(i);
+    }
+    LENGEN_CHECK(self_index >= 0, "calibrate: no attention named blocks.{}{}", layer, suffix);
+
+    // S_gen: a random subset of the training distribution, one shape (the most frequent).
+    lengen::Rng rng(lengen::mix_seed(exp.seed, {0xABC}));
+    std::map<int64_t, std::vector<lengen::Example>> by_length;
+    for (int64_t i = 0; i < samples_; ++i) {
+      auto ex = task.sample_train(rng);
+      by_length[ex.length()].push_back(std::move(ex));
+    }
+    auto most = std::max_element(by_length.begin(), by_length.end(),
+                                 [](const auto& a, const auto& b) { return a.second.size() < b.second.size(); });
+    const auto& examples = most->second;
+    lengen::AttentionRequest req;
+    req.layers = {self_index};
+    if (cross_index >= 0) req.layers.push_back(cross_index);
+    req.pre_softmax = logits_;
+    req.correct_only = true;
+    req.batch_size = batch_;
+    const auto maps = lengen::mean_attention(model, task, examples, ctx.device(), req);
+    lengen::logger("calibrate")
+        ->info("{}: {} of {} training samples decoded exactly right (of {} drawn; {} share the most frequent shape)",
+               ctx.spec().name, maps.samples, maps.drawn, samples_, examples.size());
+
+    int64_t rows = rows_;
+    if (rows == 0) {
+      const auto axes = task.grid_axes();
+      rows = axes.empty() || axes[0].train_hi <= 0 ? 0 : axes[0].train_hi;
+    }
+    std::vector<std::pair<std::string, torch::Tensor>> tensors;
+    nlohmann::json doc = {{"samples", maps.samples},
+                          {"drawn", maps.drawn},
+                          {"scores", logits_ ? "logits" : "weights"},
+                          {"sigmas", sigmas_},
+                          {"layer", layer}};
+    for (const bool cross : {false, true}) {
+      const std::string kind = cross ? "cross" : "self";
+      const int64_t index = cross ? cross_index : self_index;
+      if (index < 0) continue;
+      std::vector<const lengen::AttentionMap*> heads;
+      for (const auto& m : maps.maps) {
+        if (m.layer == index) heads.push_back(&m);
+      }
+      const auto& dirs = cross ? cross_dirs_ : self_dirs_;
+      if (dirs.empty()) continue;
+      const int64_t full_rows = heads[0]->mean.size(0), keys = heads[0]->mean.size(1);
+      const int64_t m = rows > 0 ? std::min(rows, full_rows) : full_rows;
+      const int64_t n = cross ? keys : m;  // self: the keys the first m rows can see
+      abc::KindLines kl;
+      std::vector<torch::Tensor> averages, extended;
+      nlohmann::json jheads = nlohmann::json::array();
+      for (const auto* h : heads) {
+        auto avg = h->mean.narrow(0, 0, m).narrow(1, 0, n).contiguous();  // [m, n]
+        auto visible = cross ? torch::Tensor() : torch::ones({m, n}, torch::kBool).tril();
+        std::vector<abc::Lines> lines;
+        nlohmann::json jl = nlohmann::json::object();
+        for (auto d : dirs) {
+          // Self-attention lines stay anchored left: its keys grow while decoding.
+          const auto anchor = cross ? anchors_.at(d) : abc::Anchor::kLeft;
+          lines.push_back(abc::average_lines(avg, visible, d, anchor, sigmas_));
+          const auto& l = lines.back();
+          nlohmann::json kept = nlohmann::json::object();
+          for (int64_t k = 0; k < l.count(); ++k) {
+            if (std::isfinite(l.bias[static_cast<size_t>(k)])) kept[std::to_string(l.first() + k)] = l.bias[static_cast<size_t>(k)];
+          }
+          jl[abc::direction_name(d)] = {{"anchor", anchor == abc::Anchor::kRight ? "right" : "left"},
+                                        {"mu", l.mu},
+                                        {"sigma", l.sigma},
+                                        {"threshold", l.threshold},
+                                        {"d_max", l.d_max},
+                                        {"kept", kept}};
+        }
+        auto ext = abc::extend(lines, 0, full_rows, keys, !cross);  // the training sample's size
+        averages.push_back(avg);
+        extended.push_back(ext);
+        jheads.push_back({{"head", h->head}, {"average", matrix(avg)}, {"extended", matrix(ext)}, {"lines", jl}});
+        kl.heads.push_back(std::move(lines));
+        std::string summary;
+        for (const auto& l : kl.heads.back()) {
+          int64_t kept = 0;
+          for (double b : l.bias) kept += std::isfinite(b) ? 1 : 0;
+          summary += fmt::format(" {} {}", abc::direction_name(l.direction), kept);
+        }
+        lengen::logger("calibrate")->info("{} head {}: kept lines:{}", kind, h->head, summary);
+      }
+      auto t = abc::to_tensors(kind, kl);
+      tensors.insert(tensors.end(), t.begin(), t.end());
+      tensors.emplace_back(kind + ".average", torch::stack(averages));
+      tensors.emplace_back(kind + ".extended", torch::stack(extended));
+      doc[kind] = {{"rows", m},
+                   {"queries", heads[0]->queries},
+                   {"keys", heads[0]->keys},
+                   {"heads", jheads}};
+    }
+    ctx.write_tensors("abc.safetensors", tensors);
+    const std::string json = (fs::path(ctx.dir()) / "abc.json").string();
+    lengen::write_file_atomic(json, doc.dump() + "\n");
+    lengen::run_plot("plot_abc.py", fmt::format("'{}'", json), fmt::format("bias heatmaps written to {}/abc.png",
+                                                                           ctx.dir()),
+                     json);
+  }
+
+ private:
+  int64_t samples_, rows_;
+  bool logits_;
+  double sigmas_;
+  int64_t layer_, batch_;
+  std::vector<abc::Direction> cross_dirs_, self_dirs_;
+  std::map<abc::Direction, abc::Anchor> anchors_;
+};
+
+void register_calibrate(lengen::Registrar& r) { r.add_stage<Calibrate>(); }
+
+}  // namespace
+
+LENGEN_PLUGIN("calibrate", "0.1.0", register_calibrate)

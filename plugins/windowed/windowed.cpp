@@ -1,0 +1,84 @@
+// Windowed attention bias (Duan & Shi 2023, section 4.1 and A.4; after Beltagy et al. 2020):
+// a {0, -inf} bias that leaves each query a window of keys by position ID.
+//   decoder self-attention:  open iff 0 <= p_i - p_j <= w   (the diagonal and w keys below it)
+//   cross-attention:         open iff |p_i - p_j| <= w      (w on both sides)
+//   encoder self-attention:  open iff |p_i - p_j| <= w      (off by default, as in the paper)
+// p is one level of the task's IDs. With significance IDs (seq2seq_arithmetic: the target token
+// predicting y_r and the source digits x_r, a_r, b_r all carry ID r) the cross window is the
+// paper's anti-diagonal band, spanning and stepping over two positions for an interleaved
+// input, whatever the padding. A row with no open key opens its nearest keys (never all -inf).
+// Hooks: additive bias, remembered per set of positions. KV cache: rows by ID, nothing to do.
+#include "lengen/core/error.h"
+#include "lengen/plugin/plugin.h"
+#include "lengen/position/scheme.h"
+
+#include <limits>
+
+namespace {
+
+using lengen::AttentionKind;
+using lengen::OptionSpec;
+
+class Windowed final : public lengen::PositionScheme {
+ public:
+  static lengen::ComponentSpec spec() {
+    return {"position",
+            "windowed",
+            "windowed attention bias (Duan & Shi 2023): each query sees the keys within w position IDs "
+            "(below it in decoder self-attention, on both sides in cross-attention)",
+            {OptionSpec::integer("window", "w: keys within w IDs of the query stay open").with_default(int64_t{1}).at_least(0),
+             OptionSpec::integer("level", "the level of the task's IDs to read").with_default(int64_t{0}).at_least(0),
+             OptionSpec::boolean("self", "bias decoder (causal) self-attention").with_default(true),
+             OptionSpec::boolean("cross", "bias cross-attention").with_default(true),
+             OptionSpec::boolean("encoder", "bias encoder (bidirectional) self-attention; the paper leaves it "
+                                            "unbiased")
+                 .with_default(false)}};
+  }
+
+  Windowed(const lengen::Options& o, const lengen::SchemeContext& ctx)
+      : window_(o.get_int("window")),
+        level_(o.get_int("level")),
+        self_(o.get_bool("self")),
+        cross_(o.get_bool("cross")),
+        encoder_(o.get_bool("encoder")) {
+    if (level_ >= ctx.position_levels) {
+      o.fail("level", fmt::format("the task emits {} level(s) of position IDs", ctx.position_levels));
+    }
+  }
+
+  uint32_t hooks() const override { return lengen::kHookAdditiveBias; }
+  bool supports(AttentionKind) const override { return true; }
+
+  torch::Tensor additive_bias(const lengen::AttentionContext& ctx) override {
+    const bool on = ctx.kind == AttentionKind::kCausalSelf ? self_ : ctx.kind == AttentionKind::kCross ? cross_ : encoder_;
+    if (!on) return {};
+    return bias_.get(
+        ctx,
+        [&] {
+          const bool causal = ctx.kind == AttentionKind::kCausalSelf;
+          auto d = ctx.query_ids[level_].unsqueeze(2) - ctx.key_ids[level_].unsqueeze(1);  // [B|1, T, S]
+          auto open = causal ? (d >= 0).logical_and(d <= window_) : d.abs() <= window_;
+          // Rows without an open key open the nearest visible ones, so softmax stays finite.
+          auto dist = d.abs();
+          if (causal) dist = dist.masked_fill(d < 0, std::numeric_limits<int64_t>::max());
+          auto nearest = dist == std::get<0>(dist.min(-1, /*keepdim=*/true));
+          open = open.logical_or(nearest.logical_and(open.any(-1, /*keepdim=*/true).logical_not()));
+          return torch::zeros(open.sizes(), torch::kFloat32)
+              .masked_fill_(open.logical_not(), -std::numeric_limits<float>::infinity())
+              .to(d.device())
+              .unsqueeze(1);  // [B|1, 1, T, S]
+        },
+        static_cast<int64_t>(ctx.kind));
+  }
+
+ private:
+  int64_t window_, level_;
+  bool self_, cross_, encoder_;
+  lengen::PositionMemo<> bias_;
+};
+
+void register_windowed(lengen::Registrar& r) { r.add_position<Windowed>(); }
+
+}  // namespace
+
+LENGEN_PLUGIN("windowed", "0.1.0", register_windowed)

@@ -1,0 +1,158 @@
+// Attention Bias Calibration's arithmetic (lengen/analysis/abc.h) on the spec's worked examples
+// (docs/abc.md; ../shared/spec/abc.md section 7, values computed by hand and with numpy).
+#include "helpers.h"
+#include "lengen/analysis/abc.h"
+
+#include <cmath>
+
+namespace abc = lengen::abc;
+
+namespace {
+
+// Cross-attention average of one head of a reversed unary task: 3 decoding steps x 4 inputs.
+torch::Tensor example_map() {
+  return torch::tensor({0.04, 0.04, 0.12, 0.80, 0.05, 0.10, 0.75, 0.10, 0.10, 0.70, 0.10, 0.10}, torch::kFloat64)
+      .view({3, 4});
+}
+
+std::vector<abc::Lines> all_directions(const torch::Tensor& m, double sigmas) {
+  return {abc::average_lines(m, {}, abc::Direction::kDiagonal, abc::Anchor::kLeft, sigmas),
+          abc::average_lines(m, {}, abc::Direction::kAntiDiagonal, abc::Anchor::kRight, sigmas),
+          abc::average_lines(m, {}, abc::Direction::kVertical, abc::Anchor::kRight, sigmas)};
+}
+
+double line_mean(const abc::Lines& l, int64_t line) { return l.mean[static_cast<size_t>(line - l.first())]; }
+
+}  // namespace
+
+TEST_CASE("abc: line averages, their statistics and thresholds (worked example)", "[abc]") {
+  auto dirs = all_directions(example_map(), 4.0);
+  const auto& diag = dirs[0];
+  const auto& anti = dirs[1];
+  const auto& vert = dirs[2];
+  // (1,1), l = j - i: -2: 0.10, -1: 0.375, 0: 0.08, 1: 0.2967, 2: 0.11, 3: 0.80.
+  REQUIRE(diag.count() == 6);
+  CHECK(diag.first() == -2);
+  CHECK(line_mean(diag, -2) == Approx(0.10));
+  CHECK(line_mean(diag, -1) == Approx(0.375));
+  CHECK(line_mean(diag, 0) == Approx(0.08));
+  CHECK(line_mean(diag, 1) == Approx(0.89 / 3));
+  CHECK(line_mean(diag, 2) == Approx(0.11));
+  CHECK(line_mean(diag, 3) == Approx(0.80));
+  CHECK(diag.mu == Approx(0.2936).epsilon(1e-3));
+  CHECK(diag.sigma == Approx(0.2516).epsilon(1e-3));  // population standard deviation
+  CHECK(diag.threshold == Approx(1.3001).epsilon(1e-3));
+  // (1,-1), l = (n + 1) - (i + j): 3: 0.04, 2: 0.045, 1: 0.1067, 0: 0.75, -1: 0.10, -2: 0.10.
+  CHECK(line_mean(anti, 3) == Approx(0.04));
+  CHECK(line_mean(anti, 2) == Approx(0.045));
+  CHECK(line_mean(anti, 1) == Approx(0.32 / 3));
+  CHECK(line_mean(anti, 0) == Approx(0.75));
+  CHECK(line_mean(anti, -1) == Approx(0.10));
+  CHECK(anti.mu == Approx(0.1903).epsilon(1e-3));
+  CHECK(anti.threshold == Approx(1.1973).epsilon(1e-3));
+  // (1,0), l = j: 0.0633, 0.28, 0.3233, 0.3333.
+  REQUIRE(vert.count() == 4);
+  CHECK(line_mean(vert, 1) == Approx(0.19 / 3));
+  CHECK(line_mean(vert, 4) == Approx(1.0 / 3));
+  CHECK(vert.threshold == Approx(0.6885).epsilon(1e-3));
+  // k = 4: no line survives anywhere, so the extended head is transparent: all zeros.
+  for (const auto& l : dirs) CHECK(!l.any_kept());
+  auto ext = abc::extend(dirs, 0, 5, 6);
+  CHECK(torch::equal(ext, torch::zeros({5, 6}, torch::kFloat64)));
+}
+
+TEST_CASE("abc: extension to 5 x 6 with k = 1 (worked example)", "[abc]") {
+  auto dirs = all_directions(example_map(), 1.0);
+  CHECK(dirs[0].threshold == Approx(0.5452).epsilon(1e-3));
+  CHECK(dirs[1].threshold == Approx(0.4420).epsilon(1e-3));
+  CHECK(dirs[2].threshold == Approx(0.3596).epsilon(1e-3));
+  CHECK(!dirs[2].any_kept());
+  auto ext = abc::extend(dirs, 0, 5, 6);
+  const double n = -std::numeric_limits<double>::infinity();
+  auto want = torch::tensor({n, n, n, 0., n, 0.,  //
+                             n, n, n, n, 0., n,   //
+                             n, n, n, 0., n, 0.,  //
+                             n, n, 0., n, n, n,   //
+                             n, 0., n, n, n, n},
+                            torch::kFloat64)
+                  .view({5, 6});
+  CHECK(torch::equal(ext, want));
+  // The anti-diagonal is right-anchored: in the 5 x 6 frame l = 7 - (i + j) (1-based).
+  CHECK(dirs[1].line_of(0, 5, 6) == 0);
+  CHECK(dirs[1].line_of(4, 1, 6) == 0);
+  // Extending to the map's own size keeps its lines where they were.
+  auto own = abc::extend(dirs, 0, 3, 4);
+  CHECK(own[0][3].item<double>() == 0.0);
+  CHECK(own[1][2].item<double>() == 0.0);
+  CHECK(own[2][1].item<double>() == 0.0);
+}
+
+TEST_CASE("abc: two lines survive the paper's threshold in a wide map (second example)", "[abc]") {
+  // m = 2, n = 40: row i puts 0.50 on column n + 1 - i, 0.45 on n - i, 0.05 / 38 elsewhere.
+  auto m = torch::full({2, 40}, 0.05 / 38, torch::kFloat64);
+  for (int64_t i = 1; i <= 2; ++i) {
+    m[i - 1][40 + 1 - i - 1] = 0.50;
+    m[i - 1][40 - i - 1] = 0.45;
+  }
+  auto anti = abc::average_lines(m, {}, abc::Direction::kAntiDiagonal, abc::Anchor::kRight, 4.0);
+  CHECK(anti.count() == 41);
+  CHECK(anti.mu == Approx(0.02442).epsilon(1e-3));
+  CHECK(anti.sigma == Approx(0.10219).epsilon(1e-3));
+  CHECK(anti.threshold == Approx(0.43316).epsilon(1e-3));
+  CHECK(anti.bias[static_cast<size_t>(0 - anti.first())] == 0.0);
+  CHECK(anti.bias[static_cast<size_t>(1 - anti.first())] == Approx(-0.05));
+  int64_t kept = 0;
+  for (double b : anti.bias) kept += std::isfinite(b) ? 1 : 0;
+  CHECK(kept == 2);
+  // Extended to 4 x 44: row r keeps columns 45 - r (0) and 44 - r (-0.05), 1-based.
+  auto ext = abc::extend({anti}, 0, 4, 44);
+  for (int64_t r = 1; r <= 4; ++r) {
+    for (int64_t c = 1; c <= 44; ++c) {
+      const double v = ext[r - 1][c - 1].item<double>();
+      if (c == 45 - r) {
+        CHECK(v == 0.0);
+      } else if (c == 44 - r) {
+        CHECK(v == Approx(-0.05));
+      } else {
+        CHECK(std::isinf(v));
+      }
+    }
+  }
+}
+
+TEST_CASE("abc: causal maps use only visible cells; rows with nothing visible fall back to 0", "[abc]") {
+  // A self-attention map whose weight sits on the diagonal: the (1,1) line l = 0 survives.
+  auto m = torch::eye(6, torch::kFloat64) * 0.9 + torch::full({6, 6}, 0.1 / 6, torch::kFloat64);
+  auto visible = torch::ones({6, 6}, torch::kBool).tril();
+  auto d = abc::average_lines(m.masked_fill(visible.logical_not(), 0.0), visible, abc::Direction::kDiagonal,
+                              abc::Anchor::kLeft, 1.0);
+  // Lines above the diagonal have no visible cell: not part of the statistics, never kept.
+  for (int64_t l = 1; l <= 5; ++l) CHECK(std::isnan(d.mean[static_cast<size_t>(l - d.first())]));
+  CHECK(d.bias[static_cast<size_t>(0 - d.first())] == 0.0);
+  // Rows from row0 = 3 on, 4 keys: the same values as the matching rows of the full matrix.
+  auto full = abc::extend({d}, 0, 8, 8, true);
+  auto part = abc::extend({d}, 3, 2, 5, true);
+  CHECK(torch::equal(part, full.narrow(0, 3, 2).narrow(1, 0, 5)));
+  // A line kept only above the diagonal would leave causal rows without a visible cell.
+  abc::Lines up = d;
+  std::fill(up.bias.begin(), up.bias.end(), -std::numeric_limits<double>::infinity());
+  up.bias[static_cast<size_t>(2 - up.first())] = 0.0;  // l = j - i = 2: future keys only
+  auto rows = abc::extend({up}, 0, 3, 6, true);
+  CHECK(torch::equal(rows, torch::zeros({3, 6}, torch::kFloat64)));  // every row falls back
+}
+
+TEST_CASE("abc: lines survive a round trip through their tensors", "[abc]") {
+  abc::KindLines kl;
+  kl.heads.push_back(all_directions(example_map(), 1.0));
+  kl.heads.push_back(all_directions(example_map().flip({1}), 1.0));
+  auto back = abc::from_tensors("cross", abc::to_tensors("cross", kl));
+  REQUIRE(back.heads.size() == 2);
+  for (size_t h = 0; h < 2; ++h) {
+    REQUIRE(back.heads[h].size() == 3);
+    CHECK(torch::equal(abc::extend(back.heads[h], 0, 5, 9), abc::extend(kl.heads[h], 0, 5, 9)));
+    CHECK(back.heads[h][1].anchor == abc::Anchor::kRight);
+    CHECK(back.heads[h][0].threshold == kl.heads[h][0].threshold);
+  }
+  CHECK(abc::from_tensors("self", abc::to_tensors("cross", kl)).empty());
+  CHECK_THROWS_WITH(abc::parse_direction("antidiagonal"), Catch::Contains("anti_diagonal"));
+}
