@@ -363,6 +363,16 @@ void Experiment::parse_stages(const ConfigNode& stages) {
     for (const auto& sec : kStageSections) {
       if (entry.child(sec).defined()) over[sec] = entry.child(sec).yaml();
     }
+    // A stage that does not train (eval, calibrate) reads init_from's model as that stage built
+    // it: its model and position sections, unless the entry gives its own.
+    if (st.kind != "train" && st.init_from_stage) {
+      for (const auto& prev : this->stages) {
+        if (prev.name != st.init_from) continue;
+        for (const char* sec : {"model", "position"}) {
+          if (!entry.child(sec).defined()) over[sec] = prev.experiment->root.child(sec).yaml();
+        }
+      }
+    }
     ConfigNode over_node(over, root.source(), "");
     std::vector<std::string> replace = {"position"};
     const ConfigNode st_task = entry.child("task");

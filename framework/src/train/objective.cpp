@@ -228,12 +228,42 @@ std::vector<std::vector<int64_t>> greedy_decode(Transformer& model,
   KVCache cache;
   ModelInputs first;
   if (seq2seq) {
-    // The encoder reads the prompt; the decoder starts from the prompt's last token (the
-    // Task::to_seq2seq convention) with its IDs.
-    first.source = tokens.to(device);
-    first.source_ids = ids.to(device);
-    first.tokens = tokens.narrow(1, Tp - 1, 1).to(device);  // [B, 1]
-    first.ids = ids.narrow(2, Tp - 1, 1).to(device);        // [L, B, 1]
+    // The encoder reads the task's source for the prompt and the decoder starts from the
+    // prompt's last token (the start token) with its IDs: Task::to_seq2seq of the prompt with a
+    // placeholder response (a source depends on the prompt alone; a paper's own format, e.g.
+    // seq2seq_arithmetic's, drops BOS and the start token).
+    std::vector<Seq2SeqExample> pairs;
+    for (int64_t b = 0; b < B; ++b) {
+      Example ex;
+      ex.tokens = prompts[b];
+      const int64_t R = std::max<int64_t>(1, task.max_response_length(prompts[b]));
+      ex.tokens.resize(static_cast<size_t>(Tp + R - 1), task.vocabulary().pad());
+      ex.tokens.push_back(eos);
+      ex.position_ids = task.causal_position_ids(ex.tokens, Tp);
+      ex.loss_mask.assign(ex.tokens.size(), 0);
+      ex.prompt_length = ex.answer_begin = Tp;
+      pairs.push_back(task.to_seq2seq(ex));
+      LENGEN_CHECK(pairs.back().source.size() == pairs.front().source.size(),
+                   "greedy_decode: prompts of one length gave sources of different lengths");
+    }
+    const auto S = static_cast<int64_t>(pairs.front().source.size());
+    auto source = torch::empty({B, S}, torch::kInt64);
+    auto source_ids = torch::empty({L, B, S}, torch::kInt64);
+    auto start = torch::empty({B, 1}, torch::kInt64);
+    auto start_ids = torch::empty({L, B, 1}, torch::kInt64);
+    for (int64_t b = 0; b < B; ++b) {
+      const auto& pr = pairs[static_cast<size_t>(b)];
+      for (int64_t t = 0; t < S; ++t) {
+        source[b][t] = pr.source[static_cast<size_t>(t)];
+        for (int64_t l = 0; l < L; ++l) source_ids[l][b][t] = pr.source_ids[static_cast<size_t>(l)][static_cast<size_t>(t)];
+      }
+      start[b][0] = pr.target.front();
+      for (int64_t l = 0; l < L; ++l) start_ids[l][b][0] = pr.target_ids[static_cast<size_t>(l)].front();
+    }
+    first.source = source.to(device);
+    first.source_ids = source_ids.to(device);
+    first.tokens = start.to(device);     // [B, 1]
+    first.ids = start_ids.to(device);    // [L, B, 1]
   } else {
     first.tokens = tokens.to(device);
     first.ids = ids.to(device);
