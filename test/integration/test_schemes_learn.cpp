@@ -46,6 +46,10 @@ TEST_CASE("integration: every position scheme learns in-distribution addition",
   test::TempDir dir;
   test::write_text(dir.file("learns.yaml"), kRecipe);
   for (const auto* entry : position_registry().list()) {
+    // Two schemes restrict attention to what their paper's task lays out and are tested there
+    // (test_abc_pipeline.cpp): `windowed` leaves each query its w neighbours by ID (a decoder
+    // over sequential IDs would see one previous token), `abc` needs a calibration.
+    if (entry->spec.name == "windowed" || entry->spec.name == "abc") continue;
     DYNAMIC_SECTION(entry->spec.name) {
       Experiment exp = Experiment::load(
           dir.file("learns.yaml"),
