@@ -70,6 +70,10 @@ class Calibrate final : public lengen::Stage {
                                           "cross, 0.87 self)")
                  .with_default(4.0)
                  .at_least(0.0),
+             OptionSpec::number("self_sigmas", "k for decoder self-attention; -1 = sigmas (the code: 0.87; its 7 x 7 "
+                                               "maps have too few lines for any to pass 4 sigma)")
+                 .with_default(-1.0)
+                 .at_least(-1.0),
              OptionSpec::string_list("cross_directions", "line directions searched in cross-attention (the paper: "
                                                          "all three; the code: anti_diagonal)")
                  .with_default(all),
@@ -97,6 +101,7 @@ class Calibrate final : public lengen::Stage {
         rows_(o.get_int("rows")),
         logits_(o.get_string("scores") == "logits"),
         sigmas_(o.get_float("sigmas")),
+        self_sigmas_(o.get_float("self_sigmas") < 0 ? o.get_float("sigmas") : o.get_float("self_sigmas")),
         layer_(o.get_int("layer")),
         batch_(o.get_int("batch_size")) {
     for (const auto& d : o.get_string_list("cross_directions")) {
@@ -177,6 +182,7 @@ class Calibrate final : public lengen::Stage {
                           {"drawn", maps.drawn},
                           {"scores", logits_ ? "logits" : "weights"},
                           {"sigmas", sigmas_},
+                          {"self_sigmas", self_sigmas_},
                           {"layer", layer}};
     for (const bool cross : {false, true}) {
       const std::string kind = cross ? "cross" : "self";
@@ -202,7 +208,7 @@ class Calibrate final : public lengen::Stage {
         for (auto d : dirs) {
           // Self-attention lines stay anchored left: its keys grow while decoding.
           const auto anchor = cross ? anchors_.at(d) : abc::Anchor::kLeft;
-          lines.push_back(abc::average_lines(avg, visible, d, anchor, sigmas_));
+          lines.push_back(abc::average_lines(avg, visible, d, anchor, cross ? sigmas_ : self_sigmas_));
           const auto& l = lines.back();
           nlohmann::json kept = nlohmann::json::object();
           for (int64_t k = 0; k < l.count(); ++k) {
@@ -248,7 +254,7 @@ class Calibrate final : public lengen::Stage {
  private:
   int64_t samples_, rows_;
   bool logits_;
-  double sigmas_;
+  double sigmas_, self_sigmas_;
   int64_t layer_, batch_;
   std::vector<abc::Direction> cross_dirs_, self_dirs_;
   std::map<abc::Direction, abc::Anchor> anchors_;
