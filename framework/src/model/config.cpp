@@ -95,8 +95,9 @@ ComponentSpec ModelConfig::schema() {
            O::integer("d_head", "head width D; 0 = d_model / heads").with_default(int64_t{0}).at_least(0),
            O::integer("d_ff", "feed-forward width (each input projection for gated ones); 0 = attention only")
                .with_default(int64_t{512}).at_least(0),
-           O::string("norm", "taotp_layernorm: (x - mean) / (std + eps), TAOTP's Figure 1.1")
-               .with_default(std::string("layernorm")).one_of({"layernorm", "rmsnorm", "taotp_layernorm"}),
+           O::string("norm", "taotp_layernorm: (x - mean) / (std + eps), TAOTP's Figure 1.1; none: no normalisation "
+                     "(hand-set constructions)")
+               .with_default(std::string("layernorm")).one_of({"layernorm", "rmsnorm", "taotp_layernorm", "none"}),
            O::string("norm_position", "pre_post: a norm before and after each residual sum (Cho et al.)")
                .with_default(std::string("pre")).one_of({"pre", "post", "pre_post"}),
            O::string("activation", "feed-forward activation").with_default(std::string("gelu")).one_of({"relu", "gelu", "geglu", "swiglu"}),

@@ -1,10 +1,14 @@
-// Normalisation: LayerNorm, RMSNorm and TAOTP's LayerNorm (eps on the standard deviation).
+// Normalisation: LayerNorm, RMSNorm, TAOTP's LayerNorm (eps on the standard deviation) or none
+// (the identity, for hand-set constructions without normalisation).
 #include "lengen/model/transformer.h"
 
 namespace lengen {
 
 NormImpl::NormImpl(const std::string& kind, int64_t dim, double eps)
     : rms_(kind == "rmsnorm"), eps_on_std_(kind == "taotp_layernorm"), eps_(eps) {
+  if (kind == "none") {
+    return;  // no parameters: forward is the identity
+  }
   weight_ = register_parameter("weight", torch::ones({dim}));
   if (!rms_) {
     bias_ = register_parameter("bias", torch::zeros({dim}));
@@ -12,6 +16,9 @@ NormImpl::NormImpl(const std::string& kind, int64_t dim, double eps)
 }
 
 torch::Tensor NormImpl::forward(const torch::Tensor& x) {
+  if (!weight_.defined()) {
+    return x;  // norm: none
+  }
   if (rms_) {
     auto inv = torch::rsqrt(x.pow(2).mean(-1, /*keepdim=*/true) + eps_);  // [..., 1]
     return x * inv * weight_;                                             // [..., C]

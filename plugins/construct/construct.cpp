@@ -1,0 +1,266 @@
+// The `construct` stage: hand-set weights on the real model, no training. It writes the
+// stage's checkpoint (checkpoints/step-00000000.safetensors, the format train stages write),
+// so an `eval` stage with `init_from: <this stage>` (or `lengen eval RUN`) tests it like any
+// trained model, with greedy decoding.
+//
+// construction: cho_addition_scratchpad
+//   Cho et al. 2025 (arXiv:2410.15787), Theorem 4.1 and Appendix D: a 1-layer, 4-head decoder
+//   without normalisation that solves m-operand addition in the scratchpad format with
+//   bi-level Position Coupling, for every m and n its position tables can represent
+//   (../shared/spec/models.md section 1.3; docs/theory.md has the layout and the derivation).
+//   Residual dimensions: NUM, IS_BOS, FULL_ONES, PRE_SUM, PRE_CARRY, PRE_ARROW, PRE_EOS,
+//   SUM_0..SUM_9, ARROW, EOS, then per level l the hypercube codes POS_l = v_{p_l} and
+//   POS_l_NEXT = v_{p_l + 1} (P_l = ceil(log2(max_position_l + 1)) dimensions each, ID 0 the
+//   zero vector). Heads: (1) the two digits of the next significance (PRE_SUM), (2) the two
+//   of the current one (PRE_CARRY), (3) "no digit of the next significance" (PRE_ARROW),
+//   (4) "in the last partial sum" (PRE_EOS). The feed-forward layer computes the one-hot
+//   next digit (PRE_SUM + c) mod 10, c = [PRE_CARRY - NUM in {9, 10}] (seed D.5.2), exactly
+//   at the integer points that occur, as ReLU spikes of u = 40 PRE_SUM + PRE_CARRY - NUM; and
+//   ARROW = 2 relu(PRE_ARROW - 1/2), EOS = ARROW + 6 relu(PRE_EOS - 1/3) - 1. Read-out:
+//   digits from SUM (weight 1), '>' from ARROW (10), '$' from EOS (100).
+#include "lengen/core/error.h"
+#include "lengen/core/log.h"
+#include "lengen/core/version.h"
+#include "lengen/experiment/experiment.h"
+#include "lengen/plugin/plugin.h"
+#include "lengen/stage/stage.h"
+#include "lengen/task/task.h"
+#include "lengen/train/checkpoint.h"
+
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <cmath>
+#include <filesystem>
+#include <map>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using lengen::OptionSpec;
+
+// Residual dimensions of the construction (0-based; the seed numbers them from 1).
+enum Dim : int64_t {
+  kNum = 0,
+  kIsBos,
+  kOnes,
+  kPreSum,
+  kPreCarry,
+  kPreArrow,
+  kPreEos,
+  kSum0,  // .. kSum0 + 9
+  kArrow = kSum0 + 10,
+  kEos,
+  kFixed  // first position dimension
+};
+
+// The ceil(log2(n)) bits that give every ID 1..n a distinct hypercube vertex.
+int64_t bits_for(int64_t n) {
+  int64_t p = 1;
+  while ((int64_t{1} << p) < n) ++p;
+  return p;
+}
+
+// Writes v_k^D (k >= 1: the bits of k - 1 from the most significant, +1 for 0 and -1 for 1;
+// k = 0: the zero vector) into row[at .. at + D).
+void hypercube(torch::Tensor row, int64_t at, int64_t k, int64_t D) {
+  if (k == 0) return;
+  for (int64_t i = 0; i < D; ++i) {
+    const int64_t bit = ((k - 1) >> (D - 1 - i)) & 1;
+    row[at + i] = bit ? -1.0 : 1.0;
+  }
+}
+
+class Construct final : public lengen::Stage {
+ public:
+  static lengen::ComponentSpec spec() {
+    return {"stage",
+            "construct",
+            "hand-set weights on the real model, written as this stage's checkpoint (no training); "
+            "evaluate it with an eval stage (init_from) like a trained model",
+            {OptionSpec::string("construction",
+                                "cho_addition_scratchpad: Cho et al. 2025, Theorem 4.1 / App. D, multi-operand "
+                                "addition with scratchpad and bi-level coupling (docs/theory.md)")
+                 .with_default("cho_addition_scratchpad")
+                 .one_of({"cho_addition_scratchpad"}),
+             OptionSpec::number("alpha", "attention sharpness: a matching key scores 2 alpha above any other "
+                                         "(the seed's alpha_h, after the model's 1/sqrt(d_head) scaling)")
+                 .with_default(20.0)
+                 .at_least(1.0)}};
+  }
+
+  Construct(const lengen::Options& o, const lengen::StageInfo& info)
+      : name_(info.name), alpha_(o.get_float("alpha")) {}
+
+  void run(lengen::StageContext& ctx) override {
+    const lengen::Experiment& exp = ctx.experiment();
+    const lengen::ModelConfig& m = exp.model;
+    const std::string where = fmt::format("stage '{}' (construct: cho_addition_scratchpad)", name_);
+    auto require = [&](bool ok, const std::string& key, const std::string& want) {
+      LENGEN_CHECK(ok, "{}: {}: {} needs {}", exp.file, where, key, want);
+    };
+    require(m.arch == "decoder", "model.arch", "decoder");
+    require(m.layers == 1 && m.loops == 1 && !m.shared_layers, "model.layers", "1 (and loops: 1)");
+    require(m.heads == 4, "model.heads", "4");
+    require(m.norm == "none", "model.norm", "none (the construction has no normalisation)");
+    require(m.activation == "relu", "model.activation", "relu");
+    require(m.ff_bias, "model.ff_bias", "true (the feed-forward thresholds are biases)");
+    require(!m.tie_embeddings, "model.tie_embeddings", "false (the read-out is not the token embedding)");
+    const lengen::Task& task = ctx.task();
+    const lengen::Vocabulary& vocab = task.vocabulary();
+    require(task.position_levels() == 2 && vocab.contains(">"), "task",
+            "addition with scratchpad: true (bi-level IDs and the '>' separator)");
+    require(exp.position_nodes.size() == 1 && exp.position_nodes[0].child("name").as_string() == "coupling",
+            "position", "one coupling scheme with both levels");
+
+    lengen::Transformer model = exp.build_model(torch::kCPU);
+    auto params = model->named_parameters();
+    auto param = [&](const std::string& name) -> torch::Tensor {
+      auto* p = params.find(name);
+      LENGEN_CHECK(p != nullptr, "{}: {}: the model has no parameter '{}'", exp.file, where, name);
+      return *p;
+    };
+    const torch::Tensor level0 = param("position.0.level0"), level1 = param("position.0.level1");
+    const int64_t P1 = bits_for(level0.size(0)), P2 = bits_for(level1.size(0)), P = P1 + P2;
+    const int64_t pos1 = kFixed, pos1n = pos1 + P1, pos2 = pos1n + P1, pos2n = pos2 + P2, need_c = pos2n + P2;
+    const torch::Tensor qkv = param("blocks.0.attn.qkv.weight");
+    const int64_t H = 4, D = qkv.size(0) / (3 * H);
+    require(m.d_model >= need_c, "model.d_model",
+            fmt::format("at least {} (19 + 2 x {} + 2 x {} for max_position {} / {})", need_c, P1, P2,
+                        level0.size(0) - 1, level1.size(0) - 1));
+    require(D >= P + 1, "model.d_head", fmt::format("at least {} (P1 + P2 + 1)", P + 1));
+
+    // The next digit as ReLU spikes over u = 40 PRE_SUM + PRE_CARRY - NUM, at the points that
+    // occur in a scratchpad: PRE_SUM in 0..18, PRE_CARRY - NUM in {-1, 0} (no carry out) or
+    // {9, 10} (carry out). spike_k(u) = r(u - k + 1) - 2 r(u - k) + r(u - k - 1).
+    std::map<int64_t, std::array<double, 10>> spikes;  // hidden unit r(u - t) -> weights into SUM_j
+    for (int64_t s = 0; s <= 18; ++s) {
+      for (int64_t d : {-1, 0, 9, 10}) {
+        const int64_t k = 40 * s + d, digit = (s + (d >= 9 ? 1 : 0)) % 10;
+        for (auto [t, w] : {std::pair<int64_t, double>{k - 1, 1.0}, {k, -2.0}, {k + 1, 1.0}}) {
+          spikes[t][static_cast<size_t>(digit)] += w;  // value-initialised: zeros
+        }
+      }
+    }
+    int64_t units = 2;
+    for (const auto& [t, w] : spikes) {
+      bool any = false;
+      for (double x : w) any = any || x != 0.0;
+      units += any ? 1 : 0;
+    }
+    require(m.d_ff >= units, "model.d_ff", fmt::format("at least {}", units));
+
+    torch::NoGradGuard no_grad;
+    for (auto& p : params) p.value().zero_();
+    auto set = [](torch::Tensor t, int64_t i, int64_t j, double v) { t[i][j] = v; };
+
+    // Token embedding: NUM, IS_BOS, FULL_ONES.
+    const torch::Tensor tok = param("tok_emb.weight");
+    for (int64_t id = 0; id < vocab.size(); ++id) set(tok, id, kOnes, 1.0);
+    for (int64_t j = 0; j <= 9; ++j) set(tok, vocab.id(std::to_string(j)), kNum, static_cast<double>(j));
+    set(tok, vocab.id("$"), kIsBos, 1.0);
+
+    // Position tables: row p holds [v_p; v_{p+1}] in its level's dimensions (row 0: zero).
+    for (int64_t p = 1; p < level0.size(0); ++p) {
+      hypercube(level0[p], pos1, p, P1);
+      hypercube(level0[p], pos1n, p + 1, P1);
+    }
+    for (int64_t p = 1; p < level1.size(0); ++p) {
+      hypercube(level1[p], pos2, p, P2);
+      hypercube(level1[p], pos2n, p + 1, P2);
+    }
+
+    // Heads. Query rows carry a = alpha sqrt(D) (undoing the 1/sqrt(D) of the scores): a key
+    // whose code equals the query's scores alpha P, BOS too (through FULL_ONES . IS_BOS), any
+    // other at most alpha (P - 2).
+    const double a = alpha_ * std::sqrt(static_cast<double>(D));
+    const torch::Tensor out = param("blocks.0.attn.out.weight");
+    struct Part {
+      int64_t query_dim, key_dim, width;
+    };
+    auto head = [&](int64_t h, std::vector<Part> parts, int64_t value_dim, double value, int64_t writes) {
+      int64_t row = 0, norm = 0;
+      for (const Part& part : parts) {
+        for (int64_t i = 0; i < part.width; ++i, ++row) {
+          set(qkv, h * D + row, part.query_dim + i, a);
+          set(qkv, H * D + h * D + row, part.key_dim + i, 1.0);
+        }
+        norm += part.width;
+      }
+      set(qkv, h * D + row, kOnes, a * std::sqrt(static_cast<double>(norm)));
+      set(qkv, H * D + h * D + row, kIsBos, std::sqrt(static_cast<double>(norm)));
+      set(qkv, 2 * H * D + h * D, value_dim, value);
+      set(out, writes, h * D, 1.0);
+    };
+    head(0, {{pos1n, pos1, P1}, {pos2, pos2n, P2}}, kNum, 3.0, kPreSum);  // a_i, b_{i-1} at the next significance
+    head(1, {{pos1, pos1, P1}, {pos2, pos2n, P2}}, kNum, 3.0, kPreCarry);  // the same at this significance
+    head(2, {{pos1n, pos1, P1}}, kIsBos, 1.0, kPreArrow);                  // 1 iff no next significance
+    head(3, {{pos1, pos1, P1}, {pos2, pos2, P2}}, kIsBos, 1.0, kPreEos);   // 1/2 iff in the last number
+
+    // Feed-forward.
+    const torch::Tensor up = param("blocks.0.ff.up.weight"), up_b = param("blocks.0.ff.up.bias");
+    const torch::Tensor down = param("blocks.0.ff.down.weight"), down_b = param("blocks.0.ff.down.bias");
+    set(up, 0, kPreArrow, 1.0);
+    up_b[0] = -0.5;
+    set(down, kArrow, 0, 2.0);
+    set(down, kEos, 0, 2.0);
+    set(up, 1, kPreEos, 1.0);
+    up_b[1] = -1.0 / 3.0;
+    set(down, kEos, 1, 6.0);
+    down_b[kEos] = -1.0;
+    int64_t unit = 2;
+    for (const auto& [t, w] : spikes) {
+      bool any = false;
+      for (double x : w) any = any || x != 0.0;
+      if (!any) continue;
+      set(up, unit, kPreSum, 40.0);
+      set(up, unit, kPreCarry, 1.0);
+      set(up, unit, kNum, -1.0);
+      up_b[unit] = -static_cast<double>(t);
+      for (int64_t j = 0; j < 10; ++j) set(down, kSum0 + j, unit, w[static_cast<size_t>(j)]);
+      ++unit;
+    }
+
+    // Read-out.
+    const torch::Tensor head_w = param("lm_head.weight");
+    for (int64_t j = 0; j <= 9; ++j) set(head_w, vocab.id(std::to_string(j)), kSum0 + j, 1.0);
+    set(head_w, vocab.id(">"), kArrow, 10.0);
+    set(head_w, vocab.id("$"), kEos, 100.0);
+
+    const fs::path dir = fs::path(ctx.dir()) / "checkpoints";
+    fs::create_directories(dir);
+    const std::string path = (dir / "step-00000000.safetensors").string();
+    lengen::save_safetensors(path, lengen::named_weights(model),
+                             {{"format", "lengen-checkpoint-1"},
+                              {"step", "0"},
+                              {"seed", std::to_string(exp.seed)},
+                              {"torch", lengen::torch_version()},
+                              {"construction", "cho_addition_scratchpad"}});
+    nlohmann::json layout = {{"construction", "cho_addition_scratchpad"},
+                             {"alpha", alpha_},
+                             {"P1", P1},
+                             {"P2", P2},
+                             {"d_model_needed", need_c},
+                             {"d_head_needed", P + 1},
+                             {"d_ff_needed", units},
+                             {"dims",
+                              {{"NUM", kNum}, {"IS_BOS", kIsBos}, {"FULL_ONES", kOnes}, {"PRE_SUM", kPreSum},
+                               {"PRE_CARRY", kPreCarry}, {"PRE_ARROW", kPreArrow}, {"PRE_EOS", kPreEos},
+                               {"SUM_0", kSum0}, {"ARROW", kArrow}, {"EOS", kEos}, {"POS_1", pos1},
+                               {"POS_1_NEXT", pos1n}, {"POS_2", pos2}, {"POS_2_NEXT", pos2n}}}};
+    lengen::write_file_atomic((fs::path(ctx.dir()) / "construction.json").string(), layout.dump(2) + "\n");
+    lengen::logger("stage")->info("{}: Theorem 4.1's weights (P1 {}, P2 {}, {} feed-forward units) written to {}",
+                                  name_, P1, P2, units, path);
+  }
+
+ private:
+  std::string name_;
+  double alpha_;
+};
+
+void register_construct(lengen::Registrar& r) { r.add_stage<Construct>(); }
+
+}  // namespace
+
+LENGEN_PLUGIN("construct", "0.1.0", register_construct)
