@@ -56,8 +56,13 @@ class Addition final : public lengen::Task {
                             "length; answer: every number to the answer's maximal length")
              .with_default("operand")
              .one_of({"operand", "answer"}),
-         OptionSpec::boolean("reverse_output", "write the answer least significant digit first")
+         OptionSpec::boolean("reverse_output", "write the answer (every partial sum of the scratchpad) "
+                                               "least significant digit first")
              .with_default(true),
+         OptionSpec::boolean("reverse_query", "write every operand least significant digit first "
+                                              "(Cho et al. 2025, Figure 14's reversed query; queries "
+                                              "given to lengen decode are read the same way)")
+             .with_default(false),
          OptionSpec::string("position_ids", "coupled: equal significance, equal ID; "
                                             "sequential: 0, 1, 2, ...")
              .with_default("coupled")
@@ -75,8 +80,9 @@ class Addition final : public lengen::Task {
                              "half draw each length independently (overrides same_length)")
              .with_default(false),
          OptionSpec::boolean("scratchpad",
-                             "write the cumulative sums 0 > a1 > a1+a2 > ... (reversed), with "
-                             "bi-level coupled IDs; needs zero_pad, pad_to: answer, reverse_output")
+                             "write the cumulative sums 0 > a1 > a1+a2 > ..., with bi-level coupled "
+                             "IDs; with zero_pad every number is padded to the answer's length "
+                             "(pad_to: answer)")
              .with_default(false)}};
   }
 
@@ -86,6 +92,7 @@ class Addition final : public lengen::Task {
         zero_pad_(o.get_bool("zero_pad")),
         pad_to_answer_(o.get_string("pad_to") == "answer"),
         reverse_(o.get_bool("reverse_output")),
+        reverse_query_(o.get_bool("reverse_query")),
         coupled_(o.get_string("position_ids") == "coupled"),
         mixed_lengths_(o.get_bool("mixed_lengths")),
         scratchpad_(o.get_bool("scratchpad")),
@@ -96,13 +103,9 @@ class Addition final : public lengen::Task {
                                            : std::pair<int64_t, int64_t>{operands_, operands_};
     eval_ops_ = o.given("eval_operands") ? o.get_int_range("eval_operands")
                                          : std::pair<int64_t, int64_t>{operands_, operands_};
-    if (scratchpad_ && !(zero_pad_ && pad_to_answer_)) {
-      o.fail("pad_to", "the scratchpad format pads every number to the answer's maximal length: "
-                       "set zero_pad: true and pad_to: answer");
-    }
-    if (scratchpad_ && !reverse_) {
-      o.fail("reverse_output", "the scratchpad writes every partial sum least significant digit "
-                               "first: set reverse_output: true");
+    if (scratchpad_ && zero_pad_ && !pad_to_answer_) {
+      o.fail("pad_to", "the padded scratchpad pads every number to the answer's maximal length: "
+                       "set pad_to: answer (or zero_pad: false)");
     }
     if (coupled_ && !reverse_ && !zero_pad_) {
       o.fail("reverse_output",
@@ -173,6 +176,9 @@ class Addition final : public lengen::Task {
                                         "decimal digits separated by '+')",
                                         text));
       }
+      if (reverse_query_) {
+        std::reverse(part.begin(), part.end());  // written least significant digit first
+      }
       ops.push_back(strip_zeros(part));
       if (plus == std::string::npos) {
         break;
@@ -211,7 +217,7 @@ class Addition final : public lengen::Task {
           ++end;
         }
         for (int64_t u = t; u < end; ++u) {
-          ids[0][u] = s + (end - u);
+          ids[0][u] = s + significance(u, t, end);
         }
         longest = std::max(longest, end - t);
         t = end;
@@ -271,15 +277,16 @@ class Addition final : public lengen::Task {
   PositionIds scratchpad_ids(const std::vector<int64_t>& tokens, int64_t prompt_length, PositionIds ids) const {
     const int64_t s = 1, T = static_cast<int64_t>(tokens.size());
     const int64_t qlen = std::min(prompt_length, T);
-    int64_t group = 0;
+    int64_t group = 0, longest = 0;
     for (int64_t t = 1; t < qlen;) {
       if (is_digit(tokens[t])) {
         int64_t end = t;
         while (end < qlen && is_digit(tokens[end])) ++end;
         for (int64_t u = t; u < end; ++u) {
-          ids[0][u] = s + (end - u);
+          ids[0][u] = s + significance(u, t, end);
           ids[1][u] = s + group;
         }
+        longest = std::max(longest, end - t);
         t = end;
         continue;
       }
@@ -302,7 +309,10 @@ class Addition final : public lengen::Task {
         ids[1][t] = s + arrows;
       } else if (is_digit(tokens[t])) {
         ++digits;
-        ids[0][t] = s + digits;
+        // Reversed: the k-th digit has significance k. Plain: only padded (the constructor
+        // refuses the rest), so every number has the query's length and the k-th digit has
+        // significance longest - k + 1.
+        ids[0][t] = reverse_ ? s + digits : std::max<int64_t>(0, s + longest - digits + 1);
         ids[1][t] = s + arrows;
       }  // EOS (or anything else): 0, 0
     }
@@ -340,9 +350,10 @@ class Addition final : public lengen::Task {
     const int64_t s = 1;
     push(vocab_.bos(), 0, false);
     for (size_t i = 0; i < ops.size(); ++i) {
-      std::string x = pad_left(ops[i], op_width);
-      for (size_t j = 0; j < x.size(); ++j) {
-        push(digit_id(x[j]), s + static_cast<int64_t>(x.size() - j), false);
+      const std::string x = pad_left(ops[i], op_width);
+      for (size_t j = 0; j < x.size(); ++j) {  // j-th written digit
+        const size_t pos = reverse_query_ ? x.size() - 1 - j : j;
+        push(digit_id(x[pos]), s + static_cast<int64_t>(x.size() - pos), false);
       }
       push(i + 1 < ops.size() ? plus_ : eq_, s, false);
     }
@@ -368,19 +379,25 @@ class Addition final : public lengen::Task {
     return ex;
   }
 
-  // `$ a_1 + ... + a_m = b_0 > b_1 > ... > b_m $`, every number padded to L digits, b_i reversed.
+  // `$ a_1 + ... + a_m = b_0 > b_1 > ... > b_m $`: with zero_pad every number padded to L digits
+  // (else its own length), operands reversed with reverse_query, b_i reversed with reverse_output.
   Example make_scratchpad_example(const std::vector<std::string>& ops, size_t longest, size_t L) const {
+    // Writes x's digits in the chosen direction; the ID of each is its significance.
+    auto digits = [&](const std::string& x, bool reversed, int64_t group, bool loss, Example& ex) {
+      for (size_t j = 0; j < x.size(); ++j) {
+        const size_t pos = reversed ? x.size() - 1 - j : j;
+        ex.push(digit_id(x[pos]), {1 + static_cast<int64_t>(x.size() - pos), group}, loss);
+      }
+    };
+    const size_t width = zero_pad_ ? L : 0;
     Example ex;
     ex.position_ids.assign(2, {});
     auto push = [&](int64_t tok, int64_t id1, int64_t id2, bool loss) { ex.push(tok, {id1, id2}, loss); };
     const int64_t s = 1;
     push(vocab_.bos(), 0, 0, false);
     for (size_t i = 0; i < ops.size(); ++i) {
-      const std::string x = pad_left(ops[i], L);
       const int64_t group = s + static_cast<int64_t>(i);
-      for (size_t j = 0; j < L; ++j) {
-        push(digit_id(x[j]), s + static_cast<int64_t>(L - j), group, false);
-      }
+      digits(pad_left(ops[i], width), reverse_query_, group, false, ex);
       if (i + 1 < ops.size()) {
         push(plus_, s, group, false);
       } else {
@@ -397,10 +414,7 @@ class Addition final : public lengen::Task {
         prefix.push_back(ops[i - 1]);
         if (i == ops.size()) ex.answer_begin = ex.length();  // the final sum
       }
-      const std::string b = pad_left(i == 0 ? "0" : add_decimal(prefix), L);
-      for (size_t k = 0; k < L; ++k) {
-        push(digit_id(b[L - 1 - k]), s + static_cast<int64_t>(k + 1), group, true);
-      }
+      digits(pad_left(i == 0 ? "0" : add_decimal(prefix), width), reverse_, group, true, ex);
     }
     push(vocab_.eos(), 0, 0, true);
     if (!coupled_) {
@@ -418,7 +432,10 @@ class Addition final : public lengen::Task {
   int64_t digit_id(char c) const { return 2 + (c - '0'); }
 
   int64_t operands_;
-  bool same_length_, zero_pad_, pad_to_answer_, reverse_, coupled_, mixed_lengths_, scratchpad_;
+  // Significance (1 = least) of the digit at u in the query run [t, end).
+  int64_t significance(int64_t u, int64_t t, int64_t end) const { return reverse_query_ ? u - t + 1 : end - u; }
+
+  bool same_length_, zero_pad_, pad_to_answer_, reverse_, reverse_query_, coupled_, mixed_lengths_, scratchpad_;
   std::pair<int64_t, int64_t> train_, eval_, train_ops_, eval_ops_;
   lengen::Vocabulary vocab_;
   int64_t plus_ = 0, eq_ = 0, arrow_ = -1;

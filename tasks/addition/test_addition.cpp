@@ -121,11 +121,47 @@ TEST_CASE("addition: scratchpad with sequential IDs, and the options it needs", 
   CHECK(task->render(ex.tokens) == "$05+07=00>50>21$");
   CHECK(ex.position_ids[0].back() == ex.length() - 1);
   CHECK_THROWS_WITH(make_task("{name: addition, scratchpad: true}"), Catch::Contains("pad_to: answer"));
-  CHECK_THROWS_WITH(make_task("{name: addition, scratchpad: true, pad_to: answer, reverse_output: false}"),
-                    Catch::Contains("least significant digit first"));
   // The plain task's vocabulary is unchanged (no '>'): its checkpoints stay loadable.
   CHECK(make_task("{name: addition}")->vocabulary().size() == 14);
   CHECK(task->vocabulary().size() == 15);
+}
+
+TEST_CASE("addition: the scratchpad's format ablations (Cho et al. 2025, Figures 6 and 14)", "[addition]") {
+  auto check = [](const std::string& opts, const std::string& text, const std::string& ids1, const std::string& ids2) {
+    auto task = make_task("{name: addition, operands: 3, scratchpad: true, " + opts + "}");
+    // Queries are read in the task's own direction: 57 + 48 + 96 in every case.
+    auto ex = task->parse_query(opts.find("reverse_query") != std::string::npos ? "75+84+69" : "57+48+96");
+    INFO(opts);
+    CHECK(task->render(ex.tokens) == text);
+    CHECK(ids_string(ex, 0) == ids1);  // significance: the same digit keeps its ID in every format
+    CHECK(ids_string(ex, 1) == ids2);
+    CHECK(task->causal_position_ids(ex.tokens, ex.prompt_length) == ex.position_ids);
+    CHECK(task->render({ex.tokens.begin() + ex.answer_begin, ex.tokens.end()}) ==
+          text.substr(text.rfind('>') + 1));
+    CHECK(task->max_response_length({ex.tokens.begin(), ex.tokens.begin() + ex.prompt_length}) >=
+          ex.length() - ex.prompt_length);
+  };
+  // Reversed query, reversed output, padded.
+  check("pad_to: answer, reverse_query: true", "$750+840+690=000>750>501>102$",
+        "0 2 3 4 1 2 3 4 1 2 3 4 1 2 3 4 1 2 3 4 1 2 3 4 1 2 3 4 0",
+        "0 1 1 1 1 2 2 2 2 3 3 3 1 1 1 1 2 2 2 2 3 3 3 3 4 4 4 4 0");
+  // Plain query, plain output, padded: every partial sum most significant digit first.
+  check("pad_to: answer, reverse_output: false", "$057+048+096=000>057>105>201$",
+        "0 4 3 2 1 4 3 2 1 4 3 2 1 4 3 2 1 4 3 2 1 4 3 2 1 4 3 2 0",
+        "0 1 1 1 1 2 2 2 2 3 3 3 1 1 1 1 2 2 2 2 3 3 3 3 4 4 4 4 0");
+  // No padding (Figure 6): every number its own length, b_0 = 0; IDs still count significance.
+  check("zero_pad: false", "$57+48+96=0>75>501>102$",
+        "0 3 2 1 3 2 1 3 2 1 2 1 2 3 1 2 3 4 1 2 3 4 0",
+        "0 1 1 1 2 2 2 3 3 1 1 2 2 2 3 3 3 3 4 4 4 4 0");
+  check("zero_pad: false, reverse_query: true", "$75+84+69=0>75>501>102$",
+        "0 2 3 1 2 3 1 2 3 1 2 1 2 3 1 2 3 4 1 2 3 4 0",
+        "0 1 1 1 2 2 2 3 3 1 1 2 2 2 3 3 3 3 4 4 4 4 0");
+  // Plain, unpadded partial sums would need their lengths for IDs: refused unless sequential.
+  CHECK_THROWS_WITH(make_task("{name: addition, scratchpad: true, zero_pad: false, reverse_output: false}"),
+                    Catch::Contains("leak"));
+  auto seq = make_task("{name: addition, scratchpad: true, zero_pad: false, reverse_output: false, "
+                       "position_ids: sequential}");
+  CHECK(seq->render(seq->parse_query("57+48").tokens) == "$57+48=0>57>105$");
 }
 
 TEST_CASE("addition: S_A(n, m) training and the T_A (digits x operands) grid", "[addition]") {

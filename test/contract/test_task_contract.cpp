@@ -136,14 +136,25 @@ TEST_CASE("task contract: every registered task with default options", "[contrac
   }
 }
 
-TEST_CASE("task contract: addition with scratchpad", "[contract][task]") {
-  for (const char* ids : {"coupled", "sequential"}) {
-    DYNAMIC_SECTION("ids " << ids) {
-      check_task_yaml(fmt::format(
-                          "{{name: addition, zero_pad: true, pad_to: answer, scratchpad: true, position_ids: {}, "
-                          "train_operands: [2, 6], mixed_lengths: true, train_digits: [1, 8], eval_operands: [2, 9]}}",
-                          ids),
-                      80, 4);
+TEST_CASE("task contract: addition with scratchpad, every format option", "[contract][task]") {
+  // Cho et al. 2025's Figures 6 and 14: padded or not, plain or reversed query and output.
+  for (const char* pad : {"zero_pad: true, pad_to: answer", "zero_pad: false"}) {
+    for (const char* reverse : {"true", "false"}) {
+      for (const char* query : {"false", "true"}) {
+        for (const char* ids : {"coupled", "sequential"}) {
+          if (std::string(pad) == "zero_pad: false" && std::string(reverse) == "false" &&
+              std::string(ids) == "coupled") {
+            continue;  // refused at construction: the IDs would leak the answer's length
+          }
+          DYNAMIC_SECTION(pad << " reverse_output " << reverse << " reverse_query " << query << " ids " << ids) {
+            check_task_yaml(fmt::format("{{name: addition, {}, scratchpad: true, reverse_output: {}, "
+                                        "reverse_query: {}, position_ids: {}, train_operands: [2, 6], "
+                                        "mixed_lengths: true, train_digits: [1, 8], eval_operands: [2, 9]}}",
+                                        pad, reverse, query, ids),
+                            40, 4);
+          }
+        }
+      }
     }
   }
 }
@@ -158,11 +169,12 @@ TEST_CASE("task contract: addition, every format option", "[contract][task]") {
                 std::string(ids) == "coupled") {
               continue;  // refused at construction (tested in the addition plugin tests)
             }
+            const char* query = std::string(operands) == "3" ? "true" : "false";  // both, without doubling
             DYNAMIC_SECTION("zero_pad " << pad << " pad_to " << pad_to << " reverse " << reverse
-                                        << " ids " << ids << " operands " << operands) {
+                                        << " ids " << ids << " operands " << operands << " reverse_query " << query) {
               check_task_yaml(fmt::format("{{name: addition, zero_pad: {}, pad_to: {}, reverse_output: {}, "
-                                          "position_ids: {}, operands: {}, train_digits: [1, 12]}}",
-                                          pad, pad_to, reverse, ids, operands),
+                                          "reverse_query: {}, position_ids: {}, operands: {}, train_digits: [1, 12]}}",
+                                          pad, pad_to, reverse, query, ids, operands),
                               60, 9);
             }
           }

@@ -194,6 +194,23 @@ TEST_CASE("eval: the answer-only metric looks at the final answer alone", "[eval
     CHECK_FALSE(answer_match(ex, {z, o, z, o}, e));     // no EOS
     CHECK_FALSE(answer_match(ex, {e}, e));              // nothing before EOS
   }
+  SECTION("decoded, after a separator: exactly the tokens between the last '>' and EOS") {
+    auto add = test::make_task("{name: addition, operands: 2, scratchpad: true, zero_pad: false}");
+    Example a = add->parse_query("57+48");  // $57+48=0>75>501$
+    REQUIRE(add->render(a.tokens) == "$57+48=0>75>501$");
+    const auto& av = add->vocabulary();
+    auto toks = [&](const std::string& text) {
+      std::vector<int64_t> out;
+      for (char c : text) out.push_back(av.id(std::string(1, c)));
+      return out;
+    };
+    const int64_t sep = av.id(">"), e = av.eos();
+    CHECK(answer_match(a, toks("0>75>501$"), e, sep));
+    CHECK(answer_match(a, toks("0>76>501$"), e, sep));         // wrong scratchpad, right answer
+    CHECK_FALSE(answer_match(a, toks("0>75>1501$"), e, sep));  // a longer number ending in 501
+    CHECK(answer_match(a, toks("0>75>1501$"), e));              // (what the last-n rule would say)
+    CHECK_FALSE(answer_match(a, toks("501$"), e, sep));        // no separator before it
+  }
   SECTION("eval.metric is checked and described") {
     auto axes = task->grid_axes();
     EvalConfig c = EvalConfig::from_config(load_config_string("{metric: answer}", "<t>"), axes);

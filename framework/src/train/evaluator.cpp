@@ -164,16 +164,28 @@ Example answer_only(const Example& ex) {
   return out;
 }
 
-bool answer_match(const Example& ex, const std::vector<int64_t>& response, int64_t eos) {
+bool answer_match(const Example& ex, const std::vector<int64_t>& response, int64_t eos, int64_t separator) {
   auto end = std::find(response.begin(), response.end(), eos);
   if (end == response.end()) {
     return false;
   }
   const auto n = static_cast<std::ptrdiff_t>(ex.length() - 1 - ex.answer_begin);
-  if (end - response.begin() < n) {
+  if (end - response.begin() < n || !std::equal(end - n, end, ex.tokens.begin() + ex.answer_begin)) {
     return false;
   }
-  return std::equal(end - n, end, ex.tokens.begin() + ex.answer_begin);
+  // With a separator: nothing but the answer between the last separator and EOS.
+  return separator < 0 || (end - n != response.begin() && *(end - n - 1) == separator);
+}
+
+// The separator before the reference answer: a non-digit token just before it in the response
+// ('>' of a scratchpad), else -1 (parity's answer follows a scratchpad digit).
+static int64_t answer_separator(const Example& ex, const Vocabulary& vocab) {
+  if (ex.answer_begin <= ex.prompt_length) {
+    return -1;
+  }
+  const int64_t tok = ex.tokens[static_cast<size_t>(ex.answer_begin - 1)];
+  const std::string& s = vocab.token(tok);
+  return s.size() == 1 && s[0] >= '0' && s[0] <= '9' ? -1 : tok;
 }
 
 std::string metric_description(const EvalConfig& cfg) {
@@ -318,7 +330,8 @@ std::vector<CellResult> evaluate_grid(
         for (size_t i = 0; i < chunk.size(); ++i) {
           const Example& ex = chunk[i];
           const auto& resp = responses[i];
-          const bool ok = answer ? answer_match(ex, resp, task.vocabulary().eos())
+          const bool ok = answer ? answer_match(ex, resp, task.vocabulary().eos(),
+                                                answer_separator(ex, task.vocabulary()))
                                  : task.exact_match(ex, resp);
           if (breakdown) {
             analysis.add(ex.meta, cfg.breakdown, ok, ex.response(), resp);

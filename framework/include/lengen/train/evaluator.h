@@ -100,8 +100,12 @@ LENGEN_API std::pair<double, double> wilson_interval(int64_t k, int64_t n);
 LENGEN_API Example answer_only(const Example& ex);
 
 /// Answer-only match of a generated response: the reference answer's tokens must be the
-/// generated tokens just before the first EOS (a response without EOS does not match).
-LENGEN_API bool answer_match(const Example& ex, const std::vector<int64_t>& response, int64_t eos);
+/// generated tokens just before the first EOS (a response without EOS does not match). With a
+/// `separator` (>= 0; the evaluator passes the non-digit token that precedes the reference
+/// answer, e.g. the scratchpad's '>'), the answer is exactly the tokens between the last
+/// separator and EOS (Cho et al. 2025, App. C), so a longer final number does not match.
+LENGEN_API bool answer_match(const Example& ex, const std::vector<int64_t>& response, int64_t eos,
+                             int64_t separator = -1);
 
 /// Exact match under greedy decoding, decided by one teacher-forced forward pass in the
 /// model's layout (Objective): a greedy decode reproduces the reference exactly iff at every
