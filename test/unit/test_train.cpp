@@ -5,6 +5,7 @@
 #include "lengen/train/batch.h"
 #include "lengen/train/checkpoint.h"
 #include "lengen/train/evaluator.h"
+#include "lengen/train/objective.h"
 #include "lengen/train/tensorboard.h"
 #include "lengen/train/trainer.h"
 
@@ -171,6 +172,44 @@ TEST_CASE("eval: Wilson score interval", "[eval]") {
   auto [lo0, hi0] = wilson_interval(0, 10);
   CHECK(lo0 == 0.0);
   CHECK(hi0 == Approx(0.2775).epsilon(1e-3));
+}
+
+TEST_CASE("eval: a decode that runs past the position tables is a wrong answer, not an error", "[eval]") {
+  // A model that writes '7' forever: every scratchpad number grows until its coupled ID passes
+  // max_position (here exactly what the references need).
+  test::TempDir dir;
+  test::write_text(dir.file("e.yaml"),
+                   "name: overflow\nseed: 0\ndtype: float64\n"
+                   "task: {name: addition, scratchpad: true, pad_to: answer, operands: 2, train_digits: [1, 2],\n"
+                   "       eval_digits: [1, 2]}\n"
+                   "model: {layers: 1, heads: 1, d_model: 4, d_ff: 4, norm: none, activation: relu}\n"
+                   "position: [{name: coupling, max_position: [4, 3]}]\n");
+  Experiment exp = Experiment::load(dir.file("e.yaml"), {"output_dir=" + dir.str()});
+  Transformer model = exp.build_model(torch::kCPU);
+  {
+    torch::NoGradGuard no_grad;
+    for (auto& p : model->named_parameters()) p.value().zero_();
+    model->named_parameters()["tok_emb.weight"].select(1, 0).fill_(1.0);  // a constant feature
+    model->named_parameters()["lm_head.weight"][exp.task->vocabulary().id("7")][0] = 1.0;
+  }
+  const auto objective = objective_for(model);
+  Rng rng(3);
+  std::vector<Example> examples;
+  for (int i = 0; i < 4; ++i) examples.push_back(exp.task->sample_eval({{"digits", 2}}, rng));
+  std::vector<std::vector<int64_t>> out;
+  REQUIRE_NOTHROW(out = objective->decode(model, *exp.task, examples, torch::kCPU));
+  for (size_t i = 0; i < examples.size(); ++i) {
+    CHECK(out[i].size() == 4);  // '7' at IDs 2, 3, 4, then the fourth digit (ID 5) stops it
+    CHECK_FALSE(exp.task->exact_match(examples[i], out[i]));
+  }
+  // The whole evaluation reports the cell as wrong instead of failing.
+  EvalConfig cfg = exp.eval;
+  cfg.samples = 4;
+  cfg.metric = "answer";
+  cfg.grid = {{"digits", {2}}};
+  auto results = evaluate_grid(model, *exp.task, cfg, torch::kCPU);
+  REQUIRE(results.size() == 1);
+  CHECK(results[0].accuracy == 0.0);
 }
 
 TEST_CASE("eval: the answer-only metric looks at the final answer alone", "[eval]") {

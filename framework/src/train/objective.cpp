@@ -269,6 +269,18 @@ std::vector<std::vector<int64_t>> greedy_decode(Transformer& model,
     first.ids = ids.to(device);
   }
   auto logits = model->forward(first, &cache);  // [B, T, V]
+  // A model may write past what its position schemes represent (e.g. a scratchpad number that
+  // never ends runs past coupling's max_position). That sequence is wrong, not an error: it
+  // stops there and the rest of the batch goes on.
+  auto representable = [&](const std::vector<int64_t>& li) {
+    const auto t = torch::tensor(li, torch::kInt64).view({L, 1, 1});
+    try {
+      for (const auto& s : model->schemes()) s->check_ids(t);
+    } catch (const Error&) {
+      return false;
+    }
+    return true;
+  };
   std::vector<std::vector<int64_t>> seqs = prompts;
   std::vector<std::vector<int64_t>> responses(static_cast<size_t>(B));
   std::vector<bool> done(static_cast<size_t>(B), false);
@@ -285,9 +297,13 @@ std::vector<std::vector<int64_t>> greedy_decode(Transformer& model,
         done[b] = tok == eos ||
                   static_cast<int64_t>(responses[b].size()) >= task.max_response_length(prompts[b]);
       }
-      all_done = all_done && done[b];
       step_tokens[b][0] = seqs[b].back();
       std::vector<int64_t> li = last_ids(task, seqs[b], Tp);
+      if (!representable(li)) {
+        done[b] = true;
+        std::fill(li.begin(), li.end(), 0);  // a valid ID to feed; the row is not read again
+      }
+      all_done = all_done && done[b];
       for (int64_t l = 0; l < L; ++l) {
         step_ids[l][b][0] = li[l];
       }
