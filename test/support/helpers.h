@@ -10,7 +10,7 @@
 #include "lengen/task/task.h"
 #include "lengen/train/checkpoint.h"
 
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 #include <torch/torch.h>
 
 #include <filesystem>

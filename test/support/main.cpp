@@ -3,7 +3,7 @@
 // from each test case's name, so that a test's random draws do not depend on which tests
 // ran before it and a failure reproduces exactly.
 #define CATCH_CONFIG_RUNNER
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 
 #include <torch/utils.h>
 

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Builds lengen and runs its whole test suite against Debian 13's LibTorch 2.x (CPU), in a
+# Debian 13 root file system made with debootstrap from Debian's archive (issue 18): the 2.x
+# code paths (fused attention, the autocast API) without a GPU. Needs root (debootstrap,
+# chroot, mount). The root file system is kept between runs (about 2.2 GB, 4 minutes to make):
+#   LENGEN_TRIXIE_ROOT   where it lives (default /var/cache/lengen/trixie-root)
+#   LENGEN_DEBIAN_MIRROR the archive (default http://deb.debian.org/debian)
+#   LENGEN_TRIXIE_BUILD  the build folder inside it (default /build; kept, so reruns are incremental)
+#   scripts/test-libtorch2.sh            # configure, build, ctest
+#   scripts/test-libtorch2.sh -L unit    # extra arguments go to ctest
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+root=${LENGEN_TRIXIE_ROOT:-/var/cache/lengen/trixie-root}
+mirror=${LENGEN_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+build=${LENGEN_TRIXIE_BUILD:-/build}
+# setup.sh's packages (Slurm left out: its test reports itself skipped).
+packages=(build-essential cmake ninja-build ccache libtorch-dev libopenblas0-openmp libyaml-cpp-dev libfmt-dev
+          libspdlog-dev catch2 libcli11-dev nlohmann-json3-dev python3-matplotlib python3-numpy)
+
+if [[ $(id -u) -ne 0 ]]; then
+  echo "test-libtorch2: needs root (debootstrap, chroot, mount); run it with sudo" >&2
+  exit 2
+fi
+if [[ ! -f $root/.lengen-ready ]]; then
+  if ! command -v debootstrap > /dev/null; then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap
+  fi
+  rm -rf "$root"
+  mkdir -p "$(dirname "$root")"
+  echo "test-libtorch2: making the Debian 13 root file system in $root (a few minutes)"
+  debootstrap --variant=minbase --include="$(IFS=,; echo "${packages[*]}")" trixie "$root" "$mirror"
+  touch "$root/.lengen-ready"
+fi
+mkdir -p "$root/src" "$root$build"
+mount --bind "$repo" "$root/src"
+mount -t proc proc "$root/proc"
+trap 'umount "$root/proc"; umount "$root/src"' EXIT
+chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root CI="${CI:-}" /bin/bash -c "
+  set -euo pipefail
+  echo \"test-libtorch2: \$(dpkg-query -W -f='libtorch-dev \${Version}' libtorch-dev)\"
+  cmake -G Ninja -S /src -B $build -DCMAKE_BUILD_TYPE=Release > /dev/null
+  cmake --build $build
+  ctest --test-dir $build --output-on-failure $*"
