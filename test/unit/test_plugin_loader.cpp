@@ -3,6 +3,7 @@
 #include "lengen/plugin/abi.h"
 #include "lengen/plugin/loader.h"
 
+#include <cstdio>
 #include <filesystem>
 
 using namespace lengen;
@@ -65,4 +66,14 @@ TEST_CASE("plugin loader: the same name from two libraries is an error naming bo
                                            Contains("nope2.so"));
   // The original registration survives the failed load.
   CHECK(position_registry().find("nope")->origin.library == original);
+}
+
+TEST_CASE("build: translation units see the fmt lengen was configured with", "[build]") {
+  // PyTorch's LibTorch bundles its own fmt headers; cmake/LengenTorch.cmake puts the fmt that
+  // spdlog and lengen link against ahead of them. A mismatch here is the defect of issue 18.
+  std::string configured = LENGEN_FMT_VERSION_CONFIGURED;  // "9.1.0"
+  int major = 0, minor = 0, patch = 0;
+  REQUIRE(std::sscanf(configured.c_str(), "%d.%d.%d", &major, &minor, &patch) >= 2);
+  CHECK(FMT_VERSION == major * 10000 + minor * 100 + patch);
+  CHECK(fmt::format("{:>4}|{}", 7, std::string("x")) == "   7|x");
 }
