@@ -95,14 +95,14 @@ TEST_CASE("integration: a diverging run stops with the step and keeps its checkp
   Transformer model = exp.build_model(torch::kCPU);
   Trainer trainer(exp.train, exp.seed, *exp.task, model, torch::kCPU, tmp.file("run"));
   for (int s = 0; s < 10; ++s) {
-    trainer.step(trainer.batch_for_step(s), s);
+    trainer.step(trainer.batches_for_step(s), s);
   }
   trainer.save_checkpoint(10);
   {
     torch::NoGradGuard ng;
     model->named_parameters()["tok_emb.weight"].fill_(std::numeric_limits<float>::quiet_NaN());
   }
-  CHECK_THROWS_WITH(trainer.step(trainer.batch_for_step(10), 10),
+  CHECK_THROWS_WITH(trainer.step(trainer.batches_for_step(10), 10),
                     Catch::Contains("training diverged: loss is") && Catch::Contains("nan at step 10"));
   CHECK(trainer.latest_checkpoint().find("step-00000010") != std::string::npos);
 }

@@ -263,7 +263,7 @@ TEST_CASE("stages: init_optimizer takes Adam's moments and step from the checkpo
   fs::create_directories(tmp.file("a") + "/checkpoints");
   fs::create_directories(tmp.file("b") + "/checkpoints");
   Trainer ta(e.train, e.seed, *e.task, a, torch::kCPU, tmp.file("a"));
-  for (int64_t s = 0; s < 3; ++s) ta.step(ta.batch_for_step(s), s);
+  for (int64_t s = 0; s < 3; ++s) ta.step(ta.batches_for_step(s), s);
   ta.save_checkpoint(3);
   const std::string ckpt = ta.latest_checkpoint();
   Transformer b = e.build_model(torch::kCPU);

@@ -428,3 +428,67 @@ TEST_CASE("tensorboard: event files TensorBoard reads (TFRecord CRCs, Event prot
   CHECK_THROWS_WITH(read_event_records(dir.file("bad.tfevents")),
                     Contains("bad.tfevents") && Contains("CRC at byte"));
 }
+
+TEST_CASE("train: length buckets split by length into balanced groups", "[train][buckets]") {
+  auto g = length_buckets({5, 3, 9, 3, 7}, 2);
+  REQUIRE(g.size() == 2);
+  CHECK(g[0] == std::vector<size_t>{1, 3});     // the two shortest (stable order)
+  CHECK(g[1] == std::vector<size_t>{0, 4, 2});  // counts equal up to one
+  CHECK(length_buckets({4, 2}, 5).size() == 2);  // never an empty group
+  CHECK(length_buckets({4, 2, 8}, 1) == std::vector<std::vector<size_t>>{{1, 0, 2}});
+  CHECK_THROWS_WITH(length_buckets({1}, 0), Contains("buckets must be >= 1"));
+}
+
+TEST_CASE("train: bucketed batches give the loss and gradients of one padded batch and of one "
+          "sample at a time", "[train][buckets]") {
+  // float64, no dropout, no random offsets: the three ways of cutting the same 12 samples
+  // must agree to rounding. Every architecture (its objective pads and scores differently).
+  const std::string arch = GENERATE(as<std::string>{}, "decoder", "encoder_decoder", "encoder");
+  test::TempDir tmp;
+  test::write_text(tmp.file("exp.yaml"), R"(name: buckets
+seed: 3
+dtype: float64
+task: {name: addition, train_digits: [1, 8], eval_digits: [1, 8]}
+model: {layers: 2, heads: 2, d_model: 16, d_ff: 32}
+position: [{name: coupling, max_position: 24, random_offset: false}]
+train: {steps: 10, batch_size: 12}
+)");
+  Experiment exp = Experiment::load(tmp.file("exp.yaml"), {"model.arch=" + arch});
+  Transformer model = exp.build_model(torch::kCPU);
+  auto grads = [&](int64_t buckets, double* loss, int64_t* padded) {
+    TrainConfig cfg = exp.train;
+    cfg.buckets = buckets;
+    Trainer t(cfg, exp.seed, *exp.task, model, torch::kCPU, tmp.file("run"));
+    t.set_data(exp.training_data());
+    auto batches = t.batches_for_step(0);
+    CHECK(static_cast<int64_t>(batches.size()) == buckets);
+    *padded = 0;
+    for (const auto& b : batches) *padded += b.padded_tokens();
+    *loss = t.backward(batches);
+    std::vector<torch::Tensor> out;
+    for (auto& [name, p] : named_weights(model)) {
+      out.push_back(p.grad().defined() ? p.grad().clone() : torch::zeros_like(p));
+    }
+    return out;
+  };
+  double whole_loss = 0, bucket_loss = 0, single_loss = 0;
+  int64_t whole_padded = 0, bucket_padded = 0, single_padded = 0;
+  auto whole = grads(1, &whole_loss, &whole_padded);
+  auto bucketed = grads(3, &bucket_loss, &bucket_padded);
+  auto single = grads(12, &single_loss, &single_padded);
+  CHECK(bucket_padded < whole_padded);   // less compute on padding
+  CHECK(single_padded <= bucket_padded);
+  CHECK(whole_loss > 0.1);
+  CHECK(bucket_loss == Approx(whole_loss).epsilon(1e-12));
+  CHECK(single_loss == Approx(whole_loss).epsilon(1e-12));
+  double norm = 0, d_bucket = 0, d_single = 0;
+  for (size_t i = 0; i < whole.size(); ++i) {
+    norm = std::max(norm, whole[i].abs().max().item<double>());
+    d_bucket = std::max(d_bucket, test::max_abs_diff(whole[i], bucketed[i]));
+    d_single = std::max(d_single, test::max_abs_diff(whole[i], single[i]));
+  }
+  INFO(arch << ": max |grad| " << norm << ", bucketed " << d_bucket << ", one at a time " << d_single);
+  CHECK(norm > 1e-3);
+  CHECK(d_bucket < 1e-12);
+  CHECK(d_single < 1e-12);
+}

@@ -32,6 +32,29 @@ ModelInputs Batch::model_inputs() const {
   return in;
 }
 
+int64_t Batch::padded_tokens() const {
+  return (inputs.defined() ? inputs.numel() : 0) + (source.defined() ? source.numel() : 0);
+}
+
+std::vector<std::vector<size_t>> length_buckets(const std::vector<size_t>& lengths, int64_t buckets) {
+  LENGEN_CHECK(buckets >= 1, "length_buckets: buckets must be >= 1, got {}", buckets);
+  std::vector<size_t> order(lengths.size());
+  for (size_t i = 0; i < order.size(); ++i) {
+    order[i] = i;
+  }
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return lengths[a] < lengths[b]; });
+  const size_t n = order.size();
+  const size_t k = std::min(n, static_cast<size_t>(buckets));
+  std::vector<std::vector<size_t>> out;
+  size_t begin = 0;
+  for (size_t g = 0; g < k; ++g) {
+    const size_t end = (g + 1) * n / k;  // equal counts up to one
+    out.emplace_back(order.begin() + static_cast<std::ptrdiff_t>(begin), order.begin() + static_cast<std::ptrdiff_t>(end));
+    begin = end;
+  }
+  return out;
+}
+
 namespace {
 
 // Rows of (tokens, ids) right-padded into [B, T] tokens, [L, B, T] ids and a [B, T] padding

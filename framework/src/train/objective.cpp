@@ -20,10 +20,13 @@ torch::Tensor Objective::logits(Transformer& model,
 
 torch::Tensor Objective::loss(const torch::Tensor& logits, const Batch& batch) const {
   const int64_t V = logits.size(-1);
+  // Reduced-precision logits (bfloat16 autocast) are scored in float32; float32 and float64
+  // models keep their own precision.
+  const auto dtype = logits.scalar_type() == torch::kFloat64 ? torch::kFloat64 : torch::kFloat32;
   auto per_token = torch::nn::functional::cross_entropy(
-      logits.reshape({-1, V}).to(torch::kFloat32), batch.targets.reshape({-1}),
+      logits.reshape({-1, V}).to(dtype), batch.targets.reshape({-1}),
       torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));  // [B*T]
-  auto mask = batch.mask.reshape({-1});                                           // [B*T]
+  auto mask = batch.mask.reshape({-1}).to(dtype);                                 // [B*T]
   return (per_token * mask).sum() / mask.sum().clamp_min(1.0);
 }
 

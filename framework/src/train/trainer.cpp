@@ -17,6 +17,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <numeric>
 #include <set>
 #include <sstream>
@@ -44,6 +45,10 @@ ComponentSpec TrainConfig::schema() {
   return {"section", "train", "optimisation: steps, batch, optimizer, schedule, data, logging, checkpoints",
           {O::integer("steps", "optimisation steps").with_default(int64_t{1000}).at_least(1),
            O::integer("batch_size", "sequences per step").with_default(int64_t{64}).at_least(1),
+           O::integer("buckets", "split each step's batch by length into up to N groups, each padded only to "
+                      "its own longest sample (less compute on padding); the loss and gradients are the "
+                      "whole batch's. 1: one padded batch")
+               .with_default(int64_t{1}).at_least(1),
            O::map("optimizer",
                   "Adam (L2 weight decay) or AdamW (decoupled)",
                   {O::string("name", "adam | adamw").with_default(std::string("adam")).one_of({"adam", "adamw"}),
@@ -76,6 +81,7 @@ const Section<TrainConfig>& train_section() {
   static const Section<TrainConfig> s = Section<TrainConfig>(TrainConfig::schema())
                                             .bind("steps", &TrainConfig::steps)
                                             .bind("batch_size", &TrainConfig::batch_size)
+                                            .bind("buckets", &TrainConfig::buckets)
                                             .bind("optimizer.name", &TrainConfig::optimizer)
                                             .bind("optimizer.lr", &TrainConfig::lr)
                                             .bind("optimizer.beta1", &TrainConfig::beta1)
@@ -340,24 +346,62 @@ void Trainer::load_optimizer_state(const std::string& checkpoint) {
   optimizer_.load_state(file.tensors, std::stoll(it->second));
 }
 
-Batch Trainer::batch_for_step(int64_t step_index) {
-  return objective_->make_batch(task_, data_.batch(step_index, cfg_.batch_size)).to(device_);
+std::vector<Batch> Trainer::batches_for_step(int64_t step_index) {
+  std::vector<Example> examples = data_.batch(step_index, cfg_.batch_size);
+  std::vector<Batch> out;
+  if (cfg_.buckets <= 1) {
+    out.push_back(objective_->make_batch(task_, examples).to(device_));
+    return out;
+  }
+  std::vector<size_t> lengths;
+  lengths.reserve(examples.size());
+  for (const auto& e : examples) {
+    lengths.push_back(e.tokens.size());
+  }
+  for (const auto& group : length_buckets(lengths, cfg_.buckets)) {
+    std::vector<Example> part;
+    part.reserve(group.size());
+    for (size_t i : group) {
+      part.push_back(std::move(examples[i]));
+    }
+    out.push_back(objective_->make_batch(task_, part).to(device_));
+  }
+  return out;
 }
 
-double Trainer::step(const Batch& batch, int64_t step_index) {
+double Trainer::backward(const std::vector<Batch>& batches) {
   model_->train();
+  optimizer_.zero_grad();
+  // The whole batch's loss is the sum of its scored tokens' losses over their count; each
+  // group contributes its share, so its gradients add up to the whole batch's.
+  double scored = 0;
+  std::vector<double> counts;
+  for (const auto& b : batches) {
+    counts.push_back(b.mask.sum().item<double>());
+    scored += counts.back();
+  }
+  torch::Tensor total;
+  for (size_t i = 0; i < batches.size(); ++i) {
+    if (counts[i] == 0) {
+      continue;
+    }
+    torch::Tensor logits;
+    {
+      compat::CudaAutocast autocast(bf16_autocast_ && device_.is_cuda());
+      logits = objective_->logits(model_, batches[i]);  // [B, T, V]
+    }
+    auto loss = objective_->loss(logits, batches[i]) * (counts[i] / scored);
+    loss.backward();
+    total = total.defined() ? total + loss.detach() : loss.detach();
+  }
+  return total.defined() ? total.item<double>() : 0.0;
+}
+
+double Trainer::step(const std::vector<Batch>& batches, int64_t step_index) {
   // Dropout and scheme-side randomness (random offsets) draw from torch's generator, which
   // is re-seeded per step so that a resumed run replays exactly.
   torch::manual_seed(mix_seed(seed_, {static_cast<uint64_t>(step_index), 3}));
-  optimizer_.zero_grad();
-  torch::Tensor logits;
-  {
-    compat::CudaAutocast autocast(bf16_autocast_ && device_.is_cuda());
-    logits = objective_->logits(model_, batch);  // [B, T, V]
-  }
-  auto loss = objective_->loss(logits, batch);
-  loss.backward();
-  const double loss_value = loss.item<double>();
+  const double loss_value = backward(batches);
   if (!std::isfinite(loss_value)) {
     throw Error(fmt::format("training diverged: loss is {} at step {} (lr {:.3g}); the last "
                             "checkpoint is kept. Lower train.optimizer.lr, raise the warm-up or "
@@ -495,14 +539,26 @@ TrainResult Trainer::run(bool resume) {
   const auto t0 = clock::now();
   auto window_start = t0;
   double window_loss = 0;
-  int64_t window_steps = 0, window_tokens = 0, total_tokens = 0;
+  int64_t window_steps = 0, window_tokens = 0, window_padded = 0, total_tokens = 0;
+  // The next step's batch is made on a second thread while this step trains (it depends
+  // only on (seed, step), so the order of work does not change what is computed).
+  auto prefetch = [this](int64_t s) {
+    return std::async(std::launch::async, [this, s] { return batches_for_step(s); });
+  };
+  std::future<std::vector<Batch>> next = prefetch(start);
   for (int64_t s = start; s < cfg_.steps; ++s) {
-    Batch batch = batch_for_step(s);
-    const double loss = step(batch, s);
+    std::vector<Batch> batches = next.get();
+    if (s + 1 < cfg_.steps) {
+      next = prefetch(s + 1);
+    }
+    const double loss = step(batches, s);
     window_loss += loss;
     ++window_steps;
-    window_tokens += batch.tokens;
-    total_tokens += batch.tokens;
+    for (const auto& b : batches) {
+      window_tokens += b.tokens;
+      window_padded += b.padded_tokens();
+      total_tokens += b.tokens;
+    }
     result.final_loss = loss;
     result.steps = s + 1;
     const bool last = s + 1 == cfg_.steps;
@@ -514,11 +570,13 @@ TrainResult Trainer::run(bool resume) {
       const double per_step = elapsed / static_cast<double>(s + 1 - start);
       const double eta = per_step * static_cast<double>(cfg_.steps - s - 1);
       const double mean_loss = window_loss / static_cast<double>(window_steps);
-      log->info("step {:>6}/{} loss {:.4f} lr {:.2e} {:>7.0f} tok/s {:.1f} ms/step ETA {}", s + 1,
-                cfg_.steps, mean_loss, cfg_.lr_at(s), tps, 1000.0 * dt / window_steps,
+      const double real = static_cast<double>(window_tokens) / static_cast<double>(std::max<int64_t>(window_padded, 1));
+      log->info("step {:>6}/{} loss {:.4f} lr {:.2e} {:>7.0f} tok/s ({:.0f}% real) {:.1f} ms/step ETA {}", s + 1,
+                cfg_.steps, mean_loss, cfg_.lr_at(s), tps, 100.0 * real, 1000.0 * dt / window_steps,
                 format_duration(eta));
       nlohmann::json rec{{"step", s + 1},         {"loss", mean_loss},
                          {"lr", cfg_.lr_at(s)},   {"tokens_per_s", tps},
+                         {"real_token_fraction", real},
                          {"elapsed_s", elapsed},  {"ms_per_step", 1000.0 * dt / window_steps}};
       metrics << rec.dump() << "\n" << std::flush;
       if (!tb) {
@@ -529,7 +587,7 @@ TrainResult Trainer::run(bool resume) {
       tb->scalar("train/tokens_per_s", s + 1, tps);
       window_start = now;
       window_loss = 0;
-      window_steps = window_tokens = 0;
+      window_steps = window_tokens = window_padded = 0;
     }
     if (periodic_ && periodic_every_ > 0 && ((s + 1) % periodic_every_ == 0 || last)) {
       periodic_(s + 1);

@@ -37,18 +37,21 @@ class Bench : public Command {
     trainer.set_bf16_autocast(exp.bf16_autocast(device));
     trainer.set_data(exp.training_data());
     std::vector<double> ms, data_ms;
-    int64_t tokens = 0;
+    int64_t tokens = 0, padded = 0;
     for (int64_t s = 0; s < warmup_ + steps_; ++s) {
       auto d0 = std::chrono::steady_clock::now();
-      Batch b = trainer.batch_for_step(s);
+      std::vector<Batch> batches = trainer.batches_for_step(s);
       auto t0 = std::chrono::steady_clock::now();
       if (s >= warmup_) data_ms.push_back(std::chrono::duration<double, std::milli>(t0 - d0).count());
-      trainer.step(b, s);
+      trainer.step(batches, s);
       if (device.is_cuda()) torch::cuda::synchronize();
       double dt = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       if (s >= warmup_) {
         ms.push_back(dt);
-        tokens += b.tokens;
+        for (const auto& b : batches) {
+          tokens += b.tokens;
+          padded += b.padded_tokens();
+        }
       }
     }
     std::vector<double> sorted = ms;
@@ -56,12 +59,15 @@ class Bench : public Command {
     std::sort(data_ms.begin(), data_ms.end());
     const double median = sorted[sorted.size() / 2];
     const double mean_tokens = static_cast<double>(tokens) / static_cast<double>(ms.size());
+    const double mean_padded = static_cast<double>(padded) / static_cast<double>(ms.size());
     nlohmann::json j{{"experiment", exp.name},
                      {"parameters", model->parameter_count()},
                      {"device", device.str()},
                      {"threads", threads},
                      {"batch_size", exp.train.batch_size},
+                     {"buckets", exp.train.buckets},
                      {"tokens_per_step", mean_tokens},
+                     {"padded_tokens_per_step", mean_padded},
                      {"steps", steps_},
                      {"median_ms_per_step", median},
                      {"median_data_ms_per_step", data_ms[data_ms.size() / 2]},

@@ -26,10 +26,18 @@ struct LENGEN_API Batch {
   torch::Tensor source, source_ids, source_padding;
   int64_t tokens = 0;  ///< number of non-pad tokens the model reads (for tokens/s)
 
+  /// Tokens the model computes on, padding included (B x T, plus the source in seq2seq).
+  int64_t padded_tokens() const;
+
   Batch to(const torch::Device& device) const;
   /// What the model's forward reads.
   ModelInputs model_inputs() const;
 };
+
+/// Splits samples of the given lengths into at most `buckets` groups of consecutive lengths
+/// (indices sorted by length, stable; equal counts up to one), so that each group pads only
+/// to its own longest sample. Every index appears in exactly one group; no group is empty.
+LENGEN_API std::vector<std::vector<size_t>> length_buckets(const std::vector<size_t>& lengths, int64_t buckets);
 
 /// Pads and stacks examples in the one-sequence layout (all with the same number of ID
 /// levels).

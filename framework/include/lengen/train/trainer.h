@@ -22,6 +22,7 @@ class Objective;
 struct LENGEN_API TrainConfig {
   int64_t steps = 1000;
   int64_t batch_size = 64;
+  int64_t buckets = 1;             ///< length groups per step (1: one padded batch)
   std::string optimizer = "adam";  ///< adam | adamw
   double lr = 1e-3;
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
@@ -97,12 +98,18 @@ class LENGEN_API Trainer {
   /// Trains to cfg.steps, resuming from the newest checkpoint when `resume` is set.
   TrainResult run(bool resume);
 
-  /// One optimisation step on a batch; returns the loss. Fails on a non-finite loss with the
-  /// step number.
-  double step(const Batch& batch, int64_t step_index);
+  /// One optimisation step on a batch given as length groups (batches_for_step); returns the
+  /// loss. Fails on a non-finite loss with the step number.
+  double step(const std::vector<Batch>& batches, int64_t step_index);
 
-  /// The training batch of step `step_index` (deterministic in seed and step).
-  Batch batch_for_step(int64_t step_index);
+  /// Zeroes the gradients, then accumulates those of the whole batch formed by `batches`:
+  /// each group's mean loss weighted by its share of the scored tokens, so the result equals
+  /// one padded batch of all their samples. Returns that loss.
+  double backward(const std::vector<Batch>& batches);
+
+  /// The training batch of step `step_index` (deterministic in seed and step), as
+  /// `train.buckets` length groups.
+  std::vector<Batch> batches_for_step(int64_t step_index);
 
   /// Replaces where batches come from (default: the task, online or cfg.dataset_size).
   void set_data(TrainingData data) { data_ = std::move(data); }
