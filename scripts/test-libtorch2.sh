@@ -32,9 +32,13 @@ if [[ ! -f $root/.lengen-ready ]]; then
   touch "$root/.lengen-ready"
 fi
 mkdir -p "$root/src" "$root$build"
+# Mounts left by an earlier run that was killed are taken down first.
+for m in "$root/proc" "$root/src"; do
+  if mountpoint -q "$m"; then umount -l "$m"; fi
+done
 mount --bind "$repo" "$root/src"
 mount -t proc proc "$root/proc"
-trap 'umount "$root/proc"; umount "$root/src"' EXIT
+trap 'umount -l "$root/proc"; umount -l "$root/src"' EXIT
 chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root CI="${CI:-}" /bin/bash -c "
   set -euo pipefail
   echo \"test-libtorch2: \$(dpkg-query -W -f='libtorch-dev \${Version}' libtorch-dev)\"

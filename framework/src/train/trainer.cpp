@@ -540,10 +540,14 @@ TrainResult Trainer::run(bool resume) {
   auto window_start = t0;
   double window_loss = 0;
   int64_t window_steps = 0, window_tokens = 0, window_padded = 0, total_tokens = 0;
-  // The next step's batch is made on a second thread while this step trains (it depends
-  // only on (seed, step), so the order of work does not change what is computed).
-  auto prefetch = [this](int64_t s) {
-    return std::async(std::launch::async, [this, s] { return batches_for_step(s); });
+  // On a GPU the next step's batch is made on a second thread while this step trains (it
+  // depends only on (seed, step), so the order of work does not change what is computed). On
+  // the CPU that thread would compete with the step's own threads for the cores, so batches
+  // are made in turn there.
+  const bool ahead = device_.is_cuda();
+  auto prefetch = [this, ahead](int64_t s) {
+    return std::async(ahead ? std::launch::async : std::launch::deferred,
+                      [this, s] { return batches_for_step(s); });
   };
   std::future<std::vector<Batch>> next = prefetch(start);
   for (int64_t s = start; s < cfg_.steps; ++s) {
