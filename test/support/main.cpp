@@ -15,8 +15,10 @@
 
 namespace {
 
-struct SeedEachTestCase : Catch::TestEventListenerBase {
-  using TestEventListenerBase::TestEventListenerBase;
+using ListenerBase = Catch::TestEventListenerBase;  // Catch2 v3: EventListenerBase
+
+struct SeedEachTestCase : ListenerBase {
+  using ListenerBase::ListenerBase;
   void testCaseStarting(const Catch::TestCaseInfo& info) override {
     torch::manual_seed(static_cast<uint64_t>(std::hash<std::string>{}(info.name) & 0xffffffffu));
   }
