@@ -31,8 +31,9 @@ eval: {samples: 150}
 
 TEST_CASE("integration: a tiny coupled model learns addition; verdicts agree", "[integration]") {
   // The encoder reads no earlier output digit, so carries take depth: one layer reaches 86% at
-  // 3 digits in this budget, three layers 98.7% at 3 and 95.3% at 4. It is held to the 3-digit
-  // criterion (issue 14: "learns in-distribution 3-digit addition"), the others to 4 digits.
+  // 3 digits in 2000 steps, three layers 98.7% at 3 on LibTorch 1.13 but 94.7% on 2.6 (other
+  // kernels, another trajectory), so it trains 3000 steps. It is held to the 3-digit criterion
+  // (issue 14: "learns in-distribution 3-digit addition"), the others to 4 digits.
   const std::string arch =
       GENERATE(as<std::string>{}, "arch: decoder, layers: 1",
                "arch: encoder_decoder, layers: 1, encoder_layers: 1", "arch: encoder, layers: 3",
@@ -42,11 +43,15 @@ TEST_CASE("integration: a tiny coupled model learns addition; verdicts agree", "
   std::string yaml = kTiny;
   yaml.replace(yaml.find("ARCH"), 4, arch);
   test::write_text(dir.file("tiny.yaml"), yaml);
-  Experiment exp = Experiment::load(dir.file("tiny.yaml"), {"output_dir=" + dir.str()});
+  std::vector<std::string> sets{"output_dir=" + dir.str()};
+  if (arch.find("encoder,") != std::string::npos) {
+    sets.push_back("train.steps=3000");
+  }
+  Experiment exp = Experiment::load(dir.file("tiny.yaml"), sets);
   Transformer model = exp.build_model(torch::kCPU);
   Trainer trainer(exp.train, exp.seed, *exp.task, model, torch::kCPU, exp.run_dir());
   TrainResult tr = trainer.run(false);
-  CHECK(tr.steps == 2000);
+  CHECK(tr.steps == exp.train.steps);
   auto objective = objective_for(model);
   const Layout layout = model->arch().layout;
   CHECK(tr.final_loss < 0.05);
