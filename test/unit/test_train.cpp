@@ -15,10 +15,34 @@
 #include <filesystem>
 #include <fstream>
 
+#ifdef __linux__
+#include <sched.h>
+#endif
+
 namespace fs = std::filesystem;
 
 using namespace lengen;
 using Catch::Contains;
+
+TEST_CASE("threads: the default thread count is the CPUs the affinity mask allows", "[train]") {
+#ifdef __linux__
+  // `taskset -c 0 lengen run` or a Slurm cpuset must give one thread per allowed CPU, not
+  // one per CPU of the machine.
+  cpu_set_t old;
+  REQUIRE(sched_getaffinity(0, sizeof(old), &old) == 0);
+  CHECK(usable_cores() == CPU_COUNT(&old));
+  int first = 0;
+  while (!CPU_ISSET(first, &old)) ++first;
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(first, &one);
+  REQUIRE(sched_setaffinity(0, sizeof(one), &one) == 0);
+  const int64_t pinned = usable_cores();
+  REQUIRE(sched_setaffinity(0, sizeof(old), &old) == 0);
+  CHECK(pinned == 1);
+#endif
+  CHECK(usable_cores() >= 1);
+}
 
 TEST_CASE("train: warm-up then cosine decay to the minimum ratio", "[train]") {
   TrainConfig c;
@@ -101,6 +125,7 @@ TEST_CASE("train: batches pad on the right and shift targets", "[train]") {
   CHECK(torch::equal(b.mask[1], torch::tensor({1.f, 1.f, 0.f, 0.f})));
   CHECK(torch::equal(b.ids[0][0], torch::tensor({0, 2, 1, 2}, torch::kInt64)));
   CHECK(b.tokens == 4 + 2);
+  CHECK(b.scored == 2 + 2);  // counted on the host, the mask's sum
 }
 
 TEST_CASE("train: safetensors files", "[train]") {
@@ -463,7 +488,10 @@ train: {steps: 10, batch_size: 12}
     auto batches = t.batches_for_step(0);
     CHECK(static_cast<int64_t>(batches.size()) == buckets);
     *padded = 0;
-    for (const auto& b : batches) *padded += b.padded_tokens();
+    for (const auto& b : batches) {
+      *padded += b.padded_tokens();
+      CHECK(b.scored == b.mask.sum().item<int64_t>());  // the host count the step relies on
+    }
     *loss = t.backward(batches);
     std::vector<torch::Tensor> out;
     for (auto& [name, p] : named_weights(model)) {

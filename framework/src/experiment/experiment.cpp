@@ -15,10 +15,27 @@
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
+#ifdef __linux__
+#include <sched.h>
+#endif
 
 namespace fs = std::filesystem;
 
 namespace lengen {
+
+int64_t usable_cores() {
+#ifdef __linux__
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+    const int n = CPU_COUNT(&set);
+    if (n > 0) {
+      return n;
+    }
+  }
+#endif
+  return std::max<int64_t>(1, static_cast<int64_t>(std::thread::hardware_concurrency()));
+}
 
 int64_t configure_threads(int64_t threads) {
 #ifdef __GLIBC__
@@ -32,8 +49,7 @@ int64_t configure_threads(int64_t threads) {
   }();
   (void)tuned;
 #endif
-  int64_t n = threads > 0 ? threads : static_cast<int64_t>(std::thread::hardware_concurrency());
-  n = std::max<int64_t>(1, n);
+  const int64_t n = threads > 0 ? threads : usable_cores();
   torch::set_num_threads(static_cast<int>(n));
   return n;
 }

@@ -518,7 +518,7 @@ int64_t run_local(const Sweep& s, const std::string& lengen, int64_t workers, co
     if (st == State::kDone || st == State::kRunning) continue;
     todo.push_back(&p);
   }
-  const int64_t cores = std::max<int64_t>(1, static_cast<int64_t>(std::thread::hardware_concurrency()));
+  const int64_t cores = usable_cores();
   const int64_t threads = s.threads_per_run > 0 ? s.threads_per_run : std::max<int64_t>(1, cores / workers);
   log->info("{}: {} points, {} to run, {} at a time, {} threads each{}", s.name, s.points.size(), todo.size(),
             workers, threads, gpus.empty() ? "" : fmt::format(", GPUs {}", join(gpus, ",")));

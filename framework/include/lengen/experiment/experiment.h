@@ -85,8 +85,12 @@ struct LENGEN_API Experiment {
   bool bf16_autocast(const torch::Device& device) const;
 };
 
+/// The cores this process may run on: its CPU affinity mask (what `taskset`, Slurm's cpusets
+/// and container limits leave it), else the hardware concurrency; at least 1.
+LENGEN_API int64_t usable_cores();
+
 /// Prepares the process for training: LibTorch's intra-op thread count (`threads` > 0, else
-/// the hardware concurrency) and allocator settings that keep per-step activation buffers on
+/// usable_cores()) and allocator settings that keep per-step activation buffers on
 /// the heap instead of mmap'ing them afresh each step. Returns the thread count.
 LENGEN_API int64_t configure_threads(int64_t threads);
 
