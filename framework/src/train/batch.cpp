@@ -107,11 +107,14 @@ void fill_targets(Batch& out,
   out.mask = torch::zeros({B, T}, torch::kFloat32);
   auto tg = out.targets.accessor<int64_t, 2>();
   auto mk = out.mask.accessor<float, 2>();
+  out.scored = 0;
   for (int64_t b = 0; b < B; ++b) {
     const int64_t n = static_cast<int64_t>(rows[b]->size()) - shift;
     for (int64_t t = 0; t < n; ++t) {
       tg[b][t] = (*rows[b])[t + shift];
-      mk[b][t] = (*masks[b])[t + shift] ? 1.0f : 0.0f;
+      const bool scored = (*masks[b])[t + shift] != 0;
+      mk[b][t] = scored ? 1.0f : 0.0f;
+      out.scored += scored ? 1 : 0;
     }
   }
 }

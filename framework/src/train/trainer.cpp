@@ -373,11 +373,12 @@ double Trainer::backward(const std::vector<Batch>& batches) {
   model_->train();
   optimizer_.zero_grad();
   // The whole batch's loss is the sum of its scored tokens' losses over their count; each
-  // group contributes its share, so its gradients add up to the whole batch's.
+  // group contributes its share, so its gradients add up to the whole batch's. The counts
+  // come from the host (Batch::scored), so this loop never waits for the device.
   double scored = 0;
   std::vector<double> counts;
   for (const auto& b : batches) {
-    counts.push_back(b.mask.sum().item<double>());
+    counts.push_back(b.scored >= 0 ? static_cast<double>(b.scored) : b.mask.sum().item<double>());
     scored += counts.back();
   }
   torch::Tensor total;

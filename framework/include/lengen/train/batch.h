@@ -25,6 +25,9 @@ struct LENGEN_API Batch {
   torch::Tensor padding;
   torch::Tensor source, source_ids, source_padding;
   int64_t tokens = 0;  ///< number of non-pad tokens the model reads (for tokens/s)
+  /// Number of scored targets (mask's sum), counted on the host when the batch is made so
+  /// that the training step need not read it back from the device; -1: not counted.
+  int64_t scored = -1;
 
   /// Tokens the model computes on, padding included (B x T, plus the source in seq2seq).
   int64_t padded_tokens() const;
