@@ -53,6 +53,20 @@ TEST_CASE("coupling: the sinusoidal base sets the slowest frequency", "[coupling
                     Catch::Contains("init_base"));
 }
 
+TEST_CASE("coupling: trainable false keeps the table fixed (a sinusoidal encoding of the IDs)", "[coupling]") {
+  auto fixed = make_scheme("{name: coupling, max_position: 8, trainable: false}", ctx(1));
+  auto learned = make_scheme("{name: coupling, max_position: 8}", ctx(1));
+  auto w = fixed->named_parameters()["level0"];
+  CHECK_FALSE(w.requires_grad());  // no gradient, so no optimizer updates it
+  CHECK(learned->named_parameters()["level0"].requires_grad());
+  CHECK(lengen::test::max_abs_diff(w, lengen::sinusoidal_table(9, 16)) < 1e-6);
+  // A loss through both: only the learned table receives a gradient.
+  auto ids = torch::tensor({1, 2, 3}, torch::kInt64).view({1, 1, 3});
+  (fixed->embed(ids).sum() + learned->embed(ids).sum()).backward();
+  CHECK_FALSE(w.grad().defined());
+  CHECK(learned->named_parameters()["level0"].grad().defined());
+}
+
 TEST_CASE("coupling: random offsets shift non-zero IDs per sample and level", "[coupling]") {
   auto s = make_scheme("{name: coupling, levels: 2, max_position: [12, 9]}", ctx(2));
   // Two samples; level-0 max ID 5, level-1 max ID 3; zeros (BOS/EOS/pad) must stay zero.

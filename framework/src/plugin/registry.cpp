@@ -394,7 +394,10 @@ std::vector<OptionSpec> PositionTables::init_options(const std::string& default_
                              "for a short table about (max_position + 1) / pi, so that the "
                              "slowest column makes half a turn over the table")
               .with_default(10000.0)
-              .at_least(1.0001)};
+              .at_least(1.0001),
+          OptionSpec::boolean("trainable",
+                              "learn the table (false: keep its initialisation, a fixed encoding)")
+              .with_default(true)};
 }
 
 PositionTables::PositionTables(torch::nn::Module& owner,
@@ -406,11 +409,12 @@ PositionTables::PositionTables(torch::nn::Module& owner,
   const double init_std = o.get_float("init_std");
   const double init_scale = o.get_float("init_scale");
   const double init_base = o.get_float("init_base");
+  const bool trainable = o.get_bool("trainable");
   for (size_t l = 0; l < max_position.size(); ++l) {
     const int64_t rows = max_position[l] + 1;  // IDs 0..max_position
     torch::Tensor w = init == "sinusoidal" ? sinusoidal_table(rows, d_model, init_base) * init_scale
                                            : torch::randn({rows, d_model}) * init_std;
-    tables_.push_back(owner.register_parameter(fmt::format("level{}", l), w));
+    tables_.push_back(owner.register_parameter(fmt::format("level{}", l), w, trainable));
   }
 }
 
