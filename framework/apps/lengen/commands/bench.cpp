@@ -1,7 +1,9 @@
-// `lengen bench`: median milliseconds per training step and tokens/s of a config.
+// `lengen bench`: median milliseconds per training step and tokens/s of a config; with
+// `--eval`, the wall time and tokens/s of the config's evaluation grid instead.
 #include "../cli.h"
 
 #include "lengen/core/version.h"
+#include "lengen/train/evaluator.h"
 #include "lengen/train/trainer.h"
 
 #include <nlohmann/json.hpp>
@@ -23,6 +25,10 @@ class Bench : public Command {
     c->add_option("experiment", file_, "experiment YAML file")->required();
     c->add_option("--steps", steps_, "timed steps");
     c->add_option("--warmup", warmup_, "untimed steps first");
+    c->add_flag("--eval", eval_,
+                "time the evaluation grid (eval: of the config) instead of training steps; the "
+                "model is freshly initialised, so only the teacher-forced check's time is "
+                "representative (a decode's length depends on what the model emits)");
     add_common(c, common);
     return c;
   }
@@ -32,6 +38,9 @@ class Bench : public Command {
     const int64_t threads = configure_threads(exp.threads);
     torch::Device device = exp.torch_device();
     Transformer model = exp.build_model(device);
+    if (eval_) {
+      return run_eval(exp, model, device, threads);
+    }
     fs::path tmp = fs::temp_directory_path() / fmt::format("lengen-bench-{}", ::getpid());
     Trainer trainer(exp.train, exp.seed, *exp.task, model, device, tmp.string());
     trainer.set_bf16_autocast(exp.bf16_autocast(device));
@@ -80,9 +89,48 @@ class Bench : public Command {
     return 0;
   }
 
+  // One untimed pass over the first cell (allocator and kernels warm), then the whole grid.
+  static int run_eval(const Experiment& exp, Transformer& model, const torch::Device& device, int64_t threads) {
+    EvalConfig warm = exp.eval;
+    for (auto& [axis, values] : warm.grid) {
+      values.resize(1);
+    }
+    evaluate_grid(model, *exp.task, warm, device);
+    if (device.is_cuda()) torch::cuda::synchronize();
+    auto t0 = std::chrono::steady_clock::now();
+    std::vector<CellResult> cells = evaluate_grid(model, *exp.task, exp.eval, device);
+    if (device.is_cuda()) torch::cuda::synchronize();
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    int64_t samples = 0, tokens = 0;
+    double slowest = 0;
+    for (const auto& c : cells) {
+      samples += c.samples;
+      tokens += c.tokens;
+      slowest = std::max(slowest, c.seconds);
+    }
+    nlohmann::json j{{"experiment", exp.name},
+                     {"parameters", model->parameter_count()},
+                     {"device", device.str()},
+                     {"threads", threads},
+                     {"metric", metric_description(exp.eval)},
+                     {"cells", cells.size()},
+                     {"samples_per_cell", exp.eval.samples},
+                     {"eval_batch_size", exp.eval.batch_size},
+                     {"samples", samples},
+                     {"tokens", tokens},
+                     {"seconds", seconds},
+                     {"slowest_cell_seconds", slowest},
+                     {"samples_per_s", static_cast<double>(samples) / seconds},
+                     {"tokens_per_s", static_cast<double>(tokens) / seconds},
+                     {"torch", torch_version()}};
+    fmt::print("{}\n", j.dump(2));
+    return 0;
+  }
+
  private:
   std::string file_;
   int64_t steps_ = 20, warmup_ = 3;
+  bool eval_ = false;
 };
 
 }  // namespace
