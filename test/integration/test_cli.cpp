@@ -176,6 +176,13 @@ TEST_CASE("cli: example, plugins and bench need no trained model", "[cli]") {
   auto b = nlohmann::json::parse(sh(fmt::format("bench {} --steps 3 --warmup 1", tmp.file("cli.yaml"))));
   CHECK(b["median_ms_per_step"].get<double>() > 0);
   CHECK(b["tokens_per_s"].get<double>() > 0);
+  // --eval times the grid (eval_digits 1-5, 20 samples each) on the untrained model.
+  auto e = nlohmann::json::parse(sh(fmt::format("bench {} --eval", tmp.file("cli.yaml"))));
+  CHECK(e["cells"] == 5);
+  CHECK(e["samples"] == 5 * 20);
+  CHECK(e["seconds"].get<double>() > 0);
+  // Tokens of the 100 sequences: 1+L+1+L+1+(L+1)+1 per sample of L digits, 20 of each L.
+  CHECK(e["tokens"] == 20 * (5 * 5 + 3 * (1 + 2 + 3 + 4 + 5)));
 }
 
 TEST_CASE("cli: bad input exits 1 with a clear message", "[cli]") {
