@@ -4,7 +4,10 @@
 One grid axis: exact-match accuracy against that axis with the 95% interval as a band.
 Two axes: a heatmap (first axis on x, second on y).
 
+Several runs of one axis (seeds): every grid as a thin line and their median in bold.
+
 Usage: plot_grid.py GRID_CSV OUT_PNG [--title TEXT] [--train-max N] [--train-box X0,X1,Y0,Y1]
+                    [--also GRID_CSV ...] [--labels L1,L2,...]
 Needs Debian's python3-matplotlib (run with /usr/bin/python3).
 """
 import argparse
@@ -22,6 +25,12 @@ def main():
                     help="draw a line at the longest trained length")
     ap.add_argument("--train-box", default=None,
                     help="two axes: outline the trained region x0,x1,y0,y1 (inclusive)")
+    ap.add_argument("--also", nargs="+", default=[],
+                    help="more grids of the same single axis (e.g. other seeds): each is drawn "
+                         "thin and their median bold")
+    ap.add_argument("--labels", default=None,
+                    help="comma-separated labels of GRID_CSV and the --also grids "
+                         "(default: the run folder's name)")
     args = ap.parse_args()
 
     import matplotlib
@@ -37,7 +46,40 @@ def main():
     title = args.title or os.path.basename(os.path.dirname(os.path.dirname(os.path.abspath(args.grid_csv))))
     os.makedirs(os.path.dirname(os.path.abspath(args.out_png)), exist_ok=True)
 
-    if len(axes) == 1:
+    if args.also:
+        if len(axes) != 1:
+            sys.exit(f"{args.grid_csv}: --also needs grids of one axis, this one has {len(axes)}")
+        paths = [args.grid_csv] + args.also
+        labels = args.labels.split(",") if args.labels else [
+            os.path.basename(os.path.dirname(os.path.dirname(os.path.abspath(p)))) for p in paths]
+        if len(labels) != len(paths):
+            sys.exit(f"--labels gives {len(labels)} labels for {len(paths)} grids")
+        a = axes[0]
+        curves = []
+        for path in paths:
+            with open(path) as f:
+                other = list(csv.DictReader(f))
+            if not other or a not in other[0]:
+                sys.exit(f"{path}: no '{a}' column")
+            curves.append({int(r[a]): 100 * float(r["accuracy"]) for r in other})
+        xs = sorted(set.intersection(*(set(c) for c in curves)))
+        if not xs:
+            sys.exit("the grids share no cell")
+        fig, ax = plt.subplots(figsize=(7, 3.6))
+        for label, c in zip(labels, curves):
+            ax.plot(xs, [c[x] for x in xs], marker="o", ms=2, lw=1, alpha=0.6, label=label)
+        median = [sorted(c[x] for c in curves)[len(curves) // 2] if len(curves) % 2
+                  else sum(sorted(c[x] for c in curves)[len(curves) // 2 - 1:len(curves) // 2 + 1]) / 2
+                  for x in xs]
+        ax.plot(xs, median, color="black", lw=2.2, label=f"median of {len(curves)}")
+        if args.train_max:
+            ax.axvline(args.train_max + 0.5, color="gray", ls="--", lw=1, label="trained lengths")
+        ax.set_xlabel(a)
+        ax.set_ylabel("exact match (%)")
+        ax.set_ylim(-2, 102)
+        ax.grid(alpha=0.3)
+        ax.legend(loc="lower left", fontsize=8)
+    elif len(axes) == 1:
         a = axes[0]
         x = [int(r[a]) for r in rows]
         y = [100 * float(r["accuracy"]) for r in rows]
