@@ -127,6 +127,7 @@ TEST_CASE("position contract: composed schemes over coupled IDs", "[contract][po
            {"nope", "{name: alibi, ids: task}"},
            {"{name: coupling, max_position: 64}", "{name: rope, ids: task}", "alibi"},
            {"{name: rpe_k, values: true, k: 5}"},
+           {"{name: coupling, max_position: 64}", "{name: rpe_k, ids: task, k: 4}"},  // quickstart
            {"{name: coupling, max_position: 64}", "{name: rpe_kq, ids: task, values: true}"}}) {
     DYNAMIC_SECTION(list.size() << " schemes: " << list.back()) {
       INFO(join(list, " + "));
