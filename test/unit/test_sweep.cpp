@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <tuple>
 
 using namespace lengen;
@@ -168,6 +169,35 @@ TEST_CASE("compare: finished runs of one name are seeds of one configuration", "
   CHECK_THROWS_WITH(sweep::compare_runs({dirs[0], dirs[3]}, out), Contains("has not been evaluated"));
   std::ofstream(fs::path(dirs[3]) / "eval" / "summary.json") << R"({"axes": ["bits"], "cells": []})";
   CHECK_THROWS_WITH(sweep::compare_runs({dirs[0], dirs[3]}, out), Contains("compare runs of one grid"));
+}
+
+TEST_CASE("sweep: several small points share one GPU (executor.points_per_gpu)", "[sweep]") {
+  // Worker slots: -j wins; a file asking for several workers keeps them; with GPUs and one
+  // worker in the file, GPUs x points_per_gpu; without GPUs, the file's workers.
+  CHECK(sweep::local_workers(3, 1, 2, 4) == 3);
+  CHECK(sweep::local_workers(0, 2, 4, 3) == 2);
+  CHECK(sweep::local_workers(0, 1, 2, 1) == 2);
+  CHECK(sweep::local_workers(0, 1, 2, 3) == 6);
+  CHECK(sweep::local_workers(0, 1, 0, 3) == 1);
+  // Slots round-robin over the GPUs: 2 GPUs x 3 points each.
+  const std::vector<std::string> gpus{"0", "1"};
+  std::map<std::string, int> per_gpu;
+  for (size_t slot = 0; slot < 6; ++slot) ++per_gpu[sweep::gpu_for_slot(slot, gpus)];
+  CHECK(per_gpu == std::map<std::string, int>{{"0", 3}, {"1", 3}});
+  CHECK(sweep::gpu_for_slot(0, gpus) == "0");
+  CHECK(sweep::gpu_for_slot(1, gpus) == "1");  // the first points spread over the GPUs
+  CHECK(sweep::gpu_for_slot(5, {}).empty());
+  // The file's key, and its refusal.
+  test::TempDir dir;
+  test::write_text(dir.file("base.yaml"), kBase);
+  test::write_text(dir.file("s.yaml"), "name: s\nbase: base.yaml\noutput_dir: " + dir.str() +
+                                           "\ngrid: {seed: [0, 1]}\nexecutor: {points_per_gpu: 4}\n");
+  CHECK(sweep::load_sweep(dir.file("s.yaml")).points_per_gpu == 4);
+  CHECK(sweep::load_sweep(dir.file("s.yaml")).workers == 1);
+  test::write_text(dir.file("bad.yaml"), "name: s\nbase: base.yaml\noutput_dir: " + dir.str() +
+                                             "\ngrid: {seed: [0, 1]}\nexecutor: {points_per_gpu: 0}\n");
+  CHECK_THROWS_WITH(sweep::load_sweep(dir.file("bad.yaml")),
+                    Contains("bad.yaml:5") && Contains("points_per_gpu must be >= 1"));
 }
 
 TEST_CASE("sweep: the ETA counts what running points have left and shares the rest over workers", "[sweep]") {

@@ -269,8 +269,10 @@ Sweep load_sweep(const std::string& path, const std::vector<std::string>& overri
     MapReader er(ex);
     s.workers = er.get_int("workers", s.workers);
     s.threads_per_run = er.get_int("threads_per_run", s.threads_per_run);
+    s.points_per_gpu = er.get_int("points_per_gpu", s.points_per_gpu);
     er.finish();
     if (s.workers < 1) ex.child("workers").fail("executor.workers must be >= 1");
+    if (s.points_per_gpu < 1) ex.child("points_per_gpu").fail("executor.points_per_gpu must be >= 1");
   }
   ConfigNode sl = r.child("slurm");
   if (sl.defined()) {
@@ -510,6 +512,16 @@ double sweep_eta_seconds(double mean_point_s, const std::vector<double>& running
   return work / static_cast<double>(std::max<int64_t>(1, workers));
 }
 
+int64_t local_workers(int64_t jobs, int64_t file_workers, int64_t gpus, int64_t points_per_gpu) {
+  if (jobs > 0) return jobs;
+  if (file_workers > 1 || gpus == 0) return std::max<int64_t>(1, file_workers);
+  return gpus * std::max<int64_t>(1, points_per_gpu);
+}
+
+std::string gpu_for_slot(size_t slot, const std::vector<std::string>& gpus) {
+  return gpus.empty() ? "" : gpus[slot % gpus.size()];
+}
+
 int64_t run_local(const Sweep& s, const std::string& lengen, int64_t workers, const std::vector<std::string>& gpus) {
   auto log = logger("sweep");
   std::vector<const Point*> todo;
@@ -593,7 +605,7 @@ int64_t run_local(const Sweep& s, const std::string& lengen, int64_t workers, co
       }
       if (sl.pid == 0 && !stopping && next < todo.size()) {
         const Point* p = todo[next++];
-        const std::string gpu = gpus.empty() ? "" : gpus[i % gpus.size()];
+        const std::string gpu = gpu_for_slot(i, gpus);
         sl.pid = spawn_point(*p, lengen, threads, gpu);
         sl.point = p;
         sl.start = std::chrono::steady_clock::now();

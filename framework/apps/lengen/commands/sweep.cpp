@@ -23,10 +23,11 @@ void run_aggregate(const std::string& dir, double threshold, bool plots) {
 }
 
 int run_sweep(const std::string& file, const std::string& executor, int64_t jobs, const std::string& gpus_text,
-              bool dry, bool status, bool cancel, int64_t point, const std::string& job,
+              int64_t points_per_gpu, bool dry, bool status, bool cancel, int64_t point, const std::string& job,
               const std::vector<std::string>& sets) {
   auto log = logger("sweep");
   sweep::Sweep s = sweep::load_sweep(file, sets);
+  if (points_per_gpu > 0) s.points_per_gpu = points_per_gpu;
   if (cancel) {
     fmt::print("cancelled {} Slurm job(s) of {}\n", sweep::cancel_slurm(s), s.name);
     return 0;
@@ -90,7 +91,7 @@ int run_sweep(const std::string& file, const std::string& executor, int64_t jobs
   if (gpus.empty() && torch::cuda::is_available()) {
     for (int64_t g = 0; g < static_cast<int64_t>(torch::cuda::device_count()); ++g) gpus.push_back(std::to_string(g));
   }
-  const int64_t workers = jobs > 0 ? jobs : (s.workers > 1 || gpus.empty() ? s.workers : static_cast<int64_t>(gpus.size()));
+  const int64_t workers = sweep::local_workers(jobs, s.workers, static_cast<int64_t>(gpus.size()), s.points_per_gpu);
   const int64_t failures = sweep::run_local(s, self_exe(), workers, gpus);
   run_aggregate(s.dir, -1, true);
   if (failures > 0) {
@@ -107,7 +108,10 @@ class Sweep : public Command {
     sw->add_option("sweep", file_, "sweep YAML file")->required();
     sw->add_option("--executor", executor_, "local (default) or slurm")->check(CLI::IsMember({"local", "slurm"}));
     sw->add_option("-j,--jobs", jobs_, "local: points at a time (default: executor.workers)");
-    sw->add_option("--gpus", gpus_, "local: comma-separated CUDA devices, one per worker slot");
+    sw->add_option("--gpus", gpus_, "local: comma-separated CUDA devices, assigned to worker slots round-robin");
+    sw->add_option("--points-per-gpu", points_per_gpu_,
+                   "local: points sharing one GPU at a time (default: executor.points_per_gpu, 1)")
+        ->check(CLI::PositiveNumber);
     sw->add_flag("--dry-run", dry_, "list the points (local) or print the batch script (slurm); run nothing");
     sw->add_flag("--status", status_, "which points are done, running, failed, interrupted or missing");
     sw->add_flag("--cancel", cancel_, "scancel the sweep's Slurm jobs");
@@ -117,12 +121,12 @@ class Sweep : public Command {
     return sw;
   }
   int run(const Common& common) override {
-    return run_sweep(file_, executor_, jobs_, gpus_, dry_, status_, cancel_, point_, job_, common.sets);
+    return run_sweep(file_, executor_, jobs_, gpus_, points_per_gpu_, dry_, status_, cancel_, point_, job_, common.sets);
   }
 
  private:
   std::string file_, executor_ = "local", job_, gpus_;
-  int64_t jobs_ = 0, point_ = -1;
+  int64_t jobs_ = 0, point_ = -1, points_per_gpu_ = 0;
   bool dry_ = false, status_ = false, cancel_ = false;
 };
 

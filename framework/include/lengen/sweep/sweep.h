@@ -44,6 +44,7 @@ struct Sweep {
   std::vector<Point> points;
   int64_t workers = 1;          ///< local executor: points at a time
   int64_t threads_per_run = 0;  ///< 0: cores / workers
+  int64_t points_per_gpu = 1;   ///< local executor with GPUs: points sharing one GPU at a time
   double threshold = 0.9;       ///< aggregate: fraction of seeds at or above this accuracy
   SlurmOptions slurm;
 };
@@ -80,6 +81,15 @@ LENGEN_API int run_point(const Sweep& sweep, const Point& point, const std::stri
 /// ones are asked to stop (they checkpoint) and the call returns. Returns the failures.
 LENGEN_API int64_t run_local(const Sweep& sweep, const std::string& lengen, int64_t workers,
                              const std::vector<std::string>& gpus);
+
+/// Worker slots of the local executor: `jobs` (-j) when given; else the file's
+/// executor.workers when it asks for more than one or no GPU is listed; else
+/// `gpus` x `points_per_gpu` (small points share a GPU, as researchers run CPU-sized models).
+LENGEN_API int64_t local_workers(int64_t jobs, int64_t file_workers, int64_t gpus, int64_t points_per_gpu);
+
+/// The CUDA device of worker slot `slot` (empty without GPUs): round-robin over `gpus`, so
+/// the first points spread over the GPUs and `gpus` x k slots put k points on each.
+LENGEN_API std::string gpu_for_slot(size_t slot, const std::vector<std::string>& gpus);
 
 /// Seconds until a local sweep ends, from what has finished so far: every point is assumed to
 /// take `mean_point_s` (the mean of the finished ones); a running point that has run
