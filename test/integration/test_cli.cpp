@@ -176,6 +176,12 @@ TEST_CASE("cli: example, plugins and bench need no trained model", "[cli]") {
   auto b = nlohmann::json::parse(sh(fmt::format("bench {} --steps 3 --warmup 1", tmp.file("cli.yaml"))));
   CHECK(b["median_ms_per_step"].get<double>() > 0);
   CHECK(b["tokens_per_s"].get<double>() > 0);
+  CHECK(b["tflops_per_s"].get<double>() > 0);
+  CHECK(b["padded_tflops_per_s"].get<double>() >= b["tflops_per_s"].get<double>());
+  auto peak = nlohmann::json::parse(
+      sh(fmt::format("bench {} --steps 2 --warmup 0 --peak-tflops 0.001", tmp.file("cli.yaml"))));
+  CHECK(peak["fraction_of_peak"].get<double>() ==
+        Approx(peak["tflops_per_s"].get<double>() / 0.001));
   // --eval times the grid (eval_digits 1-5, 20 samples each) on the untrained model.
   auto e = nlohmann::json::parse(sh(fmt::format("bench {} --eval", tmp.file("cli.yaml"))));
   CHECK(e["cells"] == 5);

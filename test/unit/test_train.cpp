@@ -5,6 +5,7 @@
 #include "lengen/train/batch.h"
 #include "lengen/train/checkpoint.h"
 #include "lengen/train/evaluator.h"
+#include "lengen/train/flops.h"
 #include "lengen/train/objective.h"
 #include "lengen/train/tensorboard.h"
 #include "lengen/train/trainer.h"
@@ -42,6 +43,32 @@ TEST_CASE("threads: the default thread count is the CPUs the affinity mask allow
   CHECK(pinned == 1);
 #endif
   CHECK(usable_cores() >= 1);
+}
+
+TEST_CASE("flops: the matrix-product count of docs/performance.md, by hand", "[train]") {
+  // C 4, 2 heads of width 2 (H x D = 4), d_ff 8, vocabulary 10, 3 target tokens.
+  ModelConfig m;
+  m.layers = 1;
+  m.heads = 2;
+  m.d_model = 4;
+  m.d_ff = 8;
+  m.activation = "gelu";
+  // decoder: projections 2*C*HD*(T + 2T + T) = 384; causal pairs 3*4/2 = 6 -> 2*2*HD*6 = 96;
+  // feed-forward 2*2*C*F*T = 384; head 2*C*V*T = 240.
+  CHECK(forward_flops(m, 10, 3) == 384 + 96 + 384 + 240);
+  CHECK(training_flops(m, 10, 3) == 3 * 1104.0);
+  m.activation = "geglu";  // three products in the feed-forward
+  CHECK(forward_flops(m, 10, 3) == 384 + 96 + 576 + 240);
+  m.activation = "gelu";
+  m.loops = 2;  // every layer applied twice, the head once
+  CHECK(forward_flops(m, 10, 3) == 2 * (384 + 96 + 384) + 240);
+  m.loops = 1;
+  m.arch = "encoder";  // bidirectional: 9 pairs
+  CHECK(forward_flops(m, 10, 3) == 384 + 144 + 384 + 240);
+  m.arch = "encoder_decoder";  // encoder over 2 source tokens, decoder over 3 with cross-attention
+  const double encoder = 2.0 * 4 * 4 * (2 + 4 + 2) + 4 * 4 * 4 + 2 * 2 * 4 * 8 * 2;
+  const double decoder = (384 + 96) + (2.0 * 4 * 4 * (3 + 4 + 3) + 4 * 4 * 6) + 384;
+  CHECK(forward_flops(m, 10, 3, 2) == encoder + decoder + 240);
 }
 
 TEST_CASE("train: warm-up then cosine decay to the minimum ratio", "[train]") {

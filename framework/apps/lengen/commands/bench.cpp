@@ -4,6 +4,7 @@
 
 #include "lengen/core/version.h"
 #include "lengen/train/evaluator.h"
+#include "lengen/train/flops.h"
 #include "lengen/train/trainer.h"
 
 #include <nlohmann/json.hpp>
@@ -25,6 +26,9 @@ class Bench : public Command {
     c->add_option("experiment", file_, "experiment YAML file")->required();
     c->add_option("--steps", steps_, "timed steps");
     c->add_option("--warmup", warmup_, "untimed steps first");
+    c->add_option("--peak-tflops", peak_tflops_,
+                  "the device's peak TFLOP/s for the model's dtype (e.g. 989 for an H100 SXM in "
+                  "bf16, dense): adds the fraction of peak achieved on real tokens");
     c->add_flag("--eval", eval_,
                 "time the evaluation grid (eval: of the config) instead of training steps; the "
                 "model is freshly initialised, so only the teacher-forced check's time is "
@@ -47,6 +51,8 @@ class Bench : public Command {
     trainer.set_data(exp.training_data());
     std::vector<double> ms, data_ms;
     int64_t tokens = 0, padded = 0;
+    double flops = 0, padded_flops = 0;
+    const int64_t vocab = exp.task->vocabulary().size(), pad = exp.task->vocabulary().pad();
     for (int64_t s = 0; s < warmup_ + steps_; ++s) {
       auto d0 = std::chrono::steady_clock::now();
       std::vector<Batch> batches = trainer.batches_for_step(s);
@@ -60,6 +66,9 @@ class Bench : public Command {
         for (const auto& b : batches) {
           tokens += b.tokens;
           padded += b.padded_tokens();
+          const auto [real, all] = step_flops(exp.model, vocab, pad, b);
+          flops += real;
+          padded_flops += all;
         }
       }
     }
@@ -83,10 +92,33 @@ class Bench : public Command {
                      {"min_ms_per_step", sorted.front()},
                      {"max_ms_per_step", sorted.back()},
                      {"tokens_per_s", mean_tokens / (median / 1000.0)},
+                     {"flops_per_step", flops / static_cast<double>(ms.size())},
+                     {"tflops_per_s", flops / static_cast<double>(ms.size()) / (median / 1000.0) / 1e12},
+                     {"padded_tflops_per_s",
+                      padded_flops / static_cast<double>(ms.size()) / (median / 1000.0) / 1e12},
                      {"torch", torch_version()}};
+    if (peak_tflops_ > 0) {
+      j["peak_tflops"] = peak_tflops_;
+      j["fraction_of_peak"] = j["tflops_per_s"].get<double>() / peak_tflops_;
+    }
     fmt::print("{}\n", j.dump(2));
     fs::remove_all(tmp);
     return 0;
+  }
+
+  // Training FLOPs of a batch (docs/performance.md, "FLOP count"): over each sequence's real
+  // length, and over the padded shape the step actually computes.
+  static std::pair<double, double> step_flops(const ModelConfig& m, int64_t vocab, int64_t pad, const Batch& b) {
+    auto target = b.padding.defined() ? (~b.padding).sum(1) : (b.inputs != pad).sum(1);       // [B]
+    auto source = b.source_padding.defined() ? (~b.source_padding).sum(1) : torch::zeros_like(target);
+    target = target.cpu();
+    source = source.cpu();
+    const int64_t T = b.inputs.size(1), S = b.source.defined() ? b.source.size(1) : 0;
+    double real = 0;
+    for (int64_t i = 0; i < target.size(0); ++i) {
+      real += training_flops(m, vocab, target[i].item<int64_t>(), source[i].item<int64_t>());
+    }
+    return {real, static_cast<double>(target.size(0)) * training_flops(m, vocab, T, S)};
   }
 
   // One untimed pass over the first cell (allocator and kernels warm), then the whole grid.
@@ -131,6 +163,7 @@ class Bench : public Command {
   std::string file_;
   int64_t steps_ = 20, warmup_ = 3;
   bool eval_ = false;
+  double peak_tflops_ = 0;
 };
 
 }  // namespace
