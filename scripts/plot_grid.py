@@ -16,6 +16,17 @@ import os
 import sys
 
 
+def decorate_accuracy_axes(ax, axis, train_max, fontsize=None):
+    """Labels, limits, grid and legend of an accuracy-against-length plot."""
+    if train_max:
+        ax.axvline(train_max + 0.5, color="gray", ls="--", lw=1, label="trained lengths")
+    ax.set_xlabel(axis)
+    ax.set_ylabel("exact match (%)")
+    ax.set_ylim(-2, 102)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower left", fontsize=fontsize)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("grid_csv")
@@ -72,13 +83,7 @@ def main():
                   else sum(sorted(c[x] for c in curves)[len(curves) // 2 - 1:len(curves) // 2 + 1]) / 2
                   for x in xs]
         ax.plot(xs, median, color="black", lw=2.2, label=f"median of {len(curves)}")
-        if args.train_max:
-            ax.axvline(args.train_max + 0.5, color="gray", ls="--", lw=1, label="trained lengths")
-        ax.set_xlabel(a)
-        ax.set_ylabel("exact match (%)")
-        ax.set_ylim(-2, 102)
-        ax.grid(alpha=0.3)
-        ax.legend(loc="lower left", fontsize=8)
+        decorate_accuracy_axes(ax, a, args.train_max, fontsize=8)
     elif len(axes) == 1:
         a = axes[0]
         x = [int(r[a]) for r in rows]
@@ -88,13 +93,7 @@ def main():
         fig, ax = plt.subplots(figsize=(7, 3.6))
         ax.fill_between(x, lo, hi, alpha=0.25, label="95% interval")
         ax.plot(x, y, marker="o", ms=3, label="exact match")
-        if args.train_max:
-            ax.axvline(args.train_max + 0.5, color="gray", ls="--", lw=1, label="trained lengths")
-        ax.set_xlabel(a)
-        ax.set_ylabel("exact match (%)")
-        ax.set_ylim(-2, 102)
-        ax.grid(alpha=0.3)
-        ax.legend(loc="lower left")
+        decorate_accuracy_axes(ax, a, args.train_max)
     elif len(axes) == 2:
         import numpy as np
         xa, ya = axes
