@@ -102,7 +102,33 @@ TEST_CASE("integration: a diverging run stops with the step and keeps its checkp
     torch::NoGradGuard ng;
     model->named_parameters()["tok_emb.weight"].fill_(std::numeric_limits<float>::quiet_NaN());
   }
-  CHECK_THROWS_WITH(trainer.step(trainer.batches_for_step(10), 10),
+  CHECK_NOTHROW(trainer.check_finite());
+  // The step reads nothing back from the device, so it does not stop by itself; the check
+  // that run() makes before every log line, evaluation and checkpoint names the first bad step.
+  for (int s = 10; s < 13; ++s) {
+    trainer.step(trainer.batches_for_step(s), s);
+  }
+  CHECK_THROWS_WITH(trainer.check_finite(),
                     Catch::Contains("training diverged: loss is") && Catch::Contains("nan at step 10"));
   CHECK(trainer.latest_checkpoint().find("step-00000010") != std::string::npos);
+}
+
+TEST_CASE("integration: a run that diverges between checks writes no checkpoint from it",
+          "[integration][resume]") {
+  test::TempDir tmp;
+  test::write_text(tmp.file("exp.yaml"), kSmall);
+  Experiment exp = Experiment::load(tmp.file("exp.yaml"),
+                                    {"train.steps=20", "train.checkpoint_every=5", "train.log_every=20"});
+  Transformer model = exp.build_model(torch::kCPU);
+  Trainer trainer(exp.train, exp.seed, *exp.task, model, torch::kCPU, tmp.file("run"));
+  // After step 7 the weights turn to NaN, so step index 7 is the first non-finite loss; the
+  // next check comes with the checkpoint due after step 10, which must not be written.
+  trainer.set_periodic(7, [&](int64_t step) {
+    if (step == 7) {
+      torch::NoGradGuard ng;
+      model->named_parameters()["tok_emb.weight"].fill_(std::numeric_limits<float>::quiet_NaN());
+    }
+  });
+  CHECK_THROWS_WITH(trainer.run(false), Catch::Contains("nan at step 7"));
+  CHECK(trainer.latest_checkpoint().find("step-00000005") != std::string::npos);
 }

@@ -134,11 +134,40 @@ TEST_CASE("train: gradient clipping matches LibTorch", "[train]") {
   auto b = a.detach().clone().set_requires_grad(true);
   (a * 7).sum().backward();
   (b * 7).sum().backward();
-  const double norm = clip_grad_norm({a}, 1.0);
+  const double norm = clip_grad_norm({a}, 1.0).item<double>();
   torch::nn::utils::clip_grad_norm_(std::vector<torch::Tensor>{b}, 1.0);
   CHECK(norm == Approx(7 * std::sqrt(5.0)));
   CHECK(test::max_abs_diff(a.grad(), b.grad()) < 1e-12);
   CHECK(a.grad().norm().item<double>() == Approx(1.0).epsilon(1e-5));
+  // Below the limit the gradients are left exactly as they are (the coefficient clamps to 1).
+  auto before = a.grad().clone();
+  CHECK(clip_grad_norm({a}, 2.0).item<double>() == Approx(1.0).epsilon(1e-5));
+  CHECK(torch::equal(a.grad(), before));
+  // 0 disables clipping but still reports the norm.
+  a.mutable_grad().mul_(10);
+  CHECK(clip_grad_norm({a}, 0.0).item<double>() == Approx(10.0).epsilon(1e-5));
+  CHECK(a.grad().norm().item<double>() == Approx(10.0).epsilon(1e-5));
+}
+
+TEST_CASE("train: a training sample beyond max_position fails on the host, naming the step", "[train]") {
+  test::TempDir tmp;
+  const char* yaml = R"(name: too_long
+task: {name: addition, train_digits: [1, 2], eval_digits: [1, 2]}
+model: {layers: 1, heads: 1, d_model: 8, d_ff: 16}
+position: [{name: coupling, max_position: 6}]
+train: {steps: 2, batch_size: 4}
+)";
+  test::write_text(tmp.file("exp.yaml"), yaml);
+  // Loading checks the training distribution's longest sample; data from elsewhere (here 8
+  // digits, as a custom TrainingData could give) is checked batch by batch.
+  Experiment exp = Experiment::load(tmp.file("exp.yaml"));
+  Experiment longer = Experiment::load(
+      tmp.file("exp.yaml"), {"task.train_digits=[8, 8]", "position[0].max_position=40"});
+  Transformer model = exp.build_model(torch::kCPU);
+  Trainer t(exp.train, exp.seed, *exp.task, model, torch::kCPU, tmp.file("run"));
+  t.set_data(longer.training_data());
+  CHECK_THROWS_WITH(t.batches_for_step(1), Catch::Contains("training batch of step 1") &&
+                                               Catch::Contains("max_position is 6"));
 }
 
 TEST_CASE("train: batches pad on the right and shift targets", "[train]") {
@@ -519,7 +548,7 @@ train: {steps: 10, batch_size: 12}
       *padded += b.padded_tokens();
       CHECK(b.scored == b.mask.sum().item<int64_t>());  // the host count the step relies on
     }
-    *loss = t.backward(batches);
+    *loss = t.backward(batches).item<double>();
     std::vector<torch::Tensor> out;
     for (auto& [name, p] : named_weights(model)) {
       out.push_back(p.grad().defined() ? p.grad().clone() : torch::zeros_like(p));

@@ -67,7 +67,9 @@ ComponentSpec TrainConfig::schema() {
            O::integer("dataset_size", "0: a fresh sample every step; N: a fixed training set of N examples, visited "
                       "in seeded epochs (with task.mixture each source has its own)")
                .with_default(int64_t{0}).at_least(0),
-           O::integer("log_every", "progress line and metrics.jsonl record period").with_default(int64_t{100}).at_least(1),
+           O::integer("log_every", "progress line and metrics.jsonl record period; a non-finite loss is "
+                      "reported at the next one (or evaluation, checkpoint)")
+               .with_default(int64_t{100}).at_least(1),
            O::integer("checkpoint_every", "0: only the final checkpoint").with_default(int64_t{1000}).at_least(0),
            O::integer("keep_checkpoints", "newest N kept").with_default(int64_t{1}).at_least(1),
            O::integer("eval_every", "evaluate every N steps (and at step 0 and the last) into eval_curve.jsonl; 0: never")
@@ -222,24 +224,25 @@ void Optimizer::load_state(const std::vector<std::pair<std::string, torch::Tenso
   t_ = step;
 }
 
-double clip_grad_norm(const std::vector<torch::Tensor>& params, double max_norm) {
+torch::Tensor clip_grad_norm(const std::vector<torch::Tensor>& params, double max_norm) {
   torch::NoGradGuard no_grad;
-  std::vector<torch::Tensor> norms;
+  std::vector<torch::Tensor> grads, norms;
   for (const auto& p : params) {
     if (p.grad().defined()) {
-      norms.push_back(p.grad().norm());
+      grads.push_back(p.grad());
+      norms.push_back(grads.back().norm());
     }
   }
-  if (norms.empty()) {
-    return 0.0;
+  if (grads.empty()) {
+    return torch::zeros({});
   }
-  const double total = torch::stack(norms).norm().item<double>();
-  if (max_norm > 0 && total > max_norm) {
-    const double coef = max_norm / (total + 1e-6);
-    for (const auto& p : params) {
-      if (p.grad().defined()) {
-        p.grad().mul_(coef);
-      }
+  auto total = torch::stack(norms).norm();
+  if (max_norm > 0) {
+    // Scaling by a clamped coefficient instead of testing `total > max_norm` on the host keeps
+    // the step free of read-backs; a coefficient of exactly 1 leaves the gradients unchanged.
+    auto coef = (total + 1e-6).reciprocal().mul_(max_norm).clamp_max_(1.0);
+    for (auto& g : grads) {
+      g.mul_(coef);
     }
   }
   return total;
@@ -348,9 +351,25 @@ void Trainer::load_optimizer_state(const std::string& checkpoint) {
 
 std::vector<Batch> Trainer::batches_for_step(int64_t step_index) {
   std::vector<Example> examples = data_.batch(step_index, cfg_.batch_size);
+  // Position IDs are checked here, on the host, so that the step never reads them back from
+  // a GPU (random offsets rely on it there).
+  auto upload = [&](Batch b) {
+    try {
+      for (const auto& scheme : model_->schemes()) {
+        for (const auto* ids : {&b.ids, &b.source_ids}) {
+          if (ids->defined()) {
+            scheme->check_ids(*ids);
+          }
+        }
+      }
+    } catch (const Error& e) {
+      throw Error(fmt::format("training batch of step {}: {}", step_index, e.what()));
+    }
+    return b.to(device_);
+  };
   std::vector<Batch> out;
   if (cfg_.buckets <= 1) {
-    out.push_back(objective_->make_batch(task_, examples).to(device_));
+    out.push_back(upload(objective_->make_batch(task_, examples)));
     return out;
   }
   std::vector<size_t> lengths;
@@ -364,12 +383,12 @@ std::vector<Batch> Trainer::batches_for_step(int64_t step_index) {
     for (size_t i : group) {
       part.push_back(std::move(examples[i]));
     }
-    out.push_back(objective_->make_batch(task_, part).to(device_));
+    out.push_back(upload(objective_->make_batch(task_, part)));
   }
   return out;
 }
 
-double Trainer::backward(const std::vector<Batch>& batches) {
+torch::Tensor Trainer::backward(const std::vector<Batch>& batches) {
   model_->train();
   optimizer_.zero_grad();
   // The whole batch's loss is the sum of its scored tokens' losses over their count; each
@@ -395,19 +414,25 @@ double Trainer::backward(const std::vector<Batch>& batches) {
     loss.backward();
     total = total.defined() ? total + loss.detach() : loss.detach();
   }
-  return total.defined() ? total.item<double>() : 0.0;
+  return total.defined() ? total : torch::zeros({}, torch::TensorOptions().device(device_));
 }
 
-double Trainer::step(const std::vector<Batch>& batches, int64_t step_index) {
+torch::Tensor Trainer::step(const std::vector<Batch>& batches, int64_t step_index) {
   // Dropout and scheme-side randomness (random offsets) draw from torch's generator, which
   // is re-seeded per step so that a resumed run replays exactly.
   torch::manual_seed(mix_seed(seed_, {static_cast<uint64_t>(step_index), 3}));
-  const double loss_value = backward(batches);
-  if (!std::isfinite(loss_value)) {
-    throw Error(fmt::format("training diverged: loss is {} at step {} (lr {:.3g}); the last "
-                            "checkpoint is kept. Lower train.optimizer.lr, raise the warm-up or "
-                            "set train.grad_clip",
-                            loss_value, step_index, cfg_.lr_at(step_index)));
+  torch::Tensor loss = backward(batches);
+  {
+    // Remember the first non-finite loss on the device; check_finite() reads it back.
+    torch::NoGradGuard no_grad;
+    const auto on = torch::TensorOptions().device(loss.device());
+    if (!first_bad_step_.defined()) {
+      first_bad_step_ = torch::full({}, -1, on.dtype(torch::kInt64));
+      first_bad_loss_ = torch::zeros({}, on.dtype(torch::kFloat64));
+    }
+    auto first = torch::isfinite(loss).logical_not().logical_and(first_bad_step_.lt(0));
+    first_bad_step_.masked_fill_(first, step_index);
+    first_bad_loss_ = torch::where(first, loss.to(torch::kFloat64), first_bad_loss_);
   }
   if (cfg_.grad_clip > 0) {
     std::vector<torch::Tensor> params;
@@ -417,7 +442,21 @@ double Trainer::step(const std::vector<Batch>& batches, int64_t step_index) {
     clip_grad_norm(params, cfg_.grad_clip);
   }
   optimizer_.step(cfg_.lr_at(step_index));
-  return loss_value;
+  return loss;
+}
+
+void Trainer::check_finite() const {
+  if (!first_bad_step_.defined()) {
+    return;
+  }
+  const int64_t bad = first_bad_step_.item<int64_t>();
+  if (bad < 0) {
+    return;
+  }
+  throw Error(fmt::format("training diverged: loss is {} at step {} (lr {:.3g}); the last "
+                          "checkpoint is kept. Lower train.optimizer.lr, raise the warm-up or "
+                          "set train.grad_clip",
+                          first_bad_loss_.item<double>(), bad, cfg_.lr_at(bad)));
 }
 
 std::string Trainer::latest_checkpoint() const {
@@ -539,7 +578,8 @@ TrainResult Trainer::run(bool resume) {
   using clock = std::chrono::steady_clock;
   const auto t0 = clock::now();
   auto window_start = t0;
-  double window_loss = 0;
+  torch::Tensor window_loss;  // summed on the device, read back once per progress line
+  torch::Tensor loss;
   int64_t window_steps = 0, window_tokens = 0, window_padded = 0, total_tokens = 0;
   // On a GPU the next step's batch is made on a second thread while this step trains (it
   // depends only on (seed, step), so the order of work does not change what is computed). On
@@ -556,25 +596,31 @@ TrainResult Trainer::run(bool resume) {
     if (s + 1 < cfg_.steps) {
       next = prefetch(s + 1);
     }
-    const double loss = step(batches, s);
-    window_loss += loss;
+    loss = step(batches, s);
+    window_loss = window_loss.defined() ? window_loss + loss.to(torch::kFloat64) : loss.to(torch::kFloat64);
     ++window_steps;
     for (const auto& b : batches) {
       window_tokens += b.tokens;
       window_padded += b.padded_tokens();
       total_tokens += b.tokens;
     }
-    result.final_loss = loss;
     result.steps = s + 1;
     const bool last = s + 1 == cfg_.steps;
-    if ((s + 1) % cfg_.log_every == 0 || last) {
+    const bool log_now = (s + 1) % cfg_.log_every == 0 || last;
+    const bool periodic_now = periodic_ && periodic_every_ > 0 && ((s + 1) % periodic_every_ == 0 || last);
+    const bool stop = stop_requested();  // read once: a signal between two reads would skip the save
+    const bool checkpoint_now = (cfg_.checkpoint_every > 0 && (s + 1) % cfg_.checkpoint_every == 0) || last || stop;
+    if (log_now || periodic_now || checkpoint_now) {
+      check_finite();  // before anything reports, evaluates or saves these weights
+    }
+    if (log_now) {
       const auto now = clock::now();
       const double dt = std::chrono::duration<double>(now - window_start).count();
       const double elapsed = std::chrono::duration<double>(now - t0).count();
       const double tps = static_cast<double>(window_tokens) / std::max(dt, 1e-9);
       const double per_step = elapsed / static_cast<double>(s + 1 - start);
       const double eta = per_step * static_cast<double>(cfg_.steps - s - 1);
-      const double mean_loss = window_loss / static_cast<double>(window_steps);
+      const double mean_loss = window_loss.item<double>() / static_cast<double>(window_steps);
       const double real = static_cast<double>(window_tokens) / static_cast<double>(std::max<int64_t>(window_padded, 1));
       log->info("step {:>6}/{} loss {:.4f} lr {:.2e} {:>7.0f} tok/s ({:.0f}% real) {:.1f} ms/step ETA {}", s + 1,
                 cfg_.steps, mean_loss, cfg_.lr_at(s), tps, 100.0 * real, 1000.0 * dt / window_steps,
@@ -591,22 +637,22 @@ TrainResult Trainer::run(bool resume) {
       tb->scalar("train/lr", s + 1, cfg_.lr_at(s));
       tb->scalar("train/tokens_per_s", s + 1, tps);
       window_start = now;
-      window_loss = 0;
+      window_loss = torch::Tensor();
       window_steps = window_tokens = window_padded = 0;
     }
-    if (periodic_ && periodic_every_ > 0 && ((s + 1) % periodic_every_ == 0 || last)) {
+    if (periodic_now) {
       periodic_(s + 1);
     }
-    const bool periodic = cfg_.checkpoint_every > 0 && (s + 1) % cfg_.checkpoint_every == 0;
-    if (periodic || last || stop_requested()) {
+    if (checkpoint_now) {
       save_checkpoint(s + 1);
     }
-    if (stop_requested() && !last) {
+    if (stop && !last) {
       throw Interrupted(fmt::format("interrupted at step {}; checkpoint saved in {}/checkpoints; run "
                               "again with --resume to continue",
                               s + 1, run_dir_));
     }
   }
+  result.final_loss = loss.item<double>();
   result.seconds = std::chrono::duration<double>(clock::now() - t0).count();
   result.tokens_per_second = static_cast<double>(total_tokens) / std::max(result.seconds, 1e-9);
   return result;

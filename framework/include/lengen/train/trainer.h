@@ -69,9 +69,10 @@ class LENGEN_API Optimizer {
   int64_t t_ = 0;
 };
 
-/// Global L2 norm of all gradients; scales them down to `max_norm` if larger. Returns the
-/// norm before clipping.
-LENGEN_API double clip_grad_norm(const std::vector<torch::Tensor>& params, double max_norm);
+/// Global L2 norm of all gradients; scales them by min(1, max_norm / (norm + 1e-6)) as
+/// PyTorch's clip_grad_norm_ does. Returns the norm before clipping as a 0-dim tensor on the
+/// gradients' device: nothing is read back, so a GPU step does not wait here.
+LENGEN_API torch::Tensor clip_grad_norm(const std::vector<torch::Tensor>& params, double max_norm);
 
 /// What a finished (or resumed) training run reports.
 struct TrainResult {
@@ -99,16 +100,25 @@ class LENGEN_API Trainer {
   TrainResult run(bool resume);
 
   /// One optimisation step on a batch given as length groups (batches_for_step); returns the
-  /// loss. Fails on a non-finite loss with the step number.
-  double step(const std::vector<Batch>& batches, int64_t step_index);
+  /// loss as a 0-dim tensor on the device. The step never reads a value back from the device
+  /// (no host synchronisation), so a GPU queues step after step. A non-finite loss is
+  /// recorded on the device instead; check_finite() reports it.
+  torch::Tensor step(const std::vector<Batch>& batches, int64_t step_index);
+
+  /// Fails with "training diverged" naming the first step since construction whose loss was
+  /// not finite. run() calls it before every progress line, evaluation and checkpoint, so
+  /// no checkpoint is written from diverged weights. Reads one value back from the device.
+  void check_finite() const;
 
   /// Zeroes the gradients, then accumulates those of the whole batch formed by `batches`:
   /// each group's mean loss weighted by its share of the scored tokens, so the result equals
-  /// one padded batch of all their samples. Returns that loss.
-  double backward(const std::vector<Batch>& batches);
+  /// one padded batch of all their samples. Returns that loss (0-dim, on the device).
+  torch::Tensor backward(const std::vector<Batch>& batches);
 
   /// The training batch of step `step_index` (deterministic in seed and step), as
-  /// `train.buckets` length groups.
+  /// `train.buckets` length groups. Every scheme checks the batch's position IDs on the host
+  /// before they go to the device (e.g. an ID above coupling's max_position fails here,
+  /// naming the step), so the step itself need not read them back.
   std::vector<Batch> batches_for_step(int64_t step_index);
 
   /// Replaces where batches come from (default: the task, online or cfg.dataset_size).
@@ -148,6 +158,8 @@ class LENGEN_API Trainer {
   int64_t periodic_every_ = 0;
   std::function<void(int64_t)> periodic_;
   std::function<void(int64_t)> started_;
+  // The first step with a non-finite loss (-1: none yet) and that loss, kept on the device.
+  torch::Tensor first_bad_step_, first_bad_loss_;
 };
 
 /// Asks a running Trainer to write a checkpoint and stop after the current step. Safe to call
