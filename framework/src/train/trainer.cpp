@@ -240,7 +240,10 @@ torch::Tensor clip_grad_norm(const std::vector<torch::Tensor>& params, double ma
   if (max_norm > 0) {
     // Scaling by a clamped coefficient instead of testing `total > max_norm` on the host keeps
     // the step free of read-backs; a coefficient of exactly 1 leaves the gradients unchanged.
-    auto coef = (total + 1e-6).reciprocal().mul_(max_norm).clamp_max_(1.0);
+    // In float64, as the division was on the host before, so runs replay bit for bit.
+    auto coef = torch::full({}, max_norm, total.options().dtype(torch::kFloat64))
+                    .div_(total.to(torch::kFloat64) + 1e-6)
+                    .clamp_max_(1.0);
     for (auto& g : grads) {
       g.mul_(coef);
     }
