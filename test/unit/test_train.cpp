@@ -103,28 +103,38 @@ TEST_CASE("train: Adam and AdamW match LibTorch's implementations", "[train]") {
       c.lr = 0.01;
       c.weight_decay = 0.1;
       torch::manual_seed(1);
+      // Two parameters of different shapes updated together (the step is one multi-tensor
+      // call per term), and a third that never gets a gradient and must stay as it is.
       auto w0 = torch::randn({4, 3}, torch::kFloat64);
+      auto u0 = torch::randn({5}, torch::kFloat64);
       auto a = w0.clone().set_requires_grad(true);
       auto b = w0.clone().set_requires_grad(true);
-      Optimizer mine(c, {{"w", a}});
+      auto au = u0.clone().set_requires_grad(true);
+      auto bu = u0.clone().set_requires_grad(true);
+      auto idle = u0.clone().set_requires_grad(true);
+      Optimizer mine(c, {{"w", a}, {"idle", idle}, {"u", au}});
       std::unique_ptr<torch::optim::Optimizer> ref;
       if (std::string(name) == "adam") {
         ref = std::make_unique<torch::optim::Adam>(
-            std::vector<torch::Tensor>{b}, torch::optim::AdamOptions(0.01).weight_decay(0.1));
+            std::vector<torch::Tensor>{b, bu}, torch::optim::AdamOptions(0.01).weight_decay(0.1));
       } else {
         ref = std::make_unique<torch::optim::AdamW>(
-            std::vector<torch::Tensor>{b}, torch::optim::AdamWOptions(0.01).weight_decay(0.1));
+            std::vector<torch::Tensor>{b, bu}, torch::optim::AdamWOptions(0.01).weight_decay(0.1));
       }
       auto target = torch::randn({4, 3}, torch::kFloat64);
+      auto target_u = torch::randn({5}, torch::kFloat64);
       for (int s = 0; s < 25; ++s) {
         mine.zero_grad();
         ref->zero_grad();
-        (a - target).pow(3).abs().sum().backward();
-        (b - target).pow(3).abs().sum().backward();
+        ((a - target).pow(3).abs().sum() + (au - target_u).pow(2).sum()).backward();
+        ((b - target).pow(3).abs().sum() + (bu - target_u).pow(2).sum()).backward();
         mine.step(0.01);
         ref->step();
       }
       CHECK(test::max_abs_diff(a, b) < 1e-12);
+      CHECK(test::max_abs_diff(au, bu) < 1e-12);
+      CHECK(torch::equal(idle, u0));
+      CHECK(mine.steps_taken() == 25);
     }
   }
 }

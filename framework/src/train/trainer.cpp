@@ -176,24 +176,37 @@ void Optimizer::step(double lr) {
   const double bc1 = 1.0 - std::pow(cfg_.beta1, static_cast<double>(t_));
   const double bc2 = 1.0 - std::pow(cfg_.beta2, static_cast<double>(t_));
   const bool decoupled = cfg_.optimizer == "adamw";
+  // One multi-tensor (foreach) call per update term for all parameters at once: on a GPU each
+  // is a handful of kernels instead of one per parameter and term; on the CPU the same
+  // per-tensor arithmetic in the same order, so results are unchanged bit for bit.
+  std::vector<torch::Tensor> params, grads, m, v;
   for (size_t i = 0; i < params_.size(); ++i) {
-    torch::Tensor& p = params_[i].second;
-    if (!p.grad().defined()) {
-      continue;
+    const torch::Tensor& p = params_[i].second;
+    if (p.grad().defined()) {
+      params.push_back(p);
+      grads.push_back(p.grad());
+      m.push_back(m_[i]);
+      v.push_back(v_[i]);
     }
-    torch::Tensor g = p.grad();
-    if (cfg_.weight_decay != 0) {
-      if (decoupled) {
-        p.mul_(1.0 - lr * cfg_.weight_decay);
-      } else {
-        g = g.add(p, cfg_.weight_decay);
-      }
-    }
-    m_[i].mul_(cfg_.beta1).add_(g, 1.0 - cfg_.beta1);
-    v_[i].mul_(cfg_.beta2).addcmul_(g, g, 1.0 - cfg_.beta2);
-    auto denom = (v_[i].sqrt() / std::sqrt(bc2)).add_(cfg_.eps);
-    p.addcdiv_(m_[i], denom, -lr / bc1);
   }
+  if (params.empty()) {
+    return;
+  }
+  if (cfg_.weight_decay != 0) {
+    if (decoupled) {
+      torch::_foreach_mul_(params, 1.0 - lr * cfg_.weight_decay);
+    } else {
+      grads = torch::_foreach_add(grads, params, cfg_.weight_decay);
+    }
+  }
+  torch::_foreach_mul_(m, cfg_.beta1);
+  torch::_foreach_add_(m, grads, 1.0 - cfg_.beta1);
+  torch::_foreach_mul_(v, cfg_.beta2);
+  torch::_foreach_addcmul_(v, grads, grads, 1.0 - cfg_.beta2);
+  auto denom = torch::_foreach_sqrt(v);
+  torch::_foreach_div_(denom, std::sqrt(bc2));
+  torch::_foreach_add_(denom, cfg_.eps);
+  torch::_foreach_addcdiv_(params, m, denom, -lr / bc1);
 }
 
 std::vector<std::pair<std::string, torch::Tensor>> Optimizer::state() const {
