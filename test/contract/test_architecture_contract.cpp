@@ -94,6 +94,43 @@ TEST_CASE("architecture contract: every scheme in every architecture", "[contrac
                                    scored(alone, one, 0)) < 1e-9);
         }
 
+        // Logits of the scored rows only (the last block and the head skip the rows before
+        // the first scored position) == those rows of the full forward, and so are the
+        // loss's gradients. The full forward asks for attention maps, which takes the
+        // explicit attention path; on LibTorch 2.x the other takes the fused kernel, with the
+        // scheme's bias and the causal rows' offset as its mask, so this also checks that
+        // kernel (and the bias's gradient) against the explicit path.
+        Batch later = objective->make_batch(*task, examples(*task, 3, 4));
+        REQUIRE((later.first_scored > 0 || a.layout == Layout::kSeq2Seq));  // seq2seq scores from 0
+        const int64_t rows = later.inputs.size(1) - later.first_scored;
+        {
+          torch::AutoGradMode grad_on(true);
+          std::vector<torch::Tensor> maps;
+          auto full = objective->logits(model, later, &maps);
+          CHECK(test::max_abs_diff(full, objective->logits(model, later)) < 1e-10);
+          auto part = objective->scored_logits(model, later);  // [B, rows, V]
+          REQUIRE(part.size(1) == rows);
+          CHECK(test::max_abs_diff(full.narrow(1, later.first_scored, rows), part) < 1e-10);
+          auto gradients = [&](const torch::Tensor& lg) {
+            model->zero_grad();
+            objective->loss(lg, later).backward();
+            std::vector<torch::Tensor> g;
+            for (const auto& p : model->parameters()) {
+              g.push_back(p.grad().defined() ? p.grad().clone() : torch::zeros_like(p));
+            }
+            return g;
+          };
+          auto g_full = gradients(full), g_part = gradients(part);
+          double biggest = 0, diff = 0;
+          for (size_t i = 0; i < g_full.size(); ++i) {
+            biggest = std::max(biggest, g_full[i].abs().max().item<double>());
+            diff = std::max(diff, test::max_abs_diff(g_full[i], g_part[i]));
+          }
+          CHECK(biggest > 1e-4);
+          CHECK(diff < 1e-10);
+          model->zero_grad();
+        }
+
         // Full forward == KV-cached incremental decoding (the autoregressive layouts).
         if (a.layout != Layout::kLabeled) {
           for (const auto& ex : exs) {
@@ -191,6 +228,10 @@ TEST_CASE("architecture contract: looped stacks", "[contract][arch]") {
       torch::NoGradGuard ng;
       Batch batch = objective->make_batch(*task, exs);
       CHECK(test::max_abs_diff(objective->logits(a, batch), objective->logits(b, batch)) < 1e-10);
+      // Scored rows only: only the last application skips rows; the earlier ones keep all.
+      const int64_t from = batch.first_scored, rows = batch.inputs.size(1) - from;
+      CHECK(test::max_abs_diff(objective->scored_logits(a, batch),
+                               objective->logits(a, batch).narrow(1, from, rows)) < 1e-10);
       // Attention maps: one per application, named by loop.
       std::vector<torch::Tensor> maps;
       objective->logits(a, batch, &maps);

@@ -104,7 +104,8 @@ TEST_CASE("train: Adam and AdamW match LibTorch's implementations", "[train]") {
       c.weight_decay = 0.1;
       torch::manual_seed(1);
       // Two parameters of different shapes updated together (the step is one multi-tensor
-      // call per term), and a third that never gets a gradient and must stay as it is.
+      // call per term, or on LibTorch >= 2.4 one fused kernel: compat::fused_adam), and a
+      // third that never gets a gradient and must stay as it is.
       auto w0 = torch::randn({4, 3}, torch::kFloat64);
       auto u0 = torch::randn({5}, torch::kFloat64);
       auto a = w0.clone().set_requires_grad(true);

@@ -64,10 +64,16 @@ bool applies(const PositionScheme& s, AttentionKind kind) {
 }  // namespace
 
 torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionInputs& in) {
-  const int64_t B = x.size(0), T = x.size(1);
+  const int64_t B = x.size(0);
+  int64_t T = x.size(1);
   static const std::vector<std::shared_ptr<PositionScheme>> kNone;
   const auto& schemes = in.schemes ? *in.schemes : kNone;
   const bool cross = kind_ == AttentionKind::kCross;
+  const int64_t rows_from = in.rows_from;
+  LENGEN_CHECK(rows_from == 0 || (!cross && in.cache_k == nullptr && rows_from < T),
+               "internal: rows_from {} needs self-attention without a cache over more than {} "
+               "rows (got {})",
+               rows_from, rows_from, T);
   for (const auto& s : schemes) {
     LENGEN_CHECK(cross || s->hooks() == kHookInputEmbedding || s->supports(kind_),
                  "internal: a position scheme was called for {} attention, which it does not "
@@ -110,8 +116,10 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionInpu
   ctx.query_offset = cross ? in.query_offset : offset;
   ctx.key_padding = in.key_padding;
   ctx.training = is_training();
+  int64_t ids_from = 0;  // the first query row's column in query_ids (rows_from once narrowed)
   auto set_ids = [&](size_t i) {
-    ctx.query_ids = (*in.query_ids)[i];
+    const auto& ids = (*in.query_ids)[i];  // [L', B|1, T]
+    ctx.query_ids = ids_from > 0 ? ids.narrow(-1, ids_from, T) : ids;
     ctx.key_ids = (*in.key_ids)[i];
   };
 
@@ -135,6 +143,16 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionInpu
     }
     *in.cache_k = k;
     *in.cache_v = v;
+  }
+  if (rows_from > 0) {
+    // Only rows [rows_from, T) are wanted: from here on the queries are those rows, as if
+    // the keys before them had been cached (the schemes' terms see query_offset rows_from).
+    T -= rows_from;
+    q = q.narrow(2, rows_from, T);  // [B, H, T', D]
+    offset = rows_from;
+    ids_from = rows_from;
+    ctx.query_length = T;
+    ctx.cache_offset = ctx.query_offset = rows_from;
   }
   const int64_t S = k.size(2);
   const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim_));
@@ -173,8 +191,8 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionInpu
   const double p = is_training() ? dropout_ : 0.0;
   torch::Tensor y;
   const bool exact_softmax = softmax_eps_ == 0.0;  // else only the explicit path adds eps
-  if (!extra.defined() && !value_hooks && in.attn_out == nullptr && exact_softmax) {
-    y = compat::fused_attention(q, k, v, causal, offset, p, scale);  // [B, H, T, D] or undefined
+  if (!value_hooks && in.attn_out == nullptr && exact_softmax) {
+    y = compat::fused_attention(q, k, v, extra, causal, offset, p, scale);  // [B, H, T, D] or undefined
   }
   if (!y.defined() && causal && T > kBlockRows && !torch::GradMode::is_enabled() && !value_hooks &&
       in.attn_out == nullptr && exact_softmax) {

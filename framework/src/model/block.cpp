@@ -44,9 +44,23 @@ torch::Tensor BlockImpl::forward(const torch::Tensor& x_in,
     return post_ ? post(x) : x;
   };
   torch::Tensor x = x_in;  // [B, T, C]
-  x = residual(x, attn_(pre_ ? norm_attn_pre_(x) : x, self), norm_attn_post_);
+  const int64_t r = self.rows_from;
+  auto attended = attn_(pre_ ? norm_attn_pre_(x) : x, self);  // [B, T - r, C]
+  if (r > 0) {
+    x = x.narrow(1, r, x.size(1) - r);  // [B, T - r, C]: the rows whose outputs are wanted
+  }
+  x = residual(x, attended, norm_attn_post_);
   if (cross_) {
-    x = residual(x, cross_(pre_ ? norm_cross_pre_(x) : x, cross), norm_cross_post_);
+    AttentionInputs c = cross;
+    std::vector<torch::Tensor> rows;
+    if (r > 0 && c.query_ids) {
+      for (const auto& ids : *c.query_ids) {
+        rows.push_back(ids.defined() ? ids.narrow(-1, r, x.size(1)) : ids);  // [L', B|1, T - r]
+      }
+      c.query_ids = &rows;
+      c.query_offset += r;
+    }
+    x = residual(x, cross_(pre_ ? norm_cross_pre_(x) : x, c), norm_cross_post_);
   }
   if (ff_) {
     x = residual(x, ff_(pre_ ? norm_ff_pre_(x) : x), norm_ff_post_);

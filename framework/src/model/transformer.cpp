@@ -93,7 +93,8 @@ torch::Tensor TransformerImpl::run_stack(torch::nn::ModuleList& stack,
                                          KVCache* cache,
                                          bool with_cross,
                                          std::vector<torch::Tensor>* attention,
-                                         size_t attention_offset) {
+                                         size_t attention_offset,
+                                         int64_t rows_from) {
   const torch::Tensor x0 = x;  // [B, T, C]
   const size_t apps = static_cast<size_t>(depth * loops_);
   if (cache) {
@@ -127,6 +128,9 @@ torch::Tensor TransformerImpl::run_stack(torch::nn::ModuleList& stack,
           c.scores = attention_scores_;
         }
       }
+      if (app + 1 == apps) {
+        s.rows_from = rows_from;  // the last application: only the wanted rows
+      }
       auto block = stack->ptr<BlockImpl>(cfg_.shared_layers ? 0 : l);
       x = block->forward(x, s, c);  // [B, T, C]
     }
@@ -159,6 +163,11 @@ torch::Tensor TransformerImpl::forward(const ModelInputs& in,
                                        std::vector<torch::Tensor>* attention) {
   const bool train = is_training();
   const size_t n = schemes_.size();
+  const int64_t rows_from = in.outputs_from;
+  LENGEN_CHECK(rows_from >= 0 && rows_from < in.tokens.size(1),
+               "outputs_from must be in [0, {}), got {}", in.tokens.size(1), rows_from);
+  LENGEN_CHECK(rows_from == 0 || (cache == nullptr && attention == nullptr),
+               "outputs_from needs a forward without a cache and without attention maps");
   auto embed = [&](const torch::Tensor& tokens, const std::vector<torch::Tensor>& ids) {
     auto x = tok_emb_(tokens);  // [B, T, C]
     for (size_t i = 0; i < n; ++i) {
@@ -186,8 +195,8 @@ torch::Tensor TransformerImpl::forward(const ModelInputs& in,
     self.query_ids = self.key_ids = &ids;
     self.key_padding = in.padding;
     auto x = run_stack(blocks_, enc_depth, embed(in.tokens, ids), self, {}, nullptr, false,
-                       attention, 0);
-    return head(x);  // [B, T, V]
+                       attention, 0, rows_from);
+    return head(x);  // [B, T - outputs_from, V]
   }
 
   const int64_t offset = cache ? cache->length() : 0;
@@ -250,11 +259,11 @@ torch::Tensor TransformerImpl::forward(const ModelInputs& in,
   const size_t attention_offset =
       static_cast<size_t>(arch_.encoder ? enc_depth * loops_ : 0);
   auto x = run_stack(blocks_, dec_depth, embed(in.tokens, q_ids), self, cross, cache, arch_.cross,
-                     attention, attention_offset);
+                     attention, attention_offset, rows_from);
   if (cache) {
     cache->ids = all_ids;
   }
-  return head(x);  // [B, T, V]
+  return head(x);  // [B, T - outputs_from, V]
 }
 
 int64_t TransformerImpl::parameter_count() const {

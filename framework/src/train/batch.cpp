@@ -21,8 +21,9 @@ Batch Batch::to(const torch::Device& device) const {
   return b;
 }
 
-ModelInputs Batch::model_inputs() const {
+ModelInputs Batch::model_inputs(bool scored_rows_only) const {
   ModelInputs in;
+  in.outputs_from = scored_rows_only ? first_scored : 0;
   in.tokens = inputs;
   in.ids = ids;
   in.padding = padding;
@@ -108,6 +109,7 @@ void fill_targets(Batch& out,
   auto tg = out.targets.accessor<int64_t, 2>();
   auto mk = out.mask.accessor<float, 2>();
   out.scored = 0;
+  int64_t first = T;
   for (int64_t b = 0; b < B; ++b) {
     const int64_t n = static_cast<int64_t>(rows[b]->size()) - shift;
     for (int64_t t = 0; t < n; ++t) {
@@ -115,8 +117,10 @@ void fill_targets(Batch& out,
       const bool scored = (*masks[b])[t + shift] != 0;
       mk[b][t] = scored ? 1.0f : 0.0f;
       out.scored += scored ? 1 : 0;
+      first = scored ? std::min(first, t) : first;
     }
   }
+  out.first_scored = first < T ? first : 0;
 }
 
 }  // namespace

@@ -223,14 +223,17 @@ std::vector<FirstError> teacher_forced_first_errors(Transformer& model,
       chunk.push_back(examples[order[i]]);
     }
     Batch b = objective->make_batch(task, chunk).to(device);
-    auto logits = objective->logits(model, b);                          // [B, T, V]
-    auto pred = logits.argmax(-1);                                       // [B, T]
-    auto wrong = (pred != b.targets).logical_and(b.mask != 0);           // [B, T]
+    // Only the positions from the first scored one on (no target before it is checked).
+    const int64_t from = b.first_scored, rows = b.targets.size(1) - from;
+    auto logits = objective->scored_logits(model, b);                   // [B, rows, V]
+    auto targets = b.targets.narrow(1, from, rows);                      // [B, rows]
+    auto pred = logits.argmax(-1);                                       // [B, rows]
+    auto wrong = (pred != targets).logical_and(b.mask.narrow(1, from, rows) != 0);  // [B, rows]
     auto any = wrong.any(1);                                             // [B]
     auto first = wrong.to(torch::kInt64).argmax(1);                      // [B] first true
-    auto expected = b.targets.gather(1, first.unsqueeze(1)).squeeze(1);  // [B]
+    auto expected = targets.gather(1, first.unsqueeze(1)).squeeze(1);    // [B]
     auto predicted = pred.gather(1, first.unsqueeze(1)).squeeze(1);      // [B]
-    auto cpu = torch::stack({any.to(torch::kInt64), first, expected, predicted}).to(torch::kCPU);
+    auto cpu = torch::stack({any.to(torch::kInt64), first + from, expected, predicted}).to(torch::kCPU);
     auto acc = cpu.accessor<int64_t, 2>();                               // [4, B]
     for (size_t i = begin; i < end; ++i) {
       const auto j = static_cast<int64_t>(i - begin);

@@ -18,15 +18,24 @@ torch::Tensor Objective::logits(Transformer& model,
   return model->forward(batch.model_inputs(), nullptr, attention);  // [B, T, V]
 }
 
+torch::Tensor Objective::scored_logits(Transformer& model, const Batch& batch) const {
+  LENGEN_CHECK(batch.layout == layout(), "internal: a {} batch given to the {} objective",
+               layout_name(batch.layout), name());
+  return model->forward(batch.model_inputs(/*scored_rows_only=*/true));  // [B, T - first, V]
+}
+
 torch::Tensor Objective::loss(const torch::Tensor& logits, const Batch& batch) const {
-  const int64_t V = logits.size(-1);
+  const int64_t V = logits.size(-1), T = batch.targets.size(1), rows = logits.size(1);
+  LENGEN_CHECK(rows <= T, "internal: logits of {} positions for targets of {}", rows, T);
+  const auto targets = batch.targets.narrow(1, T - rows, rows);  // [B, rows]
+  const auto scored = batch.mask.narrow(1, T - rows, rows);      // [B, rows]
   // Reduced-precision logits (bfloat16 autocast) are scored in float32; float32 and float64
   // models keep their own precision.
   const auto dtype = logits.scalar_type() == torch::kFloat64 ? torch::kFloat64 : torch::kFloat32;
   auto per_token = torch::nn::functional::cross_entropy(
-      logits.reshape({-1, V}).to(dtype), batch.targets.reshape({-1}),
-      torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));  // [B*T]
-  auto mask = batch.mask.reshape({-1}).to(dtype);                                 // [B*T]
+      logits.reshape({-1, V}).to(dtype), targets.reshape({-1}),
+      torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));  // [B*rows]
+  auto mask = scored.reshape({-1}).to(dtype);                                     // [B*rows]
   return (per_token * mask).sum() / mask.sum().clamp_min(1.0);
 }
 

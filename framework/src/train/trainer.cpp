@@ -192,6 +192,11 @@ void Optimizer::step(double lr) {
   if (params.empty()) {
     return;
   }
+  // LibTorch 2.4 and later: one fused kernel for the whole update (the same formula).
+  if (compat::fused_adam(params, grads, m, v, t_, lr, cfg_.beta1, cfg_.beta2, cfg_.weight_decay,
+                         cfg_.eps, decoupled)) {
+    return;
+  }
   if (cfg_.weight_decay != 0) {
     if (decoupled) {
       torch::_foreach_mul_(params, 1.0 - lr * cfg_.weight_decay);
@@ -423,7 +428,7 @@ torch::Tensor Trainer::backward(const std::vector<Batch>& batches) {
     torch::Tensor logits;
     {
       compat::CudaAutocast autocast(bf16_autocast_ && device_.is_cuda());
-      logits = objective_->logits(model_, batches[i]);  // [B, T, V]
+      logits = objective_->scored_logits(model_, batches[i]);  // [B, T - first_scored, V]
     }
     auto loss = objective_->loss(logits, batches[i]) * (counts[i] / scored);
     loss.backward();

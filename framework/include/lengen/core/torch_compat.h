@@ -5,7 +5,9 @@
 
 #include <torch/torch.h>
 
+#include <limits>
 #include <optional>
+#include <vector>
 
 #if defined(__has_include)
 #if __has_include(<ATen/autocast_mode.h>)
@@ -20,27 +22,82 @@ namespace lengen::compat {
 inline constexpr bool kHasSdpa = (TORCH_VERSION_MAJOR >= 2);
 
 /// Fused attention when available: softmax(q k^T * scale + bias) v with an optional causal
-/// mask. q [B, H, T, D], k/v [B, H, S, D], bias broadcastable to [B, H, T, S] or undefined.
-/// `causal_offset` is the absolute index of query row 0 (KV-cache length); causal masking
-/// with an offset is only fused when offset is 0 or T == 1. Returns an undefined tensor when
-/// the caller must take the explicit path.
+/// mask. q [B, H, T, D], k/v [B, H, S, D], bias broadcastable to [B|1, H|1, T, S] (additive,
+/// -inf where masked) or undefined. `causal_offset` is the absolute index of query row 0 (the
+/// keys before it are visible to every row: a KV cache, or rows skipped by rows_from).
+/// Without a bias and with causal rows from 0 it takes the flash kernel; with a bias or an
+/// offset the mask is passed as attn_mask (on CUDA the memory-efficient kernel, which also
+/// gives the bias its gradient). Returns an undefined tensor when the caller must take the
+/// explicit path (LibTorch 1.x).
 inline torch::Tensor fused_attention(const torch::Tensor& q,
                                      const torch::Tensor& k,
                                      const torch::Tensor& v,
+                                     const torch::Tensor& bias,
                                      bool causal,
                                      int64_t causal_offset,
                                      double dropout_p,
                                      double scale) {
 #if TORCH_VERSION_MAJOR >= 2
-  const int64_t T = q.size(2);
-  if (causal && causal_offset != 0 && T != 1) {
-    return {};
+  const int64_t T = q.size(2), S = k.size(2);
+  const bool offset_rows = causal && causal_offset != 0 && T != 1;
+  if (!bias.defined() && !offset_rows) {
+    const bool is_causal = causal && causal_offset == 0 && T > 1;
+    return at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, dropout_p, is_causal, scale);
   }
-  const bool is_causal = causal && causal_offset == 0 && T > 1;
-  return at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, dropout_p, is_causal, scale);
+  torch::Tensor mask;  // float: added to the scores; bool: true where a key may be seen
+  if (causal && T > 1) {
+    auto hidden = torch::ones({T, S}, q.options().dtype(torch::kBool)).triu(causal_offset + 1);  // [T, S]
+    mask = bias.defined() ? bias.to(q.scalar_type()).masked_fill(hidden, -std::numeric_limits<double>::infinity())
+                          : hidden.logical_not();
+  } else {
+    mask = bias.to(q.scalar_type());
+  }
+  return at::scaled_dot_product_attention(q, k, v, mask, dropout_p, /*is_causal=*/false, scale);
 #else
-  (void)q, (void)k, (void)v, (void)causal, (void)causal_offset, (void)dropout_p, (void)scale;
+  (void)q, (void)k, (void)v, (void)bias, (void)causal, (void)causal_offset, (void)dropout_p, (void)scale;
   return {};
+#endif
+}
+
+/// True when this LibTorch has the single-kernel Adam/AdamW update (torch._fused_adam[w]_)
+/// on the CPU as well as on CUDA (2.4 and later).
+inline constexpr bool kHasFusedAdam =
+    TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4);
+
+/// One fused Adam (decoupled: AdamW) update of every parameter, its moments updated in place,
+/// at step `step` (1-based): the same arithmetic as the multi-tensor update, in one kernel
+/// per group of tensors. Returns false (nothing done) where LibTorch has no fused update.
+inline bool fused_adam(const std::vector<torch::Tensor>& params,
+                       const std::vector<torch::Tensor>& grads,
+                       const std::vector<torch::Tensor>& exp_avg,
+                       const std::vector<torch::Tensor>& exp_avg_sq,
+                       int64_t step,
+                       double lr,
+                       double beta1,
+                       double beta2,
+                       double weight_decay,
+                       double eps,
+                       bool decoupled) {
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+  if (params.empty()) {
+    return true;
+  }
+  // The kernel reads the step count (not writes it): one float tensor shared by all.
+  const auto count = torch::full({}, static_cast<double>(step),
+                                 params[0].options().dtype(torch::kFloat32));
+  const std::vector<torch::Tensor> steps(params.size(), count);
+  if (decoupled) {
+    at::_fused_adamw_(params, grads, exp_avg, exp_avg_sq, /*max_exp_avg_sqs=*/{}, steps, lr, beta1,
+                      beta2, weight_decay, eps, /*amsgrad=*/false, /*maximize=*/false);
+  } else {
+    at::_fused_adam_(params, grads, exp_avg, exp_avg_sq, /*max_exp_avg_sqs=*/{}, steps, lr, beta1,
+                     beta2, weight_decay, eps, /*amsgrad=*/false, /*maximize=*/false);
+  }
+  return true;
+#else
+  (void)params, (void)grads, (void)exp_avg, (void)exp_avg_sq, (void)step, (void)lr, (void)beta1,
+      (void)beta2, (void)weight_decay, (void)eps, (void)decoupled;
+  return false;
 #endif
 }
 

@@ -106,6 +106,12 @@ struct LENGEN_API ModelInputs {
   torch::Tensor source;          ///< [B, S] int64 (encoder_decoder)
   torch::Tensor source_ids;      ///< [L, B, S] int64
   torch::Tensor source_padding;  ///< [B, S] bool; undefined: none
+  /// Logits are wanted only for positions [outputs_from, T): the last block computes its
+  /// queries, feed-forward and head on those rows only (every row still serves as a key),
+  /// and forward() returns [B, T - outputs_from, V], equal to those rows of the full logits.
+  /// Training and teacher-forced checks set it to the batch's first scored position
+  /// (Batch::first_scored). Without a cache and attention maps only; 0: every position.
+  int64_t outputs_from = 0;
 };
 
 /// RMSNorm (Zhang & Sennrich 2019) or LayerNorm over the last dimension.
@@ -139,6 +145,10 @@ struct LENGEN_API AttentionInputs {
   torch::Tensor key_padding;   ///< [B, S] bool, true on keys nobody may attend to
   torch::Tensor memory;        ///< cross-attention: the encoder output [B, S, C]
   int64_t query_offset = 0;    ///< decoder: tokens cached before this call (AttentionContext)
+  /// Self-attention without a cache: outputs only for query rows [rows_from, T) (keys and
+  /// values still from every row); the result is [B, T - rows_from, C]. The schemes see
+  /// those rows as queries at query_offset rows_from, as in cached decoding.
+  int64_t rows_from = 0;
   torch::Tensor* cache_k = nullptr;   ///< this application's cache slot (updated in place)
   torch::Tensor* cache_v = nullptr;
   torch::Tensor* attn_out = nullptr;  ///< receives the attention weights [B, H, T, S]
@@ -191,7 +201,9 @@ TORCH_MODULE(FeedForward);
 class LENGEN_API BlockImpl : public torch::nn::Module {
  public:
   BlockImpl(const ModelConfig& cfg, int64_t layer, AttentionKind self_kind, bool cross);
-  /// x [B, T, C] -> [B, T, C]; `cross` is used only by a block with cross-attention.
+  /// x [B, T, C] -> [B, T, C]; `cross` is used only by a block with cross-attention. With
+  /// self.rows_from = r > 0 only rows [r, T) are computed past the self-attention's keys:
+  /// x [B, T, C] -> [B, T - r, C] (cross-attention then reads the query IDs of those rows).
   torch::Tensor forward(const torch::Tensor& x,
                         const AttentionInputs& self,
                         const AttentionInputs& cross = {});
@@ -232,7 +244,7 @@ class LENGEN_API TransformerImpl : public torch::nn::Module {
                   int64_t vocab_size,
                   std::vector<std::shared_ptr<PositionScheme>> schemes);
 
-  /// Logits [B, T, V] for in.tokens. With a cache (decoder, encoder_decoder), tokens/ids are
+  /// Logits [B, T, V] for in.tokens ([B, T - in.outputs_from, V]: the last rows). With a cache (decoder, encoder_decoder), tokens/ids are
   /// only the new tokens; cached keys are reused and extended (encoder_decoder: the source is
   /// encoded on the first call and kept in the cache). attention: if non-null, receives one
   /// [B, H, T, S] tensor per attention application, named by attention_names().
@@ -265,7 +277,8 @@ class LENGEN_API TransformerImpl : public torch::nn::Module {
   void set_attention_scores(bool scores) { attention_scores_ = scores; }
 
  private:
-  /// Runs `stack` (loops x depth applications) over x. `slot0` is the stack's first cache slot.
+  /// Runs `stack` (loops x depth applications) over x. The last application computes only
+  /// rows [rows_from, T) (AttentionInputs::rows_from).
   torch::Tensor run_stack(torch::nn::ModuleList& stack,
                           int64_t depth,
                           torch::Tensor x,
@@ -274,7 +287,8 @@ class LENGEN_API TransformerImpl : public torch::nn::Module {
                           KVCache* cache,
                           bool use_cross_cache,
                           std::vector<torch::Tensor>* attention,
-                          size_t attention_offset);
+                          size_t attention_offset,
+                          int64_t rows_from = 0);
   torch::Tensor head(torch::Tensor x);
 
   ModelConfig cfg_;

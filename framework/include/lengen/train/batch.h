@@ -28,13 +28,16 @@ struct LENGEN_API Batch {
   /// Number of scored targets (mask's sum), counted on the host when the batch is made so
   /// that the training step need not read it back from the device; -1: not counted.
   int64_t scored = -1;
+  /// The first position any sample scores (0 when none does, or not counted): positions
+  /// before it need no logits (ModelInputs::outputs_from).
+  int64_t first_scored = 0;
 
   /// Tokens the model computes on, padding included (B x T, plus the source in seq2seq).
   int64_t padded_tokens() const;
 
   Batch to(const torch::Device& device) const;
-  /// What the model's forward reads.
-  ModelInputs model_inputs() const;
+  /// What the model's forward reads; `scored_rows_only`: logits only from first_scored on.
+  ModelInputs model_inputs(bool scored_rows_only = false) const;
 };
 
 /// Splits samples of the given lengths into at most `buckets` groups of consecutive lengths

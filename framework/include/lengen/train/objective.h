@@ -39,7 +39,13 @@ class LENGEN_API Objective {
                        const Batch& batch,
                        std::vector<torch::Tensor>* attention = nullptr) const;
 
-  /// Mean cross-entropy over the scored targets, in float32 (a scalar).
+  /// Logits of the positions from batch.first_scored on, [B, T - first_scored, V]: equal to
+  /// those rows of logits() (tested), without computing the last block and the head on rows
+  /// no target is scored at. What training and teacher-forced checks use.
+  torch::Tensor scored_logits(Transformer& model, const Batch& batch) const;
+
+  /// Mean cross-entropy over the scored targets, in float32 (a scalar). `logits` are those
+  /// of the last logits.size(1) positions (all of them, or scored_logits()).
   torch::Tensor loss(const torch::Tensor& logits, const Batch& batch) const;
 
   /// Greedy decoding of the examples' queries (their responses are not read, except by
