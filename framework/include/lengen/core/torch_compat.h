@@ -59,14 +59,10 @@ inline torch::Tensor fused_attention(const torch::Tensor& q,
 #endif
 }
 
-/// True when this LibTorch has the single-kernel Adam/AdamW update (torch._fused_adam[w]_)
-/// on the CPU as well as on CUDA (2.4 and later).
-inline constexpr bool kHasFusedAdam =
-    TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4);
-
 /// One fused Adam (decoupled: AdamW) update of every parameter, its moments updated in place,
 /// at step `step` (1-based): the same arithmetic as the multi-tensor update, in one kernel
-/// per group of tensors. Returns false (nothing done) where LibTorch has no fused update.
+/// per group of tensors. Returns false (nothing done) where LibTorch has no fused update on
+/// the CPU as well as on CUDA (before 2.4).
 inline bool fused_adam(const std::vector<torch::Tensor>& params,
                        const std::vector<torch::Tensor>& grads,
                        const std::vector<torch::Tensor>& exp_avg,
