@@ -191,8 +191,20 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionInpu
   const double p = is_training() ? dropout_ : 0.0;
   torch::Tensor y;
   const bool exact_softmax = softmax_eps_ == 0.0;  // else only the explicit path adds eps
-  if (!value_hooks && in.attn_out == nullptr && exact_softmax) {
-    y = compat::fused_attention(q, k, v, extra, causal, offset, p, scale);  // [B, H, T, D] or undefined
+  if (compat::kHasSdpa && !value_hooks && in.attn_out == nullptr && exact_softmax) {
+    // Causal rows from 0 without a bias: the kernel's own causal mask (flash). A bias, or
+    // causal rows that start at an offset (a KV cache, rows_from): one mask for the kernel.
+    torch::Tensor mask = extra.defined() ? extra.to(q.scalar_type()) : extra;
+    bool is_causal = false;
+    if (causal && T > 1) {
+      if (!mask.defined() && offset == 0) {
+        is_causal = true;
+      } else {
+        auto hidden = causal_block_mask(T, S, offset, x.device());  // [T, S]
+        mask = mask.defined() ? mask.masked_fill(hidden, neg_inf) : hidden.logical_not();
+      }
+    }
+    y = compat::fused_attention(q, k, v, mask, is_causal, p, scale);  // [B, H, T, D]
   }
   if (!y.defined() && causal && T > kBlockRows && !torch::GradMode::is_enabled() && !value_hooks &&
       in.attn_out == nullptr && exact_softmax) {

@@ -5,7 +5,6 @@
 
 #include <torch/torch.h>
 
-#include <limits>
 #include <optional>
 #include <vector>
 
@@ -21,40 +20,25 @@ namespace lengen::compat {
 /// True when this LibTorch provides at::scaled_dot_product_attention (2.0 and later).
 inline constexpr bool kHasSdpa = (TORCH_VERSION_MAJOR >= 2);
 
-/// Fused attention when available: softmax(q k^T * scale + bias) v with an optional causal
-/// mask. q [B, H, T, D], k/v [B, H, S, D], bias broadcastable to [B|1, H|1, T, S] (additive,
-/// -inf where masked) or undefined. `causal_offset` is the absolute index of query row 0 (the
-/// keys before it are visible to every row: a KV cache, or rows skipped by rows_from).
-/// Without a bias and with causal rows from 0 it takes the flash kernel; with a bias or an
-/// offset the mask is passed as attn_mask (on CUDA the memory-efficient kernel, which also
-/// gives the bias its gradient). Returns an undefined tensor when the caller must take the
-/// explicit path (LibTorch 1.x).
+/// Fused attention when available (LibTorch 2.x): softmax(q k^T * scale + mask) v, with
+/// PyTorch's own causal mask when `is_causal`. q [B, H, T, D], k/v [B, H, S, D]; attn_mask
+/// undefined, additive (q's dtype, -inf where masked) or bool (true where a key may be
+/// seen), broadcastable to [B, H, T, S]. With a mask PyTorch picks the memory-efficient
+/// kernel on CUDA, without one the flash kernel. Returns an undefined tensor on LibTorch 1.x:
+/// the caller takes the explicit path.
 inline torch::Tensor fused_attention(const torch::Tensor& q,
                                      const torch::Tensor& k,
                                      const torch::Tensor& v,
-                                     const torch::Tensor& bias,
-                                     bool causal,
-                                     int64_t causal_offset,
+                                     const torch::Tensor& attn_mask,
+                                     bool is_causal,
                                      double dropout_p,
                                      double scale) {
 #if TORCH_VERSION_MAJOR >= 2
-  const int64_t T = q.size(2), S = k.size(2);
-  const bool offset_rows = causal && causal_offset != 0 && T != 1;
-  if (!bias.defined() && !offset_rows) {
-    const bool is_causal = causal && causal_offset == 0 && T > 1;
-    return at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, dropout_p, is_causal, scale);
-  }
-  torch::Tensor mask;  // float: added to the scores; bool: true where a key may be seen
-  if (causal && T > 1) {
-    auto hidden = torch::ones({T, S}, q.options().dtype(torch::kBool)).triu(causal_offset + 1);  // [T, S]
-    mask = bias.defined() ? bias.to(q.scalar_type()).masked_fill(hidden, -std::numeric_limits<double>::infinity())
-                          : hidden.logical_not();
-  } else {
-    mask = bias.to(q.scalar_type());
-  }
-  return at::scaled_dot_product_attention(q, k, v, mask, dropout_p, /*is_causal=*/false, scale);
+  // An undefined tensor must reach the kernel as "no mask" (nullopt), not as a mask.
+  const auto mask = attn_mask.defined() ? std::optional<at::Tensor>(attn_mask) : std::nullopt;
+  return at::scaled_dot_product_attention(q, k, v, mask, dropout_p, is_causal, scale);
 #else
-  (void)q, (void)k, (void)v, (void)bias, (void)causal, (void)causal_offset, (void)dropout_p, (void)scale;
+  (void)q, (void)k, (void)v, (void)attn_mask, (void)is_causal, (void)dropout_p, (void)scale;
   return {};
 #endif
 }
