@@ -126,4 +126,27 @@ TEST_CASE("integration: a tiny coupled model learns addition; verdicts agree", "
   // Both outcomes occur, so the agreement is not vacuous.
   CHECK(correct > total / 3);
   CHECK(correct < total);
+
+  // How the samples are cut into batches (eval.batch_size, eval.batch_tokens) changes no
+  // verdict and no first error: mixed lengths, one pass per sample as the reference.
+  std::vector<Example> mixed;
+  for (int i = 0; i < 60; ++i) {
+    mixed.push_back(exp.task->sample_eval({{"digits", 1 + i % 7}}, rng));
+  }
+  auto alone = teacher_forced_first_errors(model, *exp.task, mixed, torch::kCPU, 1);
+  int64_t alone_correct = 0;
+  for (const auto& e : alone) {
+    alone_correct += e.position < 0 ? 1 : 0;
+  }
+  CHECK(alone_correct > 0);
+  CHECK(alone_correct < static_cast<int64_t>(mixed.size()));
+  for (auto [size, tokens] : std::vector<std::pair<int64_t, int64_t>>{{64, 0}, {1000, 0}, {1000, 100}, {7, 64}}) {
+    INFO("batch_size " << size << ", batch_tokens " << tokens);
+    auto got = teacher_forced_first_errors(model, *exp.task, mixed, torch::kCPU, size, tokens);
+    for (size_t i = 0; i < mixed.size(); ++i) {
+      CHECK(got[i].position == alone[i].position);
+      CHECK(got[i].expected == alone[i].expected);
+      CHECK(got[i].predicted == alone[i].predicted);
+    }
+  }
 }

@@ -266,6 +266,38 @@ TEST_CASE("eval: Wilson score interval", "[eval]") {
   CHECK(hi0 == Approx(0.2775).epsilon(1e-3));
 }
 
+TEST_CASE("eval: batches hold at most batch_size sequences and batch_tokens padded tokens", "[eval]") {
+  using Ranges = std::vector<std::pair<size_t, size_t>>;
+  const std::vector<int64_t> lengths{3, 3, 4, 5, 5, 5, 9, 20};
+  // Sequences alone: runs of at most 3.
+  CHECK(eval_batches(lengths, 3, 0) == Ranges{{0, 3}, {3, 6}, {6, 8}});
+  // Tokens: 3 x 4 = 12 fits a cap of 16, a fourth sequence (of 5) would make 20; 3 x 5 = 15,
+  // then 4 x 9 = 36; 2 x 20 = 40, and the 20-token sequence is a batch of its own.
+  CHECK(eval_batches(lengths, 100, 16) == Ranges{{0, 3}, {3, 6}, {6, 7}, {7, 8}});
+  CHECK(eval_batches(lengths, 100, 0) == Ranges{{0, 8}});
+  CHECK(eval_batches({}, 4, 10).empty());
+  // Property: in order, no gaps, every batch within both caps (or a single sequence).
+  Rng rng(5);
+  for (int trial = 0; trial < 50; ++trial) {
+    std::vector<int64_t> ls(static_cast<size_t>(rng.uniform_int(1, 40)));
+    for (auto& l : ls) {
+      l = rng.uniform_int(1, 30);
+    }
+    std::sort(ls.begin(), ls.end());
+    const int64_t cap_n = rng.uniform_int(1, 12), cap_t = rng.uniform_int(0, 120);
+    size_t next = 0;
+    for (const auto& [b, e] : eval_batches(ls, cap_n, cap_t)) {
+      REQUIRE(b == next);
+      REQUIRE(e > b);
+      CHECK(static_cast<int64_t>(e - b) <= cap_n);
+      CHECK((cap_t == 0 || e - b == 1 || static_cast<int64_t>(e - b) * ls[e - 1] <= cap_t));
+      next = e;
+    }
+    CHECK(next == ls.size());
+  }
+  CHECK_THROWS_WITH(eval_batches({2, 1}, 4, 0), Contains("ascending"));
+}
+
 TEST_CASE("eval: a decode that runs past the position tables is a wrong answer, not an error", "[eval]") {
   // A model that writes '7' forever: every scratchpad number grows until its coupled ID passes
   // max_position (here exactly what the references need).

@@ -25,7 +25,11 @@ ComponentSpec EvalConfig::schema() {
           {O::map("grid", "per axis of the task [lo, hi] (a range) or an explicit list, e.g. {digits: [1, 40]}; "
                   "default: the task's evaluation ranges").any_keys(),
            O::integer("samples", "samples per cell").with_default(int64_t{1000}).at_least(1),
-           O::integer("batch_size", "sequences per forward pass").with_default(int64_t{256}).at_least(1),
+           O::integer("batch_size", "at most this many sequences per forward pass (or decode)")
+               .with_default(int64_t{256}).at_least(1),
+           O::integer("batch_tokens", "at most this many padded tokens (sequences x the longest) per forward pass; "
+                      "0: no cap. Sequences are sorted by length first; on a GPU raise both")
+               .with_default(int64_t{65536}).at_least(0),
            O::integer("seed", "evaluation data seed (independent of the training seed)").with_default(int64_t{1234}).at_least(0),
            O::boolean("greedy_decode", "decide exact match by KV-cached greedy decoding instead of the equivalent "
                       "teacher-forced check").with_default(false),
@@ -46,6 +50,7 @@ const Section<EvalConfig>& eval_section() {
   static const Section<EvalConfig> s = Section<EvalConfig>(EvalConfig::schema())
                                            .bind("samples", &EvalConfig::samples)
                                            .bind("batch_size", &EvalConfig::batch_size)
+                                           .bind("batch_tokens", &EvalConfig::batch_tokens)
                                            .bind("seed", &EvalConfig::seed)
                                            .bind("greedy_decode", &EvalConfig::greedy_decode)
                                            .bind("metric", &EvalConfig::metric)
@@ -202,22 +207,66 @@ std::string metric_description(const EvalConfig& cfg) {
   return fmt::format("exact match of the whole response {}", how);
 }
 
+std::vector<std::pair<size_t, size_t>> eval_batches(const std::vector<int64_t>& lengths,
+                                                    int64_t max_sequences,
+                                                    int64_t max_tokens) {
+  LENGEN_CHECK(max_sequences >= 1, "eval_batches: max_sequences must be >= 1, got {}", max_sequences);
+  std::vector<std::pair<size_t, size_t>> out;
+  size_t begin = 0;
+  for (size_t i = 0; i < lengths.size(); ++i) {
+    LENGEN_CHECK(i == 0 || lengths[i - 1] <= lengths[i], "eval_batches: lengths must be ascending");
+    const auto count = static_cast<int64_t>(i + 1 - begin);
+    const bool full = count > max_sequences || (max_tokens > 0 && count > 1 && count * lengths[i] > max_tokens);
+    if (full) {
+      out.emplace_back(begin, i);
+      begin = i;
+    }
+  }
+  if (begin < lengths.size()) {
+    out.emplace_back(begin, lengths.size());
+  }
+  return out;
+}
+
+namespace {
+
+// The order that sorts examples by length (stable) and its batches (eval_batches).
+struct BatchPlan {
+  std::vector<size_t> order;
+  std::vector<std::pair<size_t, size_t>> batches;
+};
+
+BatchPlan plan_batches(const std::vector<Example>& examples, int64_t batch_size, int64_t batch_tokens) {
+  BatchPlan p;
+  p.order.resize(examples.size());
+  std::iota(p.order.begin(), p.order.end(), 0);
+  std::stable_sort(p.order.begin(), p.order.end(),
+                   [&](size_t a, size_t b) { return examples[a].length() < examples[b].length(); });
+  std::vector<int64_t> lengths;
+  lengths.reserve(examples.size());
+  for (size_t i : p.order) {
+    lengths.push_back(examples[i].length());
+  }
+  p.batches = eval_batches(lengths, batch_size, batch_tokens);
+  return p;
+}
+
+}  // namespace
+
 std::vector<FirstError> teacher_forced_first_errors(Transformer& model,
                                                     const Task& task,
                                                     const std::vector<Example>& examples,
                                                     const torch::Device& device,
-                                                    int64_t batch_size) {
+                                                    int64_t batch_size,
+                                                    int64_t batch_tokens) {
   torch::NoGradGuard no_grad;
   model->eval();
   auto objective = objective_for(model);
   std::vector<FirstError> out(examples.size());
-  // Bucket by length so that a batch pads little.
-  std::vector<size_t> order(examples.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return examples[a].length() < examples[b].length(); });
-  for (size_t begin = 0; begin < order.size(); begin += static_cast<size_t>(batch_size)) {
-    size_t end = std::min(order.size(), begin + static_cast<size_t>(batch_size));
+  // Sorted by length so that a batch pads little.
+  const BatchPlan plan = plan_batches(examples, batch_size, batch_tokens);
+  const auto& order = plan.order;
+  for (const auto& [begin, end] : plan.batches) {
     std::vector<Example> chunk;
     for (size_t i = begin; i < end; ++i) {
       chunk.push_back(examples[order[i]]);
@@ -249,8 +298,9 @@ std::vector<bool> teacher_forced_exact_match(Transformer& model,
                                              const Task& task,
                                              const std::vector<Example>& examples,
                                              const torch::Device& device,
-                                             int64_t batch_size) {
-  auto errors = teacher_forced_first_errors(model, task, examples, device, batch_size);
+                                             int64_t batch_size,
+                                             int64_t batch_tokens) {
+  auto errors = teacher_forced_first_errors(model, task, examples, device, batch_size, batch_tokens);
   std::vector<bool> out(errors.size());
   for (size_t i = 0; i < errors.size(); ++i) {
     out[i] = errors[i].position < 0;
@@ -325,10 +375,13 @@ std::vector<CellResult> evaluate_grid(
     CellAnalysis analysis;
     if (cfg.greedy_decode || answer || breakdown) {
       auto objective = objective_for(model);
-      for (size_t b = 0; b < examples.size(); b += static_cast<size_t>(cfg.batch_size)) {
-        const size_t e = std::min(examples.size(), b + static_cast<size_t>(cfg.batch_size));
-        std::vector<Example> chunk(examples.begin() + static_cast<std::ptrdiff_t>(b),
-                                   examples.begin() + static_cast<std::ptrdiff_t>(e));
+      // A cell's counts do not depend on the order, so decode sorted by length too.
+      const BatchPlan plan = plan_batches(examples, cfg.batch_size, cfg.batch_tokens);
+      for (const auto& [b, e] : plan.batches) {
+        std::vector<Example> chunk;
+        for (size_t i = b; i < e; ++i) {
+          chunk.push_back(examples[plan.order[i]]);
+        }
         auto responses = objective->decode(model, task, chunk, device);
         for (size_t i = 0; i < chunk.size(); ++i) {
           const Example& ex = chunk[i];
@@ -353,7 +406,7 @@ std::vector<CellResult> evaluate_grid(
           ex = answer_only(ex);
         }
       }
-      auto errors = teacher_forced_first_errors(model, task, examples, device, cfg.batch_size);
+      auto errors = teacher_forced_first_errors(model, task, examples, device, cfg.batch_size, cfg.batch_tokens);
       for (const auto& err : errors) {
         if (err.position < 0) {
           ++correct;

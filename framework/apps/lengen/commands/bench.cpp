@@ -78,11 +78,8 @@ class Bench : public Command {
     const double median = sorted[sorted.size() / 2];
     const double mean_tokens = static_cast<double>(tokens) / static_cast<double>(ms.size());
     const double mean_padded = static_cast<double>(padded) / static_cast<double>(ms.size());
-    nlohmann::json j{{"experiment", exp.name},
-                     {"parameters", model->parameter_count()},
-                     {"device", device.str()},
-                     {"threads", threads},
-                     {"batch_size", exp.train.batch_size},
+    nlohmann::json j = header(exp, model, device, threads);
+    j.update({{"batch_size", exp.train.batch_size},
                      {"buckets", exp.train.buckets},
                      {"tokens_per_step", mean_tokens},
                      {"padded_tokens_per_step", mean_padded},
@@ -95,8 +92,7 @@ class Bench : public Command {
                      {"flops_per_step", flops / static_cast<double>(ms.size())},
                      {"tflops_per_s", flops / static_cast<double>(ms.size()) / (median / 1000.0) / 1e12},
                      {"padded_tflops_per_s",
-                      padded_flops / static_cast<double>(ms.size()) / (median / 1000.0) / 1e12},
-                     {"torch", torch_version()}};
+                      padded_flops / static_cast<double>(ms.size()) / (median / 1000.0) / 1e12}});
     if (peak_tflops_ > 0) {
       j["peak_tflops"] = peak_tflops_;
       j["fraction_of_peak"] = j["tflops_per_s"].get<double>() / peak_tflops_;
@@ -104,6 +100,16 @@ class Bench : public Command {
     fmt::print("{}\n", j.dump(2));
     fs::remove_all(tmp);
     return 0;
+  }
+
+  // What every benchmark report starts with: the run and the machine it ran on.
+  static nlohmann::json header(const Experiment& exp, Transformer& model, const torch::Device& device,
+                               int64_t threads) {
+    return {{"experiment", exp.name},
+            {"parameters", model->parameter_count()},
+            {"device", device.str()},
+            {"threads", threads},
+            {"torch", torch_version()}};
   }
 
   // Training FLOPs of a batch (docs/performance.md, "FLOP count"): over each sequence's real
@@ -140,21 +146,18 @@ class Bench : public Command {
       tokens += c.tokens;
       slowest = std::max(slowest, c.seconds);
     }
-    nlohmann::json j{{"experiment", exp.name},
-                     {"parameters", model->parameter_count()},
-                     {"device", device.str()},
-                     {"threads", threads},
-                     {"metric", metric_description(exp.eval)},
+    nlohmann::json j = header(exp, model, device, threads);
+    j.update({{"metric", metric_description(exp.eval)},
                      {"cells", cells.size()},
                      {"samples_per_cell", exp.eval.samples},
                      {"eval_batch_size", exp.eval.batch_size},
+                     {"eval_batch_tokens", exp.eval.batch_tokens},
                      {"samples", samples},
                      {"tokens", tokens},
                      {"seconds", seconds},
                      {"slowest_cell_seconds", slowest},
                      {"samples_per_s", static_cast<double>(samples) / seconds},
-                     {"tokens_per_s", static_cast<double>(tokens) / seconds},
-                     {"torch", torch_version()}};
+                     {"tokens_per_s", static_cast<double>(tokens) / seconds}});
     fmt::print("{}\n", j.dump(2));
     return 0;
   }

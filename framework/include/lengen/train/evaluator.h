@@ -17,7 +17,9 @@ namespace lengen {
 struct LENGEN_API EvalConfig {
   std::map<std::string, std::vector<int64_t>> grid;  ///< axis -> values (from [lo, hi])
   int64_t samples = 1000;     ///< per cell
-  int64_t batch_size = 256;   ///< sequences per forward pass
+  int64_t batch_size = 256;   ///< at most this many sequences per forward pass (or decode)
+  /// ... and at most this many padded tokens (sequences x the longest); 0: no token cap.
+  int64_t batch_tokens = 65536;
   uint64_t seed = 1234;       ///< evaluation data seed, independent of the training seed
   bool greedy_decode = false; ///< true KV-cached decoding instead of the teacher-forced check
   /// "response": exact match of the whole response, scratchpad and EOS included (the papers'
@@ -93,6 +95,14 @@ struct FirstError {
   int64_t predicted = -1;  ///< the model's argmax there
 };
 
+/// The evaluator's batches: consecutive ranges [begin, end) over `lengths` (ascending) that
+/// cover it in order, each of at most `max_sequences` sequences and at most `max_tokens`
+/// padded tokens (count x its longest; 0: no cap). A sequence longer than `max_tokens` is a
+/// batch of its own.
+LENGEN_API std::vector<std::pair<size_t, size_t>> eval_batches(const std::vector<int64_t>& lengths,
+                                                               int64_t max_sequences,
+                                                               int64_t max_tokens);
+
 /// 95% Wilson score interval for k successes out of n.
 LENGEN_API std::pair<double, double> wilson_interval(int64_t k, int64_t n);
 
@@ -111,19 +121,22 @@ LENGEN_API bool answer_match(const Example& ex, const std::vector<int64_t>& resp
 /// model's layout (Objective): a greedy decode reproduces the reference exactly iff at every
 /// response position the argmax of the logits given the reference prefix is the reference
 /// token (then the decode's prefixes are the reference's prefixes, by induction). Examples
-/// are bucketed by length.
+/// are sorted by length and cut into batches of at most `batch_size` sequences and
+/// `batch_tokens` padded tokens (eval_batches).
 LENGEN_API std::vector<bool> teacher_forced_exact_match(Transformer& model,
                                                         const Task& task,
                                                         const std::vector<Example>& examples,
                                                         const torch::Device& device,
-                                                        int64_t batch_size);
+                                                        int64_t batch_size,
+                                                        int64_t batch_tokens = 0);
 
 /// The same pass, saying for each example where it first goes wrong (position -1: correct).
 LENGEN_API std::vector<FirstError> teacher_forced_first_errors(Transformer& model,
                                                                const Task& task,
                                                                const std::vector<Example>& examples,
                                                                const torch::Device& device,
-                                                               int64_t batch_size);
+                                                               int64_t batch_size,
+                                                               int64_t batch_tokens = 0);
 
 /// Greedy KV-cached decoding of one prompt per row (all prompts the same length), for the
 /// autoregressive architectures (decoder; encoder_decoder: the encoder reads the prompt and
