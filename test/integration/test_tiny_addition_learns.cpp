@@ -140,7 +140,7 @@ TEST_CASE("integration: a tiny coupled model learns addition; verdicts agree", "
   }
   CHECK(alone_correct > 0);
   CHECK(alone_correct < static_cast<int64_t>(mixed.size()));
-  for (auto [size, tokens] : std::vector<std::pair<int64_t, int64_t>>{{64, 0}, {1000, 0}, {1000, 100}, {7, 64}}) {
+  for (auto [size, tokens] : std::vector<std::pair<int64_t, int64_t>>{{64, 0}, {1000, int64_t{1} << 30}, {1000, 100}, {7, 64}}) {
     INFO("batch_size " << size << ", batch_tokens " << tokens);
     auto got = teacher_forced_first_errors(model, *exp.task, mixed, torch::kCPU, size, tokens);
     for (size_t i = 0; i < mixed.size(); ++i) {

@@ -296,6 +296,20 @@ TEST_CASE("eval: batches hold at most batch_size sequences and batch_tokens padd
     CHECK(next == ls.size());
   }
   CHECK_THROWS_WITH(eval_batches({2, 1}, 4, 0), Contains("ascending"));
+  // eval.batch_tokens: 0 is by device and model, anything else is taken as given. On the CPU
+  // the widest float32 activation per token stays within 16 MiB: 4 heads -> 1024 floats of
+  // scores per token (the multi-operand -cpu model, d_model 256, d_ff 512): 4096 tokens;
+  // the quickstart's (2 heads, d_model 64, d_ff 256): 512 -> 8192; a GEGLU paper-scale model
+  // (16 heads, d_model 1024, d_ff 4096 per gate input): 8192 -> 512.
+  ModelConfig m;
+  m.heads = 4, m.d_model = 256, m.d_ff = 512;
+  CHECK(eval_batch_tokens(0, torch::kCPU, m) == 4096);
+  m.heads = 2, m.d_model = 64, m.d_ff = 256;
+  CHECK(eval_batch_tokens(0, torch::kCPU, m) == 8192);
+  m.heads = 16, m.d_model = 1024, m.d_ff = 4096, m.activation = "geglu";
+  CHECK(eval_batch_tokens(0, torch::kCPU, m) == 512);
+  CHECK(eval_batch_tokens(0, torch::Device(torch::kCUDA, 0), m) == kGpuEvalBatchTokens);
+  CHECK(eval_batch_tokens(100, torch::Device(torch::kCUDA, 0), m) == 100);
 }
 
 TEST_CASE("eval: a decode that runs past the position tables is a wrong answer, not an error", "[eval]") {

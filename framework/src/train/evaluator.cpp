@@ -27,9 +27,10 @@ ComponentSpec EvalConfig::schema() {
            O::integer("samples", "samples per cell").with_default(int64_t{1000}).at_least(1),
            O::integer("batch_size", "at most this many sequences per forward pass (or decode)")
                .with_default(int64_t{256}).at_least(1),
-           O::integer("batch_tokens", "at most this many padded tokens (sequences x the longest) per forward pass; "
-                      "0: no cap. Sequences are sorted by length first; on a GPU raise both")
-               .with_default(int64_t{65536}).at_least(0),
+           O::integer("batch_tokens", "at most this many padded tokens (sequences x the longest) per forward pass, "
+                      "samples sorted by length; 0: by device (GPU: 131072; CPU: what keeps the widest activation within "
+                      "16 MiB, e.g. 4096 for d_model 256)")
+               .with_default(int64_t{0}).at_least(0),
            O::integer("seed", "evaluation data seed (independent of the training seed)").with_default(int64_t{1234}).at_least(0),
            O::boolean("greedy_decode", "decide exact match by KV-cached greedy decoding instead of the equivalent "
                       "teacher-forced check").with_default(false),
@@ -228,6 +229,19 @@ std::vector<std::pair<size_t, size_t>> eval_batches(const std::vector<int64_t>& 
   return out;
 }
 
+int64_t eval_batch_tokens(int64_t configured, const torch::Device& device, const ModelConfig& model) {
+  if (configured > 0) {
+    return configured;
+  }
+  if (!device.is_cpu()) {
+    return kGpuEvalBatchTokens;
+  }
+  const bool gated = model.activation == "geglu" || model.activation == "swiglu";
+  const int64_t widest = std::max({3 * model.heads * model.head_dim(), (gated ? 2 : 1) * model.d_ff,
+                                   int64_t{256} * model.heads});
+  return std::max<int64_t>(1, kCpuEvalBatchBytes / (4 * widest));
+}
+
 namespace {
 
 // The order that sorts examples by length (stable) and its batches (eval_batches).
@@ -264,7 +278,7 @@ std::vector<FirstError> teacher_forced_first_errors(Transformer& model,
   auto objective = objective_for(model);
   std::vector<FirstError> out(examples.size());
   // Sorted by length so that a batch pads little.
-  const BatchPlan plan = plan_batches(examples, batch_size, batch_tokens);
+  const BatchPlan plan = plan_batches(examples, batch_size, eval_batch_tokens(batch_tokens, device, model->config()));
   const auto& order = plan.order;
   for (const auto& [begin, end] : plan.batches) {
     std::vector<Example> chunk;
@@ -376,7 +390,7 @@ std::vector<CellResult> evaluate_grid(
     if (cfg.greedy_decode || answer || breakdown) {
       auto objective = objective_for(model);
       // A cell's counts do not depend on the order, so decode sorted by length too.
-      const BatchPlan plan = plan_batches(examples, cfg.batch_size, cfg.batch_tokens);
+      const BatchPlan plan = plan_batches(examples, cfg.batch_size, eval_batch_tokens(cfg.batch_tokens, device, model->config()));
       for (const auto& [b, e] : plan.batches) {
         std::vector<Example> chunk;
         for (size_t i = b; i < e; ++i) {

@@ -151,7 +151,7 @@ class Bench : public Command {
                      {"cells", cells.size()},
                      {"samples_per_cell", exp.eval.samples},
                      {"eval_batch_size", exp.eval.batch_size},
-                     {"eval_batch_tokens", exp.eval.batch_tokens},
+                     {"eval_batch_tokens", eval_batch_tokens(exp.eval.batch_tokens, device, model->config())},
                      {"samples", samples},
                      {"tokens", tokens},
                      {"seconds", seconds},

@@ -18,8 +18,9 @@ struct LENGEN_API EvalConfig {
   std::map<std::string, std::vector<int64_t>> grid;  ///< axis -> values (from [lo, hi])
   int64_t samples = 1000;     ///< per cell
   int64_t batch_size = 256;   ///< at most this many sequences per forward pass (or decode)
-  /// ... and at most this many padded tokens (sequences x the longest); 0: no token cap.
-  int64_t batch_tokens = 65536;
+  /// ... and at most this many padded tokens (sequences x the longest); 0: by device and
+  /// model (eval_batch_tokens).
+  int64_t batch_tokens = 0;
   uint64_t seed = 1234;       ///< evaluation data seed, independent of the training seed
   bool greedy_decode = false; ///< true KV-cached decoding instead of the teacher-forced check
   /// "response": exact match of the whole response, scratchpad and EOS included (the papers'
@@ -103,6 +104,16 @@ LENGEN_API std::vector<std::pair<size_t, size_t>> eval_batches(const std::vector
                                                                int64_t max_sequences,
                                                                int64_t max_tokens);
 
+/// The token cap of an evaluation batch: `configured` when positive, else by device. On the
+/// CPU it keeps the pass's widest activation per token (fused q/k/v, the feed-forward's hidden
+/// layer, a 256-key block of attention scores per head) within kCpuEvalBatchBytes in float32:
+/// such batches stay in cache and reuse the heap, where larger ones are mapped and faulted in
+/// afresh on every pass (glibc maps allocations over 32 MiB) and run several times slower. On
+/// a GPU: kGpuEvalBatchTokens, large batches that fill the device.
+constexpr int64_t kCpuEvalBatchBytes = int64_t{16} << 20;
+constexpr int64_t kGpuEvalBatchTokens = 131072;
+LENGEN_API int64_t eval_batch_tokens(int64_t configured, const torch::Device& device, const ModelConfig& model);
+
 /// 95% Wilson score interval for k successes out of n.
 LENGEN_API std::pair<double, double> wilson_interval(int64_t k, int64_t n);
 
@@ -122,7 +133,7 @@ LENGEN_API bool answer_match(const Example& ex, const std::vector<int64_t>& resp
 /// response position the argmax of the logits given the reference prefix is the reference
 /// token (then the decode's prefixes are the reference's prefixes, by induction). Examples
 /// are sorted by length and cut into batches of at most `batch_size` sequences and
-/// `batch_tokens` padded tokens (eval_batches).
+/// `batch_tokens` padded tokens (eval_batches; 0: by device and model, eval_batch_tokens).
 LENGEN_API std::vector<bool> teacher_forced_exact_match(Transformer& model,
                                                         const Task& task,
                                                         const std::vector<Example>& examples,
