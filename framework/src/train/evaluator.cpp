@@ -244,26 +244,36 @@ int64_t eval_batch_tokens(int64_t configured, const torch::Device& device, const
 
 namespace {
 
-// The order that sorts examples by length (stable) and its batches (eval_batches).
+// The order that sorts examples by length (stable) and its batches (eval_batches, the token
+// cap resolved by eval_batch_tokens).
 struct BatchPlan {
   std::vector<size_t> order;
   std::vector<std::pair<size_t, size_t>> batches;
-};
 
-BatchPlan plan_batches(const std::vector<Example>& examples, int64_t batch_size, int64_t batch_tokens) {
-  BatchPlan p;
-  p.order.resize(examples.size());
-  std::iota(p.order.begin(), p.order.end(), 0);
-  std::stable_sort(p.order.begin(), p.order.end(),
-                   [&](size_t a, size_t b) { return examples[a].length() < examples[b].length(); });
-  std::vector<int64_t> lengths;
-  lengths.reserve(examples.size());
-  for (size_t i : p.order) {
-    lengths.push_back(examples[i].length());
+  BatchPlan(const std::vector<Example>& examples, int64_t batch_size, int64_t batch_tokens,
+            const torch::Device& device, Transformer& model)
+      : order(examples.size()) {
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return examples[a].length() < examples[b].length(); });
+    std::vector<int64_t> lengths;
+    lengths.reserve(examples.size());
+    for (size_t i : order) {
+      lengths.push_back(examples[i].length());
+    }
+    batches = eval_batches(lengths, batch_size, eval_batch_tokens(batch_tokens, device, model->config()));
   }
-  p.batches = eval_batches(lengths, batch_size, batch_tokens);
-  return p;
-}
+
+  // The examples of one batch, in its order.
+  std::vector<Example> chunk(const std::vector<Example>& examples, const std::pair<size_t, size_t>& batch) const {
+    std::vector<Example> out;
+    out.reserve(batch.second - batch.first);
+    for (size_t i = batch.first; i < batch.second; ++i) {
+      out.push_back(examples[order[i]]);
+    }
+    return out;
+  }
+};
 
 }  // namespace
 
@@ -278,13 +288,11 @@ std::vector<FirstError> teacher_forced_first_errors(Transformer& model,
   auto objective = objective_for(model);
   std::vector<FirstError> out(examples.size());
   // Sorted by length so that a batch pads little.
-  const BatchPlan plan = plan_batches(examples, batch_size, eval_batch_tokens(batch_tokens, device, model->config()));
+  const BatchPlan plan(examples, batch_size, batch_tokens, device, model);
   const auto& order = plan.order;
-  for (const auto& [begin, end] : plan.batches) {
-    std::vector<Example> chunk;
-    for (size_t i = begin; i < end; ++i) {
-      chunk.push_back(examples[order[i]]);
-    }
+  for (const auto& batch : plan.batches) {
+    const auto [begin, end] = batch;
+    std::vector<Example> chunk = plan.chunk(examples, batch);
     Batch b = objective->make_batch(task, chunk).to(device);
     // Only the positions from the first scored one on (no target before it is checked).
     const int64_t from = b.first_scored, rows = b.targets.size(1) - from;
@@ -390,12 +398,9 @@ std::vector<CellResult> evaluate_grid(
     if (cfg.greedy_decode || answer || breakdown) {
       auto objective = objective_for(model);
       // A cell's counts do not depend on the order, so decode sorted by length too.
-      const BatchPlan plan = plan_batches(examples, cfg.batch_size, eval_batch_tokens(cfg.batch_tokens, device, model->config()));
-      for (const auto& [b, e] : plan.batches) {
-        std::vector<Example> chunk;
-        for (size_t i = b; i < e; ++i) {
-          chunk.push_back(examples[plan.order[i]]);
-        }
+      const BatchPlan plan(examples, cfg.batch_size, cfg.batch_tokens, device, model);
+      for (const auto& batch : plan.batches) {
+        std::vector<Example> chunk = plan.chunk(examples, batch);
         auto responses = objective->decode(model, task, chunk, device);
         for (size_t i = 0; i < chunk.size(); ++i) {
           const Example& ex = chunk[i];

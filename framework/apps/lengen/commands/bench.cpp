@@ -80,19 +80,19 @@ class Bench : public Command {
     const double mean_padded = static_cast<double>(padded) / static_cast<double>(ms.size());
     nlohmann::json j = header(exp, model, device, threads);
     j.update({{"batch_size", exp.train.batch_size},
-                     {"buckets", exp.train.buckets},
-                     {"tokens_per_step", mean_tokens},
-                     {"padded_tokens_per_step", mean_padded},
-                     {"steps", steps_},
-                     {"median_ms_per_step", median},
-                     {"median_data_ms_per_step", data_ms[data_ms.size() / 2]},
-                     {"min_ms_per_step", sorted.front()},
-                     {"max_ms_per_step", sorted.back()},
-                     {"tokens_per_s", mean_tokens / (median / 1000.0)},
-                     {"flops_per_step", flops / static_cast<double>(ms.size())},
-                     {"tflops_per_s", flops / static_cast<double>(ms.size()) / (median / 1000.0) / 1e12},
-                     {"padded_tflops_per_s",
-                      padded_flops / static_cast<double>(ms.size()) / (median / 1000.0) / 1e12}});
+              {"buckets", exp.train.buckets},
+              {"tokens_per_step", mean_tokens},
+              {"padded_tokens_per_step", mean_padded},
+              {"steps", steps_},
+              {"median_ms_per_step", median},
+              {"median_data_ms_per_step", data_ms[data_ms.size() / 2]},
+              {"min_ms_per_step", sorted.front()},
+              {"max_ms_per_step", sorted.back()},
+              {"tokens_per_s", mean_tokens / (median / 1000.0)},
+              {"flops_per_step", flops / static_cast<double>(ms.size())},
+              {"tflops_per_s", flops / static_cast<double>(ms.size()) / (median / 1000.0) / 1e12},
+              {"padded_tflops_per_s",
+               padded_flops / static_cast<double>(ms.size()) / (median / 1000.0) / 1e12}});
     if (peak_tflops_ > 0) {
       j["peak_tflops"] = peak_tflops_;
       j["fraction_of_peak"] = j["tflops_per_s"].get<double>() / peak_tflops_;
@@ -148,16 +148,16 @@ class Bench : public Command {
     }
     nlohmann::json j = header(exp, model, device, threads);
     j.update({{"metric", metric_description(exp.eval)},
-                     {"cells", cells.size()},
-                     {"samples_per_cell", exp.eval.samples},
-                     {"eval_batch_size", exp.eval.batch_size},
-                     {"eval_batch_tokens", eval_batch_tokens(exp.eval.batch_tokens, device, model->config())},
-                     {"samples", samples},
-                     {"tokens", tokens},
-                     {"seconds", seconds},
-                     {"slowest_cell_seconds", slowest},
-                     {"samples_per_s", static_cast<double>(samples) / seconds},
-                     {"tokens_per_s", static_cast<double>(tokens) / seconds}});
+              {"cells", cells.size()},
+              {"samples_per_cell", exp.eval.samples},
+              {"eval_batch_size", exp.eval.batch_size},
+              {"eval_batch_tokens", eval_batch_tokens(exp.eval.batch_tokens, device, model->config())},
+              {"samples", samples},
+              {"tokens", tokens},
+              {"seconds", seconds},
+              {"slowest_cell_seconds", slowest},
+              {"samples_per_s", static_cast<double>(samples) / seconds},
+              {"tokens_per_s", static_cast<double>(tokens) / seconds}});
     fmt::print("{}\n", j.dump(2));
     return 0;
   }
