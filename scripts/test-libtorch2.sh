@@ -14,7 +14,7 @@ root=${LENGEN_TRIXIE_ROOT:-/var/cache/lengen/trixie-root}
 mirror=${LENGEN_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 build=${LENGEN_TRIXIE_BUILD:-/build}
 # setup.sh's packages (Slurm left out: its test reports itself skipped).
-packages=(build-essential cmake ninja-build ccache libtorch-dev libopenblas0-openmp libyaml-cpp-dev libfmt-dev
+packages=(build-essential clang cmake ninja-build ccache libtorch-dev libopenblas0-openmp libyaml-cpp-dev libfmt-dev
           libspdlog-dev catch2 libcli11-dev nlohmann-json3-dev python3-matplotlib python3-numpy)
 
 if [[ $(id -u) -ne 0 ]]; then
@@ -39,9 +39,21 @@ done
 mount --bind "$repo" "$root/src"
 mount -t proc proc "$root/proc"
 trap 'umount -l "$root/proc"; umount -l "$root/src"' EXIT
-chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root CI="${CI:-}" /bin/bash -c "
+in_root() { chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root CI="${CI:-}" "$@"; }
+# A root made before a package joined the list gets it now (e.g. clang); the rest is kept.
+mapfile -t missing < <(in_root /bin/bash -c '
+  for p in "$@"; do
+    dpkg-query -W -f="\${Status}" "$p" 2>/dev/null | grep -q "install ok installed" || echo "$p"
+  done' _ "${packages[@]}")
+if ((${#missing[@]} > 0)); then
+  echo "test-libtorch2: installing ${missing[*]} into $root"
+  cp /etc/resolv.conf "$root/etc/resolv.conf" 2> /dev/null || true
+  in_root /bin/bash -c 'export DEBIAN_FRONTEND=noninteractive; apt-get update -qq &&
+    apt-get install -y -qq --no-install-recommends "$@"' _ "${missing[@]}"
+fi
+in_root /bin/bash -c "
   set -euo pipefail
-  echo \"test-libtorch2: \$(dpkg-query -W -f='libtorch-dev \${Version}' libtorch-dev)\"
-  cmake -G Ninja -S /src -B $build -DCMAKE_BUILD_TYPE=Release > /dev/null
+  echo \"test-libtorch2: \$(dpkg-query -W -f='libtorch-dev \${Version}' libtorch-dev), \$(clang++ --version | head -1)\"
+  cmake -G Ninja -S /src -B $build -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++ > /dev/null
   cmake --build $build
   ctest --test-dir $build --output-on-failure $*"

@@ -48,7 +48,7 @@ class Abc final : public lengen::PositionScheme {
     path_ = (p.is_absolute() || ctx.run_dir.empty() ? p : fs::path(ctx.run_dir) / p).string();
     // The file is written by a stage of the same run, which may not have run yet when the
     // experiment is validated: read it now if it is there, else at first use.
-    if (fs::exists(path_)) load();
+    if (fs::exists(path_)) load_bias();
   }
 
   uint32_t hooks() const override { return lengen::kHookAdditiveBias; }
@@ -58,7 +58,7 @@ class Abc final : public lengen::PositionScheme {
     const bool cross = ctx.kind == AttentionKind::kCross;
     if (ctx.kind == AttentionKind::kBidirectionalSelf || !(cross ? cross_ : self_)) return {};
     if (!layers_.empty() && std::find(layers_.begin(), layers_.end(), ctx.layer) == layers_.end()) return {};
-    if (!loaded_) load();
+    if (!loaded_) load_bias();
     const auto& lines = cross ? cross_lines_ : self_lines_;
     if (lines.empty()) return {};
     // Each sample's real key count: right-anchored lines align with its last real key.
@@ -96,7 +96,7 @@ class Abc final : public lengen::PositionScheme {
     return b;
   }
 
-  void load() {
+  void load_bias() {
     if (!fs::exists(path_)) {
       throw lengen::Error(fmt::format("abc: bias file {} not found; run the `calibrate` stage first or point "
                                       "position[].bias at its abc.safetensors",

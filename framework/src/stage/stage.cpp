@@ -67,9 +67,9 @@ const char* kMarker = "stage.json";
 // ---------------------------------------------------------------------------------------
 // StageContext
 
-StageContext::StageContext(const Experiment& root, const std::vector<StageSpec>& stages, size_t index,
-                           std::string run_dir, bool resume, bool implicit)
-    : root_(root), stages_(stages), index_(index), run_dir_(std::move(run_dir)), resume_(resume), implicit_(implicit) {
+StageContext::StageContext(const std::vector<StageSpec>& stages, size_t index, std::string run_dir, bool resume,
+                           bool implicit)
+    : stages_(stages), index_(index), run_dir_(std::move(run_dir)), resume_(resume), implicit_(implicit) {
   LENGEN_CHECK(index_ < stages_.size(), "stage index {} out of range", index_);
   dir_ = implicit_ ? run_dir_ : (fs::path(run_dir_) / "stages" / stages_[index_].name).string();
   fs::create_directories(dir_);
@@ -309,7 +309,7 @@ void run_experiment(const Experiment& exp, const RunOptions& options) {
     }
     const auto& entry = stage_registry().lookup(st.kind, st.node);
     std::shared_ptr<Stage> stage = entry.make(st.options, StageInfo{st.name});
-    StageContext ctx(exp, stages, i, dir, options.resume, implicit);
+    StageContext ctx(stages, i, dir, options.resume, implicit);
     stage->run(ctx);
     if (!implicit) {
       nlohmann::json done{{"name", st.name}, {"kind", st.kind}, {"finished", static_cast<int64_t>(std::time(nullptr))}};

@@ -48,7 +48,7 @@ class LENGEN_API StageContext {
  public:
   /// The context of stage `index` of `stages` (the experiment's, or the implicit train and
   /// eval stages of an experiment without `stages:`, whose folder is RUN itself).
-  StageContext(const Experiment& root, const std::vector<StageSpec>& stages, size_t index, std::string run_dir,
+  StageContext(const std::vector<StageSpec>& stages, size_t index, std::string run_dir,
                bool resume, bool implicit = false);
 
   /// The experiment as this stage sees it (the file's sections with the stage's overrides).
@@ -78,7 +78,6 @@ class LENGEN_API StageContext {
                             const std::vector<std::pair<std::string, torch::Tensor>>& tensors) const;
 
  private:
-  const Experiment& root_;
   const std::vector<StageSpec>& stages_;
   size_t index_;
   std::string run_dir_, dir_;
