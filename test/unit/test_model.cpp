@@ -48,6 +48,34 @@ TEST_CASE("model: RMSNorm and LayerNorm", "[model]") {
   CHECK(test::max_abs_diff(book(x), expect) < 1e-12);
 }
 
+TEST_CASE("model: RMSNorm's written-out gradient equals autograd's", "[model]") {
+  torch::manual_seed(11);
+  const double eps = 1e-6;
+  Norm rms("rmsnorm", 8, eps);
+  rms->to(torch::kFloat64);
+  auto& w = rms->named_parameters()["weight"];
+  {
+    torch::NoGradGuard no_grad;
+    w.copy_(torch::randn({8}, torch::kFloat64));  // not all ones, so weight terms matter
+  }
+  // Rows of very different scales (one near zero, where eps counts).
+  auto x = (torch::randn({3, 5, 8}, torch::kFloat64) *
+            torch::tensor({1e-4, 1.0, 30.0}, torch::kFloat64).view({3, 1, 1}))
+               .set_requires_grad(true);
+  auto x_ref = x.detach().clone().set_requires_grad(true);
+  auto w_ref = w.detach().clone().set_requires_grad(true);
+  auto g = torch::randn({3, 5, 8}, torch::kFloat64);
+  auto y = rms(x);
+  auto y_ref = x_ref * torch::rsqrt(x_ref.pow(2).mean(-1, true) + eps) * w_ref;
+  CHECK(test::max_abs_diff(y, y_ref) < 1e-12);
+  (y * g).sum().backward();
+  (y_ref * g).sum().backward();
+  INFO("|dx| " << x.grad().abs().max().item<double>() << ", |dw| " << w.grad().abs().max().item<double>());
+  CHECK(x.grad().abs().max().item<double>() > 1e-3);
+  CHECK(test::max_abs_diff(x.grad(), x_ref.grad()) < 1e-9 * x_ref.grad().abs().max().item<double>());
+  CHECK(test::max_abs_diff(w.grad(), w_ref.grad()) < 1e-12 * (1 + w_ref.grad().abs().max().item<double>()));
+}
+
 TEST_CASE("model: parameter names and shapes follow the documented layout", "[model]") {
   ModelConfig c = base();
   c.d_head = 10;  // independent of d_model / heads

@@ -7,6 +7,7 @@
 #include "lengen/train/evaluator.h"
 #include "lengen/train/flops.h"
 #include "lengen/train/objective.h"
+#include "lengen/train/op_count.h"
 #include "lengen/train/tensorboard.h"
 #include "lengen/train/trainer.h"
 
@@ -126,6 +127,7 @@ TEST_CASE("train: Adam and AdamW match LibTorch's implementations", "[train]") {
       auto target_u = torch::randn({5}, torch::kFloat64);
       for (int s = 0; s < 25; ++s) {
         mine.zero_grad();
+        CHECK_FALSE(a.grad().defined());  // unset, so the backward below does not add to zeros
         ref->zero_grad();
         ((a - target).pow(3).abs().sum() + (au - target_u).pow(2).sum()).backward();
         ((b - target).pow(3).abs().sum() + (bu - target_u).pow(2).sum()).backward();
@@ -138,6 +140,45 @@ TEST_CASE("train: Adam and AdamW match LibTorch's implementations", "[train]") {
       CHECK(mine.steps_taken() == 25);
     }
   }
+}
+
+TEST_CASE("train: the operator counter counts kernels, not views or composites", "[train]") {
+  auto a = torch::randn({4, 3}).set_requires_grad(true);
+  auto w = torch::randn({5, 3});
+  auto b = torch::randn({4, 3});
+  std::map<std::string, int64_t> seen;
+  int64_t total = 0;
+  {
+    OpCounter counter;
+    auto views = a.view({3, 4}).t().narrow(0, 0, 2).unsqueeze(0);  // views: no kernel
+    auto sum = a + b;                                               // 1: add
+    auto y = torch::linear(sum, w);                                 // composite: its GEMM
+    auto s = y.sum();                                               // 1: sum
+    (void)s.item<double>();                                         // a read-back, no kernel
+    s.backward();                                                   // on another thread maybe
+    total = counter.kernels();
+    seen = counter.by_name();
+  }
+  std::string listed;
+  for (const auto& [name, n] : seen) listed += fmt::format("{} {}, ", name, n);
+  INFO(listed);
+  CHECK(seen["aten::add"] >= 1);
+  CHECK(seen["aten::sum"] == 1);
+  CHECK(seen.count("aten::linear") == 0);
+  CHECK(seen["aten::mm"] + seen["aten::addmm"] + seen["aten::matmul"] >= 2);  // forward and dx
+  for (const char* no_kernel : {"aten::view", "aten::t", "aten::narrow", "aten::unsqueeze",
+                                "aten::transpose", "aten::empty", "aten::_local_scalar_dense",
+                                "aten::item"}) {
+    CHECK(seen.count(no_kernel) == 0);
+  }
+  CHECK(total < 20);
+  // Nothing is counted once the counter is gone, and a new one starts from zero.
+  auto c = a + b;
+  OpCounter again;
+  CHECK(again.kernels() == 0);
+  c = c * 2;
+  CHECK(again.kernels() == 1);
+  CHECK_THROWS_WITH(OpCounter(), Catch::Contains("one OpCounter"));
 }
 
 TEST_CASE("train: gradient clipping matches LibTorch", "[train]") {

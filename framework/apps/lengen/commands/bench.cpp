@@ -5,6 +5,7 @@
 #include "lengen/core/version.h"
 #include "lengen/train/evaluator.h"
 #include "lengen/train/flops.h"
+#include "lengen/train/op_count.h"
 #include "lengen/train/trainer.h"
 
 #include <nlohmann/json.hpp>
@@ -72,6 +73,19 @@ class Bench : public Command {
         }
       }
     }
+    // One more step, untimed, with every operator observed: kernels per step.
+    int64_t kernels = 0;
+    std::vector<std::pair<int64_t, std::string>> top;
+    {
+      std::vector<Batch> batches = trainer.batches_for_step(warmup_ + steps_);
+      OpCounter counter;
+      trainer.step(batches, warmup_ + steps_);
+      if (device.is_cuda()) torch::cuda::synchronize();
+      kernels = counter.kernels();
+      for (const auto& [name, n] : counter.by_name()) top.emplace_back(n, name);
+      std::sort(top.rbegin(), top.rend());
+      top.resize(std::min<size_t>(top.size(), 10));
+    }
     std::vector<double> sorted = ms;
     std::sort(sorted.begin(), sorted.end());
     std::sort(data_ms.begin(), data_ms.end());
@@ -87,12 +101,15 @@ class Bench : public Command {
               {"median_ms_per_step", median},
               {"median_data_ms_per_step", data_ms[data_ms.size() / 2]},
               {"min_ms_per_step", sorted.front()},
+              {"kernels_per_step", kernels},
+              {"top_kernels", nlohmann::json::array()},
               {"max_ms_per_step", sorted.back()},
               {"tokens_per_s", mean_tokens / (median / 1000.0)},
               {"flops_per_step", flops / static_cast<double>(ms.size())},
               {"tflops_per_s", flops / static_cast<double>(ms.size()) / (median / 1000.0) / 1e12},
               {"padded_tflops_per_s",
                padded_flops / static_cast<double>(ms.size()) / (median / 1000.0) / 1e12}});
+    for (const auto& [n, name] : top) j["top_kernels"].push_back({name, n});
     if (peak_tflops_ > 0) {
       j["peak_tflops"] = peak_tflops_;
       j["fraction_of_peak"] = j["tflops_per_s"].get<double>() / peak_tflops_;

@@ -43,6 +43,19 @@ inline torch::Tensor fused_attention(const torch::Tensor& q,
 #endif
 }
 
+/// Multiplies every tensor of `tensors` in place by `scale`, a 0-dim tensor on their device
+/// (read there, not on the host): one multi-tensor call where LibTorch has the overload (2.1
+/// and later), else one call per tensor. The same arithmetic either way.
+inline void foreach_mul_(const std::vector<torch::Tensor>& tensors, const torch::Tensor& scale) {
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
+  at::_foreach_mul_(tensors, scale);
+#else
+  for (const auto& t : tensors) {
+    t.mul_(scale);
+  }
+#endif
+}
+
 /// One fused Adam (decoupled: AdamW) update of every parameter, its moments updated in place,
 /// at step `step` (1-based): the same arithmetic as the multi-tensor update, in one kernel
 /// per group of tensors. Returns false (nothing done) where LibTorch has no fused update on

@@ -54,6 +54,7 @@ class LENGEN_API Optimizer {
   Optimizer(const TrainConfig& cfg, std::vector<std::pair<std::string, torch::Tensor>> params);
   /// One update with learning rate `lr` using the parameters' .grad().
   void step(double lr);
+  /// Unsets every gradient (set to none, as PyTorch 2.x does by default).
   void zero_grad();
   /// State tensors as "optimizer.exp_avg.<param>", "optimizer.exp_avg_sq.<param>".
   std::vector<std::pair<std::string, torch::Tensor>> state() const;

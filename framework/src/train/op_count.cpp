@@ -1,0 +1,107 @@
+// OpCounter: RecordFunction observers that count leaf, non-view operators.
+#include "lengen/train/op_count.h"
+
+#include "lengen/core/error.h"
+
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/record_function.h>
+
+#include <atomic>
+#include <mutex>
+#include <set>
+#include <unordered_map>
+#include <vector>
+
+namespace lengen {
+namespace {
+
+// Callbacks are plain function pointers, so their state is global: one counter at a time.
+std::atomic<bool> g_active{false};
+std::mutex g_mutex;
+std::map<std::string, int64_t> g_counts;             // guarded by g_mutex
+std::unordered_map<std::string, bool> g_is_kernel;   // guarded by g_mutex: per operator
+thread_local std::vector<bool> t_inside;             // per open operator: inside a counted one
+
+// An operator with its own CPU or CUDA kernel (not a composite of others) that computes a
+// tensor: not a view (a result aliasing an input without writing it), not an allocation.
+bool is_kernel_locked(const c10::OperatorName& op) {
+  const std::string key = op.name + "." + op.overload_name;
+  auto it = g_is_kernel.find(key);
+  if (it != g_is_kernel.end()) {
+    return it->second;
+  }
+  static const std::set<std::string> kAllocation = {"aten::empty", "aten::empty_strided",
+                                                    "aten::resize_"};
+  bool kernel = false;
+  auto handle = c10::Dispatcher::singleton().findSchema(op);
+  if (handle && kAllocation.count(op.name) == 0 &&
+      (handle->hasKernelForDispatchKey(c10::DispatchKey::CPU) ||
+       handle->hasKernelForDispatchKey(c10::DispatchKey::CUDA))) {
+    const auto& returns = handle->schema().returns();
+    kernel = returns.empty();  // a void in-place operator, e.g. _foreach_add_
+    if (!returns.empty()) {
+      const auto* alias = returns[0].alias_info();
+      const auto kind = returns[0].type()->kind();
+      kernel = (alias == nullptr || alias->isWrite()) &&
+               (kind == c10::TypeKind::TensorType || kind == c10::TypeKind::ListType);
+    }
+  }
+  g_is_kernel.emplace(key, kernel);
+  return kernel;
+}
+
+std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
+  const bool parent_inside = !t_inside.empty() && t_inside.back();
+  bool counted = false;
+  if (!parent_inside) {
+    if (const auto op = fn.operator_name()) {
+      std::lock_guard<std::mutex> lock(g_mutex);
+      counted = is_kernel_locked(*op);
+      if (counted) {
+        ++g_counts[op->name];
+      }
+    }
+  }
+  t_inside.push_back(parent_inside || counted);
+  return nullptr;
+}
+
+void on_end(const at::RecordFunction& /*fn*/, at::ObserverContext* /*ctx*/) {
+  if (!t_inside.empty()) {  // empty: started before the counter existed
+    t_inside.pop_back();
+  }
+}
+
+}  // namespace
+
+OpCounter::OpCounter() {
+  LENGEN_CHECK(!g_active.exchange(true), "internal: only one OpCounter may exist at a time");
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    g_counts.clear();
+  }
+  handle_ = at::addGlobalCallback(at::RecordFunctionCallback(on_start, on_end)
+                                      .scopes({at::RecordScope::FUNCTION,
+                                               at::RecordScope::BACKWARD_FUNCTION}));
+}
+
+OpCounter::~OpCounter() {
+  at::removeCallback(handle_);
+  g_active = false;
+}
+
+int64_t OpCounter::kernels() const {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  int64_t n = 0;
+  for (const auto& [name, count] : g_counts) {
+    n += count;
+  }
+  return n;
+}
+
+std::map<std::string, int64_t> OpCounter::by_name() const {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return g_counts;
+}
+
+}  // namespace lengen
