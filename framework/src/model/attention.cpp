@@ -94,14 +94,16 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionInpu
       auto kv = kv_(in.memory)                               // [B, S, 2*H*D]
                     .view({B, S, 2, heads_, head_dim_})      // [B, S, 2, H, D]
                     .permute({2, 0, 3, 1, 4});               // [2, B, H, S, D]
-      k = kv[0];
-      v = kv[1];
+      auto kv_parts = kv.unbind(0);  // one gradient kernel (stack), not one per part
+      k = kv_parts[0];
+      v = kv_parts[1];
     }
   } else {
     auto qkv = qkv_(x)                                 // [B, T, 3*H*D]
                    .view({B, T, 3, heads_, head_dim_})  // [B, T, 3, H, D]
                    .permute({2, 0, 3, 1, 4});           // [3, B, H, T, D]
-    q = qkv[0], k = qkv[1], v = qkv[2];                 // [B, H, T, D]
+    auto parts = qkv.unbind(0);  // one gradient kernel (stack), not one per part
+    q = parts[0], k = parts[1], v = parts[2];  // [B, H, T, D]
     offset = cached ? in.cache_k->size(2) : 0;
   }
 

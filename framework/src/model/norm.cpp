@@ -1,12 +1,13 @@
 // Normalisation: LayerNorm, RMSNorm, TAOTP's LayerNorm (eps on the standard deviation) or none
 // (the identity, for hand-set constructions without normalisation).
+#include "lengen/core/torch_compat.h"
 #include "lengen/model/transformer.h"
 
 namespace lengen {
 namespace {
 
 // RMSNorm with its gradient written out: y = n * w, n = x * r, r = (mean(x^2) + eps)^-1/2.
-// dL/dw = sum over rows of g * n; dL/dx = r * (g w - n * mean(g w * n)). 14 kernels forward
+// dL/dw = sum over rows of g * n; dL/dx = r * (g w - n * mean(g w * n)). 13 kernels forward
 // and backward instead of the 19 autograd derives from the forward, for the same values
 // (tested against autograd). Only first derivatives: nothing in lengen differentiates twice.
 struct RmsNormFunction : torch::autograd::Function<RmsNormFunction> {
@@ -25,7 +26,7 @@ struct RmsNormFunction : torch::autograd::Function<RmsNormFunction> {
     const auto& g = grads[0];                                               // [..., C]
     auto grad_w = (g * n).reshape({-1, n.size(-1)}).sum(0).to(weight.scalar_type());  // [C]
     auto gn = g * weight;                                                   // [..., C]
-    auto grad_x = (gn - n * (gn * n).mean(-1, /*keepdim=*/true)) * inv;     // [..., C]
+    auto grad_x = torch::addcmul(gn, n, (gn * n).mean(-1, /*keepdim=*/true), -1) * inv;  // [..., C]
     return {grad_x, grad_w, torch::Tensor()};
   }
 };
@@ -48,7 +49,8 @@ torch::Tensor NormImpl::forward(const torch::Tensor& x) {
     return x;  // norm: none
   }
   if (rms_) {
-    return RmsNormFunction::apply(x, weight_, eps_);  // [..., C]
+    auto fused = compat::fused_rms_norm(x, weight_, eps_);  // CUDA on recent LibTorch
+    return fused.defined() ? fused : RmsNormFunction::apply(x, weight_, eps_);  // [..., C]
   }
   if (eps_on_std_) {
     // TAOTP (Figure 1.1): population standard deviation, epsilon added to it.

@@ -32,10 +32,14 @@ bool is_kernel_locked(const c10::OperatorName& op) {
   }
   static const std::set<std::string> kAllocation = {"aten::empty", "aten::empty_strided",
                                                     "aten::resize_"};
+  // Multi-tensor and fused operators are one launch (a few, by chunk) on CUDA; a CPU-only
+  // LibTorch registers no CUDA kernels and runs some of them as a loop of per-tensor ones.
+  const bool multi_tensor =
+      op.name.rfind("aten::_foreach_", 0) == 0 || op.name.rfind("aten::_fused_", 0) == 0;
   bool kernel = false;
   auto handle = c10::Dispatcher::singleton().findSchema(op);
   if (handle && kAllocation.count(op.name) == 0 &&
-      (handle->hasKernelForDispatchKey(c10::DispatchKey::CPU) ||
+      (multi_tensor || handle->hasKernelForDispatchKey(c10::DispatchKey::CPU) ||
        handle->hasKernelForDispatchKey(c10::DispatchKey::CUDA))) {
     const auto& returns = handle->schema().returns();
     kernel = returns.empty();  // a void in-place operator, e.g. _foreach_add_

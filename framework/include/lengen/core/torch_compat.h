@@ -15,7 +15,27 @@
 #endif
 #endif
 
+#if defined(__has_include)
+#if __has_include(<ATen/ops/_fused_rms_norm.h>)
+#define LENGEN_HAS_FUSED_RMS_NORM 1
+#endif
+#endif
+
 namespace lengen::compat {
+
+/// RMSNorm over the last dimension, x * rsqrt(mean(x^2) + eps) * weight, in PyTorch's fused
+/// CUDA kernel (one kernel forward, one backward) where this LibTorch has one: CUDA tensors
+/// and a LibTorch with `_fused_rms_norm`, which `rms_norm` calls. Returns an undefined tensor
+/// elsewhere: the caller computes it (NormImpl).
+inline torch::Tensor fused_rms_norm(const torch::Tensor& x, const torch::Tensor& weight, double eps) {
+#ifdef LENGEN_HAS_FUSED_RMS_NORM
+  if (x.is_cuda()) {
+    return at::rms_norm(x, {x.size(-1)}, weight, eps);
+  }
+#endif
+  (void)x, (void)weight, (void)eps;
+  return {};
+}
 
 /// True when this LibTorch provides at::scaled_dot_product_attention (2.0 and later).
 inline constexpr bool kHasSdpa = (TORCH_VERSION_MAJOR >= 2);

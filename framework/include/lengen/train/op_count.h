@@ -16,8 +16,8 @@ namespace lengen {
 /// operator is counted when it has its own CPU or CUDA kernel (composites such as `linear`
 /// count as the kernels they call), computes a tensor (not a view, an allocation or a scalar
 /// query) and does not run inside another counted operator (a kernel's own helpers are part
-/// of it; a CPU `_foreach_` operator counts once, as its CUDA multi-tensor launch does). One
-/// counter at a time.
+/// of it). A multi-tensor (`_foreach_`) or fused (`_fused_`) operator counts once, as its CUDA
+/// launch does, also where the CPU runs it as a loop. One counter at a time.
 class LENGEN_API OpCounter {
  public:
   OpCounter();
