@@ -154,7 +154,9 @@ TEST_CASE("train: the operator counter counts kernels, not views or composites",
     auto sum = a + b;                                               // 1: add
     auto y = torch::linear(sum, w);                                 // composite: its GEMM
     auto s = y.sum();                                               // 1: sum
+    CHECK(counter.host_reads() == 0);
     (void)s.item<double>();                                         // a read-back, no kernel
+    CHECK(counter.host_reads() == 1);
     s.backward();                                                   // on another thread maybe
     total = counter.kernels();
     seen = counter.by_name();
@@ -606,6 +608,40 @@ TEST_CASE("tensorboard: event files TensorBoard reads (TFRecord CRCs, Event prot
   test::write_text(dir.file("bad.tfevents"), raw);
   CHECK_THROWS_WITH(read_event_records(dir.file("bad.tfevents")),
                     Contains("bad.tfevents") && Contains("CRC at byte"));
+}
+
+TEST_CASE("train: a training step reads nothing back from the device", "[train]") {
+  // On a GPU every read (item(), nonzero) makes the host wait for the queued kernels. The CPU
+  // runs the same code, so counting reads here proves the step has none: every architecture,
+  // two length buckets, clipping, the non-finite check, schemes with biases and random offsets.
+  // (RPE reads its index bounds where its table is far longer than the sequences: k 4 here.)
+  const std::string arch = GENERATE(as<std::string>{}, "decoder", "encoder_decoder", "encoder");
+  const std::string position = GENERATE(as<std::string>{}, "{name: coupling, max_position: 40}",
+                                         "{name: fire}", "{name: t5_bias}", "{name: rope}",
+                                         "{name: rpe_kq, k: 4}");
+  DYNAMIC_SECTION(arch << " " << position) {
+    test::TempDir tmp;
+    test::write_text(tmp.file("exp.yaml"), "name: reads\n"
+                                           "task: {name: addition, train_digits: [1, 8]}\n"
+                                           "model: {layers: 2, heads: 2, d_model: 16, d_ff: 32, "
+                                           "norm: rmsnorm}\n"
+                                           "position: [" + position + "]\n"
+                                           "train: {steps: 10, batch_size: 12, buckets: 2, "
+                                           "grad_clip: 0.5}\n");
+    Experiment exp = Experiment::load(tmp.file("exp.yaml"), {"model.arch=" + arch});
+    Transformer model = exp.build_model(torch::kCPU);
+    Trainer t(exp.train, exp.seed, *exp.task, model, torch::kCPU, tmp.file("run"));
+    t.set_data(exp.training_data());
+    for (int64_t step = 0; step < 2; ++step) {
+      auto batches = t.batches_for_step(step);  // checks position IDs on the host, before upload
+      OpCounter counter;
+      t.step(batches, step);
+      CHECK(counter.kernels() > 50);
+      CHECK(counter.host_reads() == 0);
+      t.check_finite();  // reads, once per progress line: the counter sees it
+      CHECK(counter.host_reads() >= 1);
+    }
+  }
 }
 
 TEST_CASE("train: length buckets split by length into balanced groups", "[train][buckets]") {

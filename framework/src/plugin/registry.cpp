@@ -446,8 +446,9 @@ torch::Tensor PositionTables::random_offsets(const torch::Tensor& ids) const {
                    .unsqueeze(1);                                            // [L, 1]
   auto room = limit - max_id;                                                // [L, B]
   // On a GPU, reading `room` back would stall every training step; the Trainer checks each
-  // batch's IDs on the host before upload (check_ids), so only host tensors are checked here.
-  if (!ids.is_cuda() && room.min().item<int64_t>() < 0) {
+  // batch's IDs on the host before upload (check_ids), so only host tensors are checked here,
+  // straight from their memory (item() is how a device is read: OpCounter::host_reads).
+  if (ids.device().is_cpu() && *room.min().contiguous().data_ptr<int64_t>() < 0) {
     auto level = std::get<1>(room.min(1)).argmin().item<int64_t>();
     LENGEN_FAIL("a training sample needs position ID {} at level {} but max_position is {}",
                 max_id[level].max().item<int64_t>(), level, max_position_[level]);

@@ -7,6 +7,8 @@
 #include <ATen/record_function.h>
 
 #include <atomic>
+#include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <set>
 #include <unordered_map>
@@ -19,6 +21,8 @@ namespace {
 std::atomic<bool> g_active{false};
 std::mutex g_mutex;
 std::map<std::string, int64_t> g_counts;             // guarded by g_mutex
+std::atomic<int64_t> g_reads{0};
+bool g_trace_reads = false;  // LENGEN_TRACE_READS=1: print where each read happens
 std::unordered_map<std::string, bool> g_is_kernel;   // guarded by g_mutex: per operator
 thread_local std::vector<bool> t_inside;             // per open operator: inside a counted one
 
@@ -55,7 +59,19 @@ bool is_kernel_locked(const c10::OperatorName& op) {
 }
 
 std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
+  // The operators that hand a tensor's value (or its size) to the host: on a GPU the host
+  // waits for every kernel queued before them. A value read inside a kernel (the CPU fused
+  // Adam reads its step count) is that kernel's host tensor, not a device read; nonzero syncs
+  // wherever it runs (masked_select calls it).
+  const char* name = fn.name();
   const bool parent_inside = !t_inside.empty() && t_inside.back();
+  if ((!parent_inside && std::strcmp(name, "aten::_local_scalar_dense") == 0) ||
+      std::strcmp(name, "aten::nonzero") == 0) {
+    ++g_reads;
+    if (g_trace_reads) {
+      fmt::print(stderr, "OpCounter: host read ({}) at\n{}\n", name, c10::get_backtrace(1, 16));
+    }
+  }
   bool counted = false;
   if (!parent_inside) {
     if (const auto op = fn.operator_name()) {
@@ -84,6 +100,9 @@ OpCounter::OpCounter() {
     std::lock_guard<std::mutex> lock(g_mutex);
     g_counts.clear();
   }
+  g_reads = 0;
+  const char* trace = std::getenv("LENGEN_TRACE_READS");
+  g_trace_reads = trace != nullptr && std::string(trace) == "1";
   handle_ = at::addGlobalCallback(at::RecordFunctionCallback(on_start, on_end)
                                       .scopes({at::RecordScope::FUNCTION,
                                                at::RecordScope::BACKWARD_FUNCTION}));
@@ -102,6 +121,8 @@ int64_t OpCounter::kernels() const {
   }
   return n;
 }
+
+int64_t OpCounter::host_reads() const { return g_reads; }
 
 std::map<std::string, int64_t> OpCounter::by_name() const {
   std::lock_guard<std::mutex> lock(g_mutex);

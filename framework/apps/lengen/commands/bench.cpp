@@ -74,7 +74,7 @@ class Bench : public Command {
       }
     }
     // One more step, untimed, with every operator observed: kernels per step.
-    int64_t kernels = 0;
+    int64_t kernels = 0, reads = 0;
     std::vector<std::pair<int64_t, std::string>> top;
     {
       std::vector<Batch> batches = trainer.batches_for_step(warmup_ + steps_);
@@ -82,9 +82,10 @@ class Bench : public Command {
       trainer.step(batches, warmup_ + steps_);
       if (device.is_cuda()) torch::cuda::synchronize();
       kernels = counter.kernels();
+      reads = counter.host_reads();
       for (const auto& [name, n] : counter.by_name()) top.emplace_back(n, name);
       std::sort(top.rbegin(), top.rend());
-      top.resize(std::min<size_t>(top.size(), getenv("ALLK") ? 1000 : 10));
+      top.resize(std::min<size_t>(top.size(), 10));
     }
     std::vector<double> sorted = ms;
     std::sort(sorted.begin(), sorted.end());
@@ -102,6 +103,7 @@ class Bench : public Command {
               {"median_data_ms_per_step", data_ms[data_ms.size() / 2]},
               {"min_ms_per_step", sorted.front()},
               {"kernels_per_step", kernels},
+              {"host_reads_per_step", reads},
               {"top_kernels", nlohmann::json::array()},
               {"max_ms_per_step", sorted.back()},
               {"tokens_per_s", mean_tokens / (median / 1000.0)},

@@ -27,6 +27,13 @@ class LENGEN_API OpCounter {
 
   /// Kernels counted so far.
   int64_t kernels() const;
+  /// Reads of a tensor's value or size by the host: `item()` (`_local_scalar_dense`) outside
+  /// any counted kernel, and `nonzero` anywhere. On a GPU each makes the host wait for the
+  /// device. A CPU run takes the same code path, so the count is the GPU's (copies with
+  /// `.cpu()` are not seen; a kernel's own reads of host tensors, as in the CPU's fused Adam,
+  /// are not reads of the device).
+  /// With LENGEN_TRACE_READS=1 in the environment, each read prints its stack to stderr.
+  int64_t host_reads() const;
   /// Kernels counted so far, by operator name ("aten::mm", ...).
   std::map<std::string, int64_t> by_name() const;
 
