@@ -22,9 +22,22 @@ std::atomic<bool> g_active{false};
 std::mutex g_mutex;
 std::map<std::string, int64_t> g_counts;             // guarded by g_mutex
 std::atomic<int64_t> g_reads{0};
-bool g_trace_reads = false;  // LENGEN_TRACE_READS=1: print where each read happens
+std::atomic<bool> g_trace_reads{false};  // LENGEN_TRACE_READS=1: print where each read happens
+std::atomic<uint64_t> g_generation{0};   // one per counter: a thread's older stack is stale
 std::unordered_map<std::string, bool> g_is_kernel;   // guarded by g_mutex: per operator
 thread_local std::vector<bool> t_inside;             // per open operator: inside a counted one
+thread_local uint64_t t_generation = 0;              // the counter t_inside belongs to
+
+// This thread's stack of open operators, emptied if it was left by an earlier counter (an
+// operator still open on this thread when that counter was removed).
+std::vector<bool>& open_operators() {
+  const uint64_t now = g_generation.load();
+  if (t_generation != now) {
+    t_inside.clear();
+    t_generation = now;
+  }
+  return t_inside;
+}
 
 // An operator with its own CPU or CUDA kernel (not a composite of others) that computes a
 // tensor: not a view (a result aliasing an input without writing it), not an allocation.
@@ -64,7 +77,8 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   // Adam reads its step count) is that kernel's host tensor, not a device read; nonzero syncs
   // wherever it runs (masked_select calls it).
   const char* name = fn.name();
-  const bool parent_inside = !t_inside.empty() && t_inside.back();
+  auto& inside = open_operators();
+  const bool parent_inside = !inside.empty() && inside.back();
   if ((!parent_inside && std::strcmp(name, "aten::_local_scalar_dense") == 0) ||
       std::strcmp(name, "aten::nonzero") == 0) {
     ++g_reads;
@@ -82,13 +96,14 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
       }
     }
   }
-  t_inside.push_back(parent_inside || counted);
+  inside.push_back(parent_inside || counted);
   return nullptr;
 }
 
 void on_end(const at::RecordFunction& /*fn*/, at::ObserverContext* /*ctx*/) {
-  if (!t_inside.empty()) {  // empty: started before the counter existed
-    t_inside.pop_back();
+  auto& inside = open_operators();
+  if (!inside.empty()) {  // empty: started before the counter existed
+    inside.pop_back();
   }
 }
 
@@ -101,6 +116,7 @@ OpCounter::OpCounter() {
     g_counts.clear();
   }
   g_reads = 0;
+  ++g_generation;
   const char* trace = std::getenv("LENGEN_TRACE_READS");
   g_trace_reads = trace != nullptr && std::string(trace) == "1";
   handle_ = at::addGlobalCallback(at::RecordFunctionCallback(on_start, on_end)
