@@ -65,10 +65,15 @@ inline torch::Tensor fused_attention(const torch::Tensor& q,
 
 /// Multiplies every tensor of `tensors` in place by `scale`, a 0-dim tensor on their device
 /// (read there, not on the host): one multi-tensor call where LibTorch has the overload (2.1
-/// and later), else one call per tensor. The same arithmetic either way.
+/// and later), else one call per tensor. The same arithmetic either way: a 0-dim operand is
+/// converted to the tensors' type in both, and is converted here first because CUDA's
+/// multi-tensor kernel needs the types to match (else it loops over the tensors).
 inline void foreach_mul_(const std::vector<torch::Tensor>& tensors, const torch::Tensor& scale) {
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
-  at::_foreach_mul_(tensors, scale);
+  if (tensors.empty()) {
+    return;
+  }
+  at::_foreach_mul_(tensors, scale.to(tensors[0].scalar_type()));
 #else
   for (const auto& t : tensors) {
     t.mul_(scale);
