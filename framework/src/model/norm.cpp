@@ -8,7 +8,7 @@ namespace {
 
 // RMSNorm with its gradient written out: y = n * w, n = x * r, r = (mean(x^2) + eps)^-1/2.
 // dL/dw = sum over rows of g * n; dL/dx = r * (g w - n * mean(g w * n)). 13 kernels forward
-// and backward instead of the 19 autograd derives from the forward, for the same values
+// and backward instead of the 20 autograd derives from the forward, for the same values
 // (tested against autograd). Only first derivatives: nothing in lengen differentiates twice.
 struct RmsNormFunction : torch::autograd::Function<RmsNormFunction> {
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
