@@ -9,6 +9,7 @@
 #include "lengen/train/batch.h"
 #include "lengen/train/objective.h"
 
+#include <cstdlib>
 #include <filesystem>
 #include <thread>
 
@@ -49,9 +50,32 @@ int64_t configure_threads(int64_t threads) {
   }();
   (void)tuned;
 #endif
-  const int64_t n = threads > 0 ? threads : usable_cores();
+  const int64_t n = threads > 0 ? threads : default_threads();
   torch::set_num_threads(static_cast<int>(n));
   return n;
+}
+
+int64_t default_threads() {
+  // OMP_NUM_THREADS as OpenMP reads it: a positive count, or a list whose first entry is the
+  // outer level's ("4,2"). Anything else is ignored with a warning.
+  const char* env = std::getenv("OMP_NUM_THREADS");
+  if (env != nullptr && *env != '\0') {
+    const std::string text(env);
+    size_t used = 0;
+    long long n = 0;
+    try {
+      n = std::stoll(text, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used > 0 && n > 0 && (used == text.size() || text[used] == ',')) {
+      return static_cast<int64_t>(n);
+    }
+    logger("threads")->warn("OMP_NUM_THREADS=\"{}\" is not a positive thread count; using the {} "
+                            "usable cores",
+                            text, usable_cores());
+  }
+  return usable_cores();
 }
 
 namespace {

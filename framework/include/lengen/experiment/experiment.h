@@ -89,8 +89,12 @@ struct LENGEN_API Experiment {
 /// and container limits leave it), else the hardware concurrency; at least 1.
 LENGEN_API int64_t usable_cores();
 
+/// The thread count `threads: 0` stands for: OMP_NUM_THREADS where it is set to a positive
+/// count (the first entry of a list), else usable_cores().
+LENGEN_API int64_t default_threads();
+
 /// Prepares the process for training: LibTorch's intra-op thread count (`threads` > 0, else
-/// usable_cores()) and allocator settings that keep per-step activation buffers on
+/// default_threads()) and allocator settings that keep per-step activation buffers on
 /// the heap instead of mmap'ing them afresh each step. Returns the thread count.
 LENGEN_API int64_t configure_threads(int64_t threads);
 
