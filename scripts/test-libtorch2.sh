@@ -56,4 +56,4 @@ in_root /bin/bash -c "
   echo \"test-libtorch2: \$(dpkg-query -W -f='libtorch-dev \${Version}' libtorch-dev), \$(clang++ --version | head -1)\"
   cmake -G Ninja -S /src -B $build -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++ > /dev/null
   cmake --build $build
-  ctest --test-dir $build --output-on-failure $*"
+  ctest --test-dir $build --output-on-failure -j2 $*"

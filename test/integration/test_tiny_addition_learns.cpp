@@ -29,7 +29,7 @@ eval: {samples: 150}
 
 }  // namespace
 
-TEST_CASE("integration: a tiny coupled model learns addition; verdicts agree", "[integration]") {
+TEST_CASE("integration: a tiny coupled model learns addition; verdicts agree", "[integration][learns]") {
   // The encoder reads no earlier output digit, so carries take depth: one layer reaches 86% at
   // 3 digits in 2000 steps, three layers 98.7% at 3 on LibTorch 1.13 but 94.7% on 2.6 (other
   // kernels, another trajectory), so it trains 3000 steps. It is held to the 3-digit criterion
