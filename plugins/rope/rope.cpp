@@ -62,7 +62,9 @@ class Rope final : public lengen::SourcedPositionScheme {
     const auto& trig = trig_.get(ctx, [&] {
       auto q_pos = ctx.query_ids[0];                                  // [B|1, T]
       auto k_pos = ctx.key_ids[0].slice(1, ctx.key_ids.size(2) - T);  // [B|1, T] new keys
-      auto inv_freq = inv_freq64_.to(inv_freq_.device());                   // [d/2] float64
+      // Copied to the device once: a copy from the host waits for the device.
+      if (inv_freq64_.device() != inv_freq_.device()) inv_freq64_ = inv_freq64_.to(inv_freq_.device());
+      const auto& inv_freq = inv_freq64_;                                   // [d/2] float64
       auto q_angle = q_pos.to(torch::kFloat64).unsqueeze(-1) * inv_freq;     // [B|1, T, d/2]
       auto k_angle = k_pos.to(torch::kFloat64).unsqueeze(-1) * inv_freq;     // [B|1, T, d/2]
       return std::vector<torch::Tensor>{q_angle.cos().unsqueeze(1), q_angle.sin().unsqueeze(1),

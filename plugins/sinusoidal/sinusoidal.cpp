@@ -36,7 +36,8 @@ class Sinusoidal final : public lengen::SourcedPositionScheme {
   uint32_t hooks() const override { return lengen::kHookInputEmbedding; }
 
   torch::Tensor embed(const torch::Tensor& ids) override {
-    auto freq = freq64_.to(ids.device());                                      // [C/2] float64
+    if (freq64_.device() != ids.device()) freq64_ = freq64_.to(ids.device());  // once per device
+    const auto& freq = freq64_;                                                // [C/2] float64
     auto angle = ids[0].to(torch::kFloat64).unsqueeze(-1) * freq;  // [B, T, 1] * [C/2] -> [B, T, C/2]
     auto pe = torch::stack({torch::sin(angle), torch::cos(angle)}, -1)  // [B, T, C/2, 2]
                   .flatten(-2)                                          // [B, T, C']

@@ -11,6 +11,7 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
@@ -442,13 +443,21 @@ torch::Tensor PositionTables::random_offsets(const torch::Tensor& ids) const {
   const int64_t L = levels();
   auto used = ids.slice(0, 0, L);                                            // [L, B, T]
   auto max_id = std::get<0>(used.max(2));                                    // [L, B]
-  auto limit = torch::tensor(max_position_, torch::kInt64).to(ids.device())  // [L]
-                   .unsqueeze(1);                                            // [L, 1]
-  auto room = limit - max_id;                                                // [L, B]
+  // max_position - max_id with the limits as scalars: a host tensor moved to a GPU would be a
+  // copy that waits for the device on every step.
+  torch::Tensor room;                                                        // [L, B]
+  if (std::all_of(max_position_.begin(), max_position_.end(),
+                  [&](int64_t m) { return m == max_position_[0]; })) {
+    room = torch::rsub(max_id, max_position_[0]);
+  } else {
+    std::vector<torch::Tensor> rows;
+    for (int64_t l = 0; l < L; ++l) rows.push_back(torch::rsub(max_id[l], max_position_[l]));
+    room = torch::stack(rows);
+  }
   // On a GPU, reading `room` back would stall every training step; the Trainer checks each
   // batch's IDs on the host before upload (check_ids), so only host tensors are checked here,
   // straight from their memory (item() is how a device is read: OpCounter::host_reads).
-  if (ids.device().is_cpu() && *room.min().contiguous().data_ptr<int64_t>() < 0) {
+  if (ids.device().is_cpu() && *room.min().data_ptr<int64_t>() < 0) {
     auto level = std::get<1>(room.min(1)).argmin().item<int64_t>();
     LENGEN_FAIL("a training sample needs position ID {} at level {} but max_position is {}",
                 max_id[level].max().item<int64_t>(), level, max_position_[level]);
