@@ -63,7 +63,7 @@ class Windowed final : public lengen::PositionScheme {
           if (causal) dist = dist.masked_fill(d < 0, std::numeric_limits<int64_t>::max());
           auto nearest = dist == std::get<0>(dist.min(-1, /*keepdim=*/true));
           open = open.logical_or(nearest.logical_and(open.any(-1, /*keepdim=*/true).logical_not()));
-          return torch::zeros(open.sizes(), torch::TensorOptions().dtype(torch::kFloat32).device(d.device()))
+          return torch::zeros(open.sizes(), d.options().dtype(torch::kFloat32))
               .masked_fill_(open.logical_not(), -std::numeric_limits<float>::infinity())
               .unsqueeze(1);  // [B|1, 1, T, S]
         },
