@@ -260,6 +260,8 @@ Experiment Experiment::from_node(const ConfigNode& root_in, const std::string& p
     root.child("train").child("dataset_size").fail(
         "train.dataset_size does not apply to a task.mixture: give each source its own dataset_size");
   }
+  e.paper_node = r.child("paper");
+  e.paper = PaperReference::from_config(e.paper_node, e.eval.axes(), false);
   ConfigNode stages = r.child("stages");
   if (stages.defined() && !allow_stages) {
     stages.fail("a stage cannot have stages of its own");
@@ -542,6 +544,7 @@ std::string Experiment::resolved_yaml() const {
     }
     n["stages"].push_back(s);
   }
+  if (paper_node.defined()) n["paper"] = YAML::Clone(paper_node.yaml());
   YAML::Node prov;
   prov["lengen"] = kVersion;
   prov["torch"] = torch_version();

@@ -59,6 +59,12 @@ std::string find_script(const std::string& name) {
   return "";
 }
 
+std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
 bool run_plot(const std::string& script, const std::string& args, const std::string& what,
               const std::string& intact) {
   const std::string path = find_script(script);
@@ -150,6 +156,18 @@ void report_aggregate(const std::string& dir, int64_t n, bool plots) {
   if (!plots || n == 0) return;
   run_plot("plot_sweep.py", fmt::format("'{}'", out.string()), fmt::format("heatmaps written to {}/*.png", out.string()),
            "the CSV files");
+  if (fs::exists(out / "paper.csv")) {
+    std::string title = "the paper";
+    std::ifstream in(fs::path(dir) / "sweep.json");
+    const auto m = nlohmann::json::parse(in, nullptr, false);
+    if (!m.is_discarded() && m.contains("paper")) {
+      title = m["paper"].value("cite", std::string()) + ", " + m["paper"].value("table", std::string());
+    }
+    run_plot("plot_paper.py",
+             fmt::format("'{}' '{}' --title {}", (out / "paper.csv").string(), (out / "paper.png").string(),
+                         shell_quote(title)),
+             fmt::format("paper comparison plotted to {}/paper.png", out.string()), "paper.csv");
+  }
 }
 
 }  // namespace lengen

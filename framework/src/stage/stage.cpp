@@ -3,6 +3,7 @@
 #include "lengen/core/error.h"
 #include "lengen/core/log.h"
 #include "lengen/experiment/experiment.h"
+#include "lengen/report/paper.h"
 #include "lengen/report/report.h"
 #include "lengen/train/checkpoint.h"
 #include "lengen/train/tensorboard.h"
@@ -320,6 +321,13 @@ void run_experiment(const Experiment& exp, const RunOptions& options) {
     copy_results(fs::path(last_eval) / "plots", fs::path(dir) / "plots");
     copy_results(fs::path(last_eval) / "eval", fs::path(dir) / "eval");
     log->info("the last evaluation ({}) is also in {}/eval", last_eval, dir);
+  }
+  const fs::path summary = fs::path(dir) / "eval" / "summary.json";
+  if (!exp.paper.empty() && !options.no_eval && fs::exists(summary)) {
+    std::vector<std::string> axes, cells;
+    const ConfigFigures ours = figures_of_run(summary.string(), exp.name, axes, cells);
+    report_paper(exp.paper, compare_with_paper(exp.paper, {ours}, cells), axes, (fs::path(dir) / "eval").string(),
+                 (fs::path(dir) / "plots" / "paper.png").string());
   }
 }
 

@@ -62,6 +62,29 @@ std::string label(const YAML::Node& n, bool detailed) {
   return flow(n);
 }
 
+// Whether a point's values satisfy a paper row's `where:`: each key is a sweep axis whose value
+// is the one written (compared as YAML) or, for a scalar, the value's component label
+// (`coupling` for `[{name: coupling, max_position: 101}]`).
+bool paper_row_matches(const PaperRow& row, const std::vector<std::pair<std::string, YAML::Node>>& values,
+                       const std::vector<std::string>& axes, const ConfigNode& row_node) {
+  for (const auto& kw : row.where) {
+    const std::string& k = kw.first;
+    const YAML::Node& want = kw.second;
+    if (std::find(axes.begin(), axes.end(), k) == axes.end()) {
+      row_node.child("where").key_node(k).fail(
+          fmt::format("paper row '{}': '{}' is not an axis of this sweep (axes: {})", row.label, k, join(axes, ", ")));
+    }
+    auto it = std::find_if(values.begin(), values.end(), [&](const auto& kv) { return kv.first == k; });
+    if (it == values.end()) return false;  // an explicit point that does not set this key
+    const YAML::Node& have = it->second;
+    const bool same = flow(want) == flow(have) ||
+                      (want.IsScalar() && (want.as<std::string>() == label(have, false) ||
+                                           want.as<std::string>() == label(have, true)));
+    if (!same) return false;
+  }
+  return true;
+}
+
 // Safe for a folder name.
 std::string sanitize(const std::string& s) {
   std::string out;
@@ -290,6 +313,7 @@ Sweep load_sweep(const std::string& path, const std::vector<std::string>& overri
     if (extra.defined()) s.slurm.extra = extra.as_string_list();
     sr.finish();
   }
+  const ConfigNode paper = r.child("paper");
   ConfigNode ag = r.child("aggregate");
   if (ag.defined()) {
     MapReader ar(ag);
@@ -309,6 +333,7 @@ Sweep load_sweep(const std::string& path, const std::vector<std::string>& overri
     }
   }
   std::set<std::string> names;
+  std::vector<std::vector<std::string>> row_configs;  // paper row -> configurations it matches
   for (size_t i = 0; i < raws.size(); ++i) {
     Point p;
     p.index = static_cast<int64_t>(i);
@@ -341,7 +366,34 @@ Sweep load_sweep(const std::string& path, const std::vector<std::string>& overri
     }
     p.overrides = ov;
     p.run_dir = e.run_dir();
+    if (i == 0) {
+      // The sweep's `paper:` rows, or the base experiment's values beside every configuration.
+      s.paper = paper.defined() ? PaperReference::from_config(paper, e.eval.axes(), true) : e.paper;
+      row_configs.resize(s.paper.rows.size());
+    }
+    for (size_t ri = 0; ri < s.paper.rows.size(); ++ri) {
+      if (paper_row_matches(s.paper.rows[ri], raws[i].values, s.axes, paper.child("rows").at(ri)) &&
+          std::find(row_configs[ri].begin(), row_configs[ri].end(), p.config_name) == row_configs[ri].end()) {
+        row_configs[ri].push_back(p.config_name);
+      }
+    }
     s.points.push_back(std::move(p));
+  }
+  std::map<std::string, std::string> row_of;
+  for (size_t ri = 0; ri < s.paper.rows.size(); ++ri) {
+    PaperRow& row = s.paper.rows[ri];
+    if (row.where.empty()) continue;  // beside every configuration
+    const ConfigNode where = paper.child("rows").at(ri).child("where");
+    if (row_configs[ri].empty()) {
+      where.fail(fmt::format("paper row '{}' matches no configuration of the sweep (a value is matched as "
+                             "written on the axis, or by its component name)", row.label));
+    }
+    for (const auto& c : row_configs[ri]) {
+      if (!row_of.emplace(c, row.label).second) {
+        where.fail(fmt::format("configuration {} matches two paper rows: '{}' and '{}'", c, row_of[c], row.label));
+      }
+    }
+    row.configs = row_configs[ri];
   }
   return s;
 }
@@ -356,11 +408,14 @@ void write_plan(const Sweep& s) {
     const std::string text = e.resolved_yaml();
     if (fs::exists(cfg)) {
       // What defines the experiment: not the provenance, not the executor's thread count.
+      // Nor the paper's reference figures (`paper:` and its indented lines).
       auto body = [](const std::string& y) {
         std::istringstream in(y.substr(0, y.find("provenance:")));
         std::string out;
+        bool in_paper = false;
         for (std::string line; std::getline(in, line);) {
-          if (line.rfind("threads:", 0) != 0) out += line + "\n";
+          if (!line.empty() && line[0] != ' ' && line[0] != '-') in_paper = line.rfind("paper:", 0) == 0;
+          if (!in_paper && line.rfind("threads:", 0) != 0) out += line + "\n";
         }
         return out;
       };
@@ -382,6 +437,7 @@ void write_plan(const Sweep& s) {
   }
   json manifest{{"name", s.name},      {"file", s.file},           {"base", s.base},
                 {"axes", s.axes},      {"threshold", s.threshold}, {"points", points}};
+  if (!s.paper.empty()) manifest["paper"] = s.paper.to_json();
   write_file_atomic((fs::path(s.dir) / "sweep.json").string(), manifest.dump(2) + "\n");
 }
 
@@ -686,14 +742,6 @@ int64_t cancel_slurm(const Sweep& s) {
 
 namespace {
 
-double quantile(std::vector<double> v, double q) {
-  std::sort(v.begin(), v.end());
-  const double pos = q * static_cast<double>(v.size() - 1);
-  const size_t lo = static_cast<size_t>(std::floor(pos));
-  const size_t hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
-}
-
 std::string csv_field(const std::string& s) {
   if (s.find_first_of(",\"\n") == std::string::npos) return s;
   std::string out = "\"";
@@ -796,6 +844,12 @@ int64_t aggregate(const std::string& sweep_dir, double threshold) {
     }
   }
   write_file_atomic((out / "summary.csv").string(), summary);
+  if (m.contains("paper") && read > 0) {
+    const PaperReference paper = PaperReference::from_json(m["paper"]);
+    std::vector<ConfigFigures> figures;
+    for (const auto& config : config_order) figures.push_back({config, acc[config]});
+    report_paper(paper, compare_with_paper(paper, figures, cell_order), cell_axes, out.string(), "");
+  }
   json meta{{"threshold", threshold}, {"cell_axes", cell_axes}, {"varied", varied_keys},
             {"configs", config_order}, {"trained", trained}, {"points_read", read}, {"points", m["points"].size()}};
   write_file_atomic((out / "aggregate.json").string(), meta.dump(2) + "\n");

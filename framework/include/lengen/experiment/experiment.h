@@ -3,6 +3,7 @@
 #include "lengen/config/node.h"
 #include "lengen/core/export.h"
 #include "lengen/model/transformer.h"
+#include "lengen/report/paper.h"
 #include "lengen/stage/stage.h"
 #include "lengen/task/task.h"
 #include "lengen/train/data.h"
@@ -24,7 +25,8 @@ namespace lengen {
 ///   name, seed, device (cpu|cuda|auto), dtype (float32|float64|bfloat16), output_dir,
 ///   threads (0 = hardware), plugins: [paths], task: {name, ..., mixture: [...]},
 ///   model: {...}, position: [{name, ...}, ...], train: {...}, eval: {...},
-///   stages: [{name, kind, init_from, <task|model|position|train|eval overrides>, ...}]
+///   stages: [{name, kind, init_from, <task|model|position|train|eval overrides>, ...}],
+///   paper: {cite, table, note, unit, values: {cell: accuracy}}  (report/paper.h)
 struct LENGEN_API Experiment {
   std::string file;
   std::string name;
@@ -51,6 +53,9 @@ struct LENGEN_API Experiment {
   /// `stages:` (empty: the classic train-then-evaluate experiment).
   std::vector<StageSpec> stages;
   ConfigNode root;  ///< the file's tree after --set (stages resolve against it)
+  /// `paper:`: the paper's figures per grid cell, printed beside the run's at its end.
+  PaperReference paper;
+  ConfigNode paper_node;  ///< `paper:` as written (recorded in config.yaml)
 
   /// Loads, applies `--set` overrides, loads listed plugins, validates every section, builds
   /// the task and checks that the evaluation grid is representable by the position schemes

@@ -28,6 +28,9 @@ LENGEN_API void print_table(const std::vector<CellResult>& results, const std::v
 /// executable, or in the source tree. "" when not found.
 LENGEN_API std::string find_script(const std::string& name);
 
+/// `s` as one shell word: single-quoted, with any ' inside written as '\''.
+LENGEN_API std::string shell_quote(const std::string& s);
+
 /// Runs scripts/<script> with /usr/bin/python3 and `args` (already quoted). Logs `what` on
 /// success; on failure (or when python or the script is missing) logs a warning naming
 /// `intact`, the results that were written anyway. Returns whether a picture was drawn.

@@ -6,6 +6,7 @@
 // IQR / fraction-above-threshold tables and heatmaps over seeds. docs/sweeps.md has the format.
 
 #include "lengen/core/export.h"
+#include "lengen/report/paper.h"
 
 #include <cstdint>
 #include <string>
@@ -47,6 +48,9 @@ struct Sweep {
   int64_t points_per_gpu = 1;   ///< local executor with GPUs: points sharing one GPU at a time
   double threshold = 0.9;       ///< aggregate: fraction of seeds at or above this accuracy
   SlurmOptions slurm;
+  /// `paper:` (or the base experiment's): the paper's figures, each row resolved to the
+  /// configurations it stands beside; aggregate prints and plots lengen's median beside them.
+  PaperReference paper;
 };
 
 /// Reads a sweep file, expands grid x zip groups (+ explicit points), names the points and

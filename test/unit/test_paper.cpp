@@ -1,0 +1,179 @@
+// A paper's reference figures (`paper:` in experiment and sweep files): parsing and its errors,
+// rows resolved to sweep configurations, and the comparison aggregate writes beside lengen's
+// median over seeds.
+#include "helpers.h"
+#include "lengen/experiment/experiment.h"
+#include "lengen/report/paper.h"
+#include "lengen/sweep/sweep.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+using namespace lengen;
+using Catch::Contains;
+namespace fs = std::filesystem;
+
+namespace {
+
+const char* kBase = R"(name: base
+seed: 0
+task: {name: addition, train_digits: [1, 3], eval_digits: [1, 4]}
+model: {layers: 1, heads: 2, d_model: 16, d_ff: 32}
+position: [nope]
+train: {steps: 10, batch_size: 4}
+eval: {samples: 5}
+)";
+
+std::string read(const fs::path& p) {
+  std::ifstream in(p);
+  return std::string((std::istreambuf_iterator<char>(in)), {});
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string l; std::getline(in, l);) out.push_back(l);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("paper: an experiment's values per grid cell, in percent or fraction; errors name the key", "[paper]") {
+  test::TempDir dir;
+  test::write_text(dir.file("e.yaml"), std::string(kBase) + R"(paper:
+  cite: "Cho et al. 2024"
+  table: Figure 1
+  note: read off the figure
+  values: {1: 100, 3: 99.5, 4: ~, 20: 12.5}
+)");
+  Experiment e = Experiment::load(dir.file("e.yaml"));
+  REQUIRE(e.paper.rows.size() == 1);
+  CHECK(e.paper.cite == "Cho et al. 2024");
+  CHECK(e.paper.table == "Figure 1");
+  const auto& v = e.paper.rows[0].values;
+  REQUIRE(v.size() == 3);  // ~: not reported
+  CHECK(v[0] == std::make_pair(std::string("1"), 1.0));
+  CHECK(v[1].first == "3");
+  CHECK(v[1].second == Approx(0.995));
+  CHECK(v[2].first == "20");  // beyond the grid: kept, shown without lengen's figure
+  // The resolved config keeps the block, and reloading it gives the same reference.
+  test::write_text(dir.file("resolved.yaml"), e.resolved_yaml());
+  Experiment again = Experiment::load(dir.file("resolved.yaml"));
+  CHECK(again.paper.to_json() == e.paper.to_json());
+
+  auto fails = [&](const std::string& paper, const std::string& needle) {
+    test::write_text(dir.file("bad.yaml"), std::string(kBase) + "paper:\n" + paper);
+    INFO(paper);
+    CHECK_THROWS_WITH(Experiment::load(dir.file("bad.yaml")), Contains(needle));
+  };
+  fails("  cite: x\n  table: y\n  values: {\"3,2\": 50}\n", "expected a digits value");
+  fails("  cite: x\n  table: y\n  values: {3: 150}\n", "outside [0, 100] (unit: percent)");
+  fails("  cite: x\n  table: y\n  unit: fraction\n  values: {3: 50}\n", "outside [0, 1] (unit: fraction)");
+  fails("  cite: x\n  table: y\n  values: {three: 50}\n", "bad.yaml:11:");
+  fails("  table: y\n  values: {3: 50}\n", "cite");
+  fails("  cite: x\n  table: y\n  values: {}\n", "a map of grid cell -> accuracy");
+  fails("  cite: x\n  table: y\n  rows: [{values: {3: 50}}]\n", "unknown key 'rows'");
+  fails("  cite: x\n  table: y\n  values: {3: 50}\n  tabel: z\n", "did you mean 'table'");
+  fails("  cite: x\n  table: y\n  values: {3: 50, 03: 40}\n", "given twice");
+}
+
+TEST_CASE("paper: a sweep's rows stand beside the configurations their where: matches", "[paper]") {
+  test::TempDir dir;
+  test::write_text(dir.file("base.yaml"), kBase);
+  const std::string head = fmt::format(R"(name: s
+base: base.yaml
+output_dir: {}
+grid:
+  position: [[nope], [{{name: coupling, max_position: 16}}]]
+  model.layers: [1, 2]
+  seed: [0, 1]
+)", dir.str());
+  test::write_text(dir.file("s.yaml"), head + R"(paper:
+  cite: P
+  table: T
+  rows:
+    - {label: coupled deep, where: {position: coupling, model.layers: 2}, values: {4: 90}}
+    - {label: nope, where: {position: [nope]}, values: {4: 0}}
+)");
+  sweep::Sweep s = sweep::load_sweep(dir.file("s.yaml"));
+  REQUIRE(s.paper.rows.size() == 2);
+  CHECK(s.paper.rows[0].configs == std::vector<std::string>{"position=coupling,layers=2"});
+  CHECK(s.paper.rows[1].configs == std::vector<std::string>{"position=nope,layers=1", "position=nope,layers=2"});
+  sweep::write_plan(s);
+  const auto manifest = nlohmann::json::parse(read(fs::path(s.dir) / "sweep.json"));
+  CHECK(PaperReference::from_json(manifest["paper"]).to_json() == s.paper.to_json());
+
+  auto fails = [&](const std::string& rows, const std::string& needle) {
+    test::write_text(dir.file("bad.yaml"), head + "paper:\n  cite: P\n  table: T\n  rows:\n" + rows);
+    INFO(rows);
+    CHECK_THROWS_WITH(sweep::load_sweep(dir.file("bad.yaml")), Contains(needle));
+  };
+  fails("    - {label: a, where: {position: rope}, values: {4: 1}}\n", "matches no configuration");
+  fails("    - {label: a, where: {model.heads: 2}, values: {4: 1}}\n", "not an axis of this sweep");
+  fails("    - {label: a, where: {position: nope}, values: {4: 1}}\n    - {label: b, where: {model.layers: 1}, "
+        "values: {4: 1}}\n",
+        "matches two paper rows: 'a' and 'b'");
+
+  // Without its own block a sweep takes the base experiment's values, beside every configuration.
+  test::write_text(dir.file("base.yaml"), std::string(kBase) + "paper: {cite: P, table: T, values: {4: 50}}\n");
+  test::write_text(dir.file("s2.yaml"), head);
+  sweep::Sweep s2 = sweep::load_sweep(dir.file("s2.yaml"));
+  REQUIRE(s2.paper.rows.size() == 1);
+  CHECK(s2.paper.rows[0].configs.empty());
+}
+
+TEST_CASE("paper: aggregate writes lengen's median over seeds beside the paper, with the difference", "[paper]") {
+  test::TempDir dir;
+  const fs::path root = dir.path;
+  // Two configurations x 3 seeds, digits 1-2. Row A stands beside "a" only; its 5-digit
+  // figure was not evaluated.
+  const std::map<std::string, std::vector<std::vector<double>>> acc = {
+      {"a", {{1.0, 0.2}, {1.0, 0.9}, {0.8, 0.5}}}, {"b", {{0.1, 0.0}, {0.3, 0.0}, {0.2, 0.1}}}};
+  nlohmann::json points = nlohmann::json::array();
+  for (const auto& [config, seeds] : acc) {
+    for (int seed = 0; seed < 3; ++seed) {
+      const std::string rel = "runs/" + config + "/" + std::to_string(seed);
+      points.push_back({{"index", points.size()}, {"name", config + ",seed=" + std::to_string(seed)},
+                        {"config", config}, {"seed", seed}, {"varied", {{"seed", std::to_string(seed)}}},
+                        {"run_dir", rel}});
+      nlohmann::json cells = nlohmann::json::array();
+      for (int d = 0; d < 2; ++d) {
+        cells.push_back({{"digits", d + 1}, {"samples", 10}, {"correct", 0}, {"accuracy", seeds[seed][d]},
+                         {"ci95", {0.0, 1.0}}});
+      }
+      fs::create_directories(root / rel / "eval");
+      std::ofstream(root / rel / "eval" / "summary.json") << nlohmann::json{{"axes", {"digits"}}, {"cells", cells}}.dump();
+    }
+  }
+  PaperReference paper;
+  paper.cite = "P";
+  paper.table = "Table 1";
+  paper.rows.push_back({"A", {}, {{"2", 0.75}, {"5", 1.0}}, {"a"}});
+  std::ofstream(root / "sweep.json") << nlohmann::json{{"name", "t"},     {"axes", {"seed"}},
+                                                       {"threshold", 0.9}, {"points", points},
+                                                       {"paper", paper.to_json()}}
+                                            .dump();
+  CHECK(sweep::aggregate(root.string()) == 6);
+  const auto lines = lines_of(read(root / "aggregate" / "paper.csv"));
+  REQUIRE(lines.size() == 4);
+  CHECK(lines[0] == "config,label,digits,paper,seeds,median,q25,q75,min,max,difference");
+  // digits 1 of "a": {1.0, 1.0, 0.8}, no paper figure; digits 2: {0.2, 0.9, 0.5} -> median 50
+  // against the paper's 75: -25. The paper's 5 digits: not evaluated.
+  CHECK(lines[1] == "a,A,1,,3,100.00,90.00,100.00,80.00,100.00,");
+  CHECK(lines[2] == "a,A,2,75.00,3,50.00,35.00,70.00,20.00,90.00,-25.00");
+  CHECK(lines[3] == "a,A,5,100.00,0,,,,,,");
+
+  // compare_with_paper directly: a row without configurations stands beside every one.
+  paper.rows[0].configs.clear();
+  std::vector<ConfigFigures> figures{{"a", {{"2", {0.2, 0.9, 0.5}}}}, {"b", {{"2", {0.0, 0.0, 0.1}}}}};
+  const auto cells = compare_with_paper(paper, figures, {"2"});
+  REQUIRE(cells.size() == 4);
+  CHECK(cells[2].config == "b");
+  CHECK(cells[2].median == Approx(0.0));
+  CHECK(cells[2].paper == Approx(0.75));
+  CHECK(std::isnan(cells[3].median));
+  CHECK(quantile({0.0, 1.0}, 0.25) == Approx(0.25));
+}
