@@ -548,6 +548,10 @@ std::string Experiment::resolved_yaml() const {
   YAML::Node prov;
   prov["lengen"] = kVersion;
   prov["torch"] = torch_version();
+  const MachineInfo machine = machine_info();
+  prov["machine"]["cpu"] = machine.cpu;
+  prov["machine"]["cpu_capability"] = machine.cpu_capability;
+  prov["machine"]["blas"] = machine.blas;
   prov["source"] = file;
   for (const auto& lp : loaded_plugins()) {
     YAML::Node p;
