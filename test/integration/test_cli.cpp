@@ -11,6 +11,8 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <sstream>
 #include <thread>
 
 #include <unistd.h>
@@ -113,6 +115,50 @@ TEST_CASE("cli: run writes the run directory; eval, decode, logits read it", "[c
     CHECK(j["logits"].size() == j["vocabulary"].size());
     CHECK(j["prompt_tokens"].size() == 7);
   }
+}
+
+TEST_CASE("cli: a run with a paper: block ends with the paper's figures beside its own", "[cli]") {
+  test::TempDir tmp;
+  test::write_text(tmp.file("cli.yaml"),
+                   std::string(kCli) + "paper: {cite: \"Smith et al.\", table: \"Table 9\", values: {1: 100, 5: 0, 9: 50}}\n");
+  const std::string log = sh(fmt::format("run {} --set output_dir={}", tmp.file("cli.yaml"), tmp.file("runs")));
+  CHECK_THAT(log, Contains("Smith et al., Table 9: lengen's figure (the paper's)"));
+  const fs::path run = fs::path(tmp.file("runs")) / "cli" / "2";
+  // paper.csv carries the run's own accuracy from grid.csv at every evaluated length, the
+  // paper's where it gives one, and their difference; 9 digits was not evaluated.
+  std::map<std::string, double> grid;
+  std::ifstream g(run / "eval" / "grid.csv");
+  std::string line;
+  std::getline(g, line);
+  while (std::getline(g, line)) {
+    const auto c1 = line.find(','), c3 = line.find(',', line.find(',', c1 + 1) + 1);
+    grid[line.substr(0, c1)] = std::stod(line.substr(c3 + 1, line.find(',', c3 + 1) - c3 - 1));
+  }
+  REQUIRE(grid.size() == 5);
+  std::ifstream p(run / "eval" / "paper.csv");
+  std::getline(p, line);
+  CHECK(line == "config,label,digits,paper,seeds,median,q25,q75,min,max,difference");
+  int rows = 0;
+  while (std::getline(p, line)) {
+    ++rows;
+    std::vector<std::string> f;
+    std::stringstream ss(line);
+    for (std::string x; std::getline(ss, x, ',');) f.push_back(x);
+    f.resize(11);
+    INFO(line);
+    CHECK(f[0] == "cli");
+    if (f[2] == "9") {
+      CHECK(f[3] == "50.00");
+      CHECK(f[5].empty());
+      continue;
+    }
+    CHECK(std::stod(f[5]) == Approx(100 * grid.at(f[2])).margin(0.006));
+    CHECK(f[3] == (f[2] == "1" ? "100.00" : f[2] == "5" ? "0.00" : ""));
+    if (!f[3].empty()) CHECK(std::stod(f[10]) == Approx(std::stod(f[5]) - std::stod(f[3])).margin(0.011));
+  }
+  CHECK(rows == 6);
+  CHECK(fs::exists(run / "plots" / "paper.png") == fs::exists("/usr/bin/python3"));
+  CHECK_THAT(test::read_text((run / "config.yaml").string()), Contains("Table 9"));
 }
 
 TEST_CASE("cli: every architecture runs, evaluates, decodes, prints logits and attention",
