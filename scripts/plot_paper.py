@@ -14,6 +14,7 @@ import csv
 import math
 import os
 import sys
+import textwrap
 
 STATS = ["config", "label", "paper", "seeds", "median", "q25", "q75", "min", "max", "difference"]
 
@@ -93,7 +94,7 @@ def main():
     title = args.title or "lengen beside the paper"
     if len(axes) == 2:
         title += "  (cells: lengen/paper)"
-    fig.suptitle(title, fontsize=11)
+    fig.suptitle(textwrap.fill(title, width=int(55 * cols)), fontsize=10)
     fig.tight_layout()
     os.makedirs(os.path.dirname(os.path.abspath(args.out_png)), exist_ok=True)
     fig.savefig(args.out_png, dpi=110)
