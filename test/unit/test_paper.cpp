@@ -11,6 +11,8 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
+#include <tuple>
 
 using namespace lengen;
 using Catch::Contains;
@@ -176,4 +178,29 @@ TEST_CASE("paper: aggregate writes lengen's median over seeds beside the paper, 
   CHECK(cells[2].paper == Approx(0.75));
   CHECK(std::isnan(cells[3].median));
   CHECK(quantile({0.0, 1.0}, 0.25) == Approx(0.25));
+}
+
+TEST_CASE("paper: compare puts each run's paper: block beside the median of its seeds", "[paper]") {
+  test::TempDir dir;
+  const fs::path root = dir.path;
+  std::vector<std::string> dirs;
+  // Three seeds of "coupled" (with the paper's 80% at 2 digits), one run of "nope" without a block.
+  const std::vector<std::tuple<std::string, int, double>> runs = {
+      {"coupled", 0, 0.5}, {"coupled", 1, 0.9}, {"coupled", 2, 1.0}, {"nope", 0, 0.1}};
+  for (const auto& [name, seed, acc] : runs) {
+    const fs::path run = root / name / std::to_string(seed);
+    fs::create_directories(run / "eval");
+    std::ofstream(run / "config.yaml") << "name: " << name << "\nseed: " << seed << "\n"
+                                       << (name == "coupled" ? "paper: {cite: P, table: T, values: {2: 80}}\n" : "");
+    std::ofstream(run / "eval" / "summary.json")
+        << nlohmann::json{{"axes", {"digits"}},
+                          {"cells", {{{"digits", 2}, {"samples", 10}, {"correct", 0}, {"accuracy", acc},
+                                      {"ci95", {0.0, 1.0}}}}}}
+               .dump();
+    dirs.push_back(run.string());
+  }
+  CHECK(sweep::compare_runs(dirs, (root / "cmp").string()) == 4);
+  const auto lines = lines_of(read(root / "cmp" / "aggregate" / "paper.csv"));
+  REQUIRE(lines.size() == 2);
+  CHECK(lines[1] == "coupled,coupled,2,80.00,3,90.00,70.00,95.00,50.00,100.00,10.00");
 }

@@ -861,6 +861,8 @@ int64_t compare_runs(const std::vector<std::string>& run_dirs, const std::string
   json points = json::array();
   std::set<std::string> names;
   std::vector<std::string> first_axes;
+  PaperReference paper;  // the runs' `paper:` blocks, a row per configuration that has one
+  std::set<std::string> paper_configs;
   for (const auto& dir : run_dirs) {
     const fs::path run = fs::absolute(dir).lexically_normal();
     const fs::path config = run / "config.yaml", summary = run / "eval" / "summary.json";
@@ -875,6 +877,24 @@ int64_t compare_runs(const std::vector<std::string>& run_dirs, const std::string
     LENGEN_CHECK(axes == first_axes, "{}: evaluated over ({}) but {} over ({}); compare runs of one grid", dir,
                  fmt::format("{}", fmt::join(axes, ", ")), run_dirs.front(),
                  fmt::format("{}", fmt::join(first_axes, ", ")));
+    if (c["paper"]) {
+      const ConfigNode node = load_config_file(config.string()).child("paper");
+      PaperReference theirs = PaperReference::from_config(node, axes, false);
+      if (paper.empty()) {
+        paper.cite = theirs.cite;
+        paper.table = theirs.table;
+        paper.note = theirs.note;
+      }
+      if (theirs.cite != paper.cite || theirs.table != paper.table) {
+        logger("sweep")->warn("{}: its paper: block cites '{}, {}', the first run's '{}, {}'; only the first's "
+                              "figures are compared", dir, theirs.cite, theirs.table, paper.cite, paper.table);
+      } else if (paper_configs.insert(name).second) {
+        PaperRow row = theirs.rows.front();
+        row.label = row.label.empty() ? name : row.label;
+        row.configs = {name};
+        paper.rows.push_back(row);
+      }
+    }
     std::string point = fmt::format("{},seed={}", name, seed);
     LENGEN_CHECK(names.insert(point).second, "{}: a second run of '{}' with seed {}; give each run once", dir, name,
                  seed);
@@ -886,6 +906,7 @@ int64_t compare_runs(const std::vector<std::string>& run_dirs, const std::string
                       {"varied", {{"run", name}}}});
   }
   json manifest{{"name", "compare"}, {"axes", {"run", "seed"}}, {"threshold", threshold}, {"points", points}};
+  if (!paper.empty()) manifest["paper"] = paper.to_json();
   fs::create_directories(out_dir);
   write_file_atomic((fs::path(out_dir) / "sweep.json").string(), manifest.dump(2) + "\n");
   return aggregate(out_dir, threshold);

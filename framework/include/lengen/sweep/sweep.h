@@ -123,7 +123,8 @@ LENGEN_API int64_t aggregate(const std::string& sweep_dir, double threshold = -1
 /// (holding config.yaml and eval/summary.json) joins the configuration named by its
 /// experiment's `name`, with its `seed`; runs of one name are seeds of one configuration and
 /// get median/IQR/fraction like a sweep's points. Writes <out_dir>/sweep.json (the manifest)
-/// and <out_dir>/aggregate/. Every run must be evaluated on the same grid axes.
+/// and <out_dir>/aggregate/. Every run must be evaluated on the same grid axes. Runs whose
+/// config.yaml has a `paper:` block get the paper's figures beside their median (paper.csv).
 LENGEN_API int64_t compare_runs(const std::vector<std::string>& run_dirs, const std::string& out_dir,
                                 double threshold = 0.9);
 
