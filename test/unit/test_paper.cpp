@@ -160,7 +160,9 @@ TEST_CASE("paper: aggregate writes lengen's median over seeds beside the paper, 
                                             .dump();
   CHECK(sweep::aggregate(root.string()) == 6);
   const auto lines = lines_of(read(root / "aggregate" / "paper.csv"));
-  REQUIRE(lines.size() == 4);
+  REQUIRE(lines.size() == 6);  // "b", which no row stands beside, last with lengen's figures only
+  CHECK(lines[4] == "b,,1,,3,20.00,15.00,25.00,10.00,30.00,");
+  CHECK(lines[5] == "b,,2,,3,0.00,0.00,5.00,0.00,10.00,");
   CHECK(lines[0] == "config,label,digits,paper,seeds,median,q25,q75,min,max,difference");
   // digits 1 of "a": {1.0, 1.0, 0.8}, no paper figure; digits 2: {0.2, 0.9, 0.5} -> median 50
   // against the paper's 75: -25. The paper's 5 digits: not evaluated.
@@ -201,6 +203,7 @@ TEST_CASE("paper: compare puts each run's paper: block beside the median of its 
   }
   CHECK(sweep::compare_runs(dirs, (root / "cmp").string()) == 4);
   const auto lines = lines_of(read(root / "cmp" / "aggregate" / "paper.csv"));
-  REQUIRE(lines.size() == 2);
+  REQUIRE(lines.size() == 3);
   CHECK(lines[1] == "coupled,coupled,2,80.00,3,90.00,70.00,95.00,50.00,100.00,10.00");
+  CHECK(lines[2] == "nope,,2,,1,10.00,10.00,10.00,10.00,10.00,");
 }

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <limits>
 #include <set>
+#include <sstream>
 
 namespace fs = std::filesystem;
 
@@ -182,7 +183,17 @@ double quantile(std::vector<double> v, double q) {
 std::vector<PaperCell> compare_with_paper(const PaperReference& paper, const std::vector<ConfigFigures>& figures,
                                           const std::vector<std::string>& cell_order) {
   std::vector<PaperCell> out;
-  for (const auto& row : paper.rows) {
+  // Configurations no row stands beside come last, with lengen's figures only.
+  std::vector<PaperRow> rows = paper.rows;
+  PaperRow rest;
+  for (const auto& f : figures) {
+    const bool matched = std::any_of(paper.rows.begin(), paper.rows.end(), [&](const PaperRow& r) {
+      return r.configs.empty() || std::find(r.configs.begin(), r.configs.end(), f.config) != r.configs.end();
+    });
+    if (!matched) rest.configs.push_back(f.config);
+  }
+  if (!rest.configs.empty()) rows.push_back(rest);
+  for (const auto& row : rows) {
     std::map<std::string, double> ref(row.values.begin(), row.values.end());
     for (const auto& f : figures) {
       if (!row.configs.empty() && std::find(row.configs.begin(), row.configs.end(), f.config) == row.configs.end()) {
@@ -242,12 +253,17 @@ void report_paper(const PaperReference& paper, const std::vector<PaperCell>& cel
   const std::string csv_path = (fs::path(dir) / "paper.csv").string();
   write_file_atomic(csv_path, csv);
 
-  // Table: a row per configuration, a column per cell the paper reports.
+  // Table: a row per configuration (named by its paper row's label when that row stands
+  // beside it alone), a column per cell the paper reports, in the grid's order.
+  std::map<std::string, std::set<std::string>> configs_of_label;
+  for (const auto& c : cells) configs_of_label[c.label].insert(c.config);
   std::vector<std::string> columns, rows;
   std::map<std::pair<std::string, std::string>, const PaperCell*> at;
   int64_t max_seeds = 0;
   for (const auto& c : cells) {
-    const std::string row = c.config == c.label || c.label.empty() ? c.config : c.config + " [" + c.label + "]";
+    const std::string row = c.label.empty() || c.label == c.config ? c.config
+                            : configs_of_label[c.label].size() == 1 ? c.label
+                                                                    : c.label + " [" + c.config + "]";
     if (std::find(rows.begin(), rows.end(), row) == rows.end()) rows.push_back(row);
     if (!std::isnan(c.paper) && std::find(columns.begin(), columns.end(), c.cell) == columns.end()) {
       columns.push_back(c.cell);
@@ -255,6 +271,14 @@ void report_paper(const PaperReference& paper, const std::vector<PaperCell>& cel
     at[{row, c.cell}] = &c;
     max_seeds = std::max(max_seeds, c.seeds);
   }
+  auto coordinates = [](const std::string& key) {
+    std::vector<int64_t> v;
+    std::stringstream ss(key);
+    for (std::string part; std::getline(ss, part, ',');) v.push_back(std::stoll(part));
+    return v;
+  };
+  std::stable_sort(columns.begin(), columns.end(),
+                   [&](const std::string& a, const std::string& b) { return coordinates(a) < coordinates(b); });
   size_t width = 6;
   for (const auto& r : rows) width = std::max(width, r.size());
   std::string out = fmt::format("\n{}, {}: lengen's {} (the paper's) and the difference, exact match %\n{}",

@@ -80,7 +80,8 @@ LENGEN_API double quantile(std::vector<double> v, double q);
 
 /// Pairs each configuration's cells with the paper's: every evaluated cell of a configuration
 /// a row stands beside (paper NaN where it gives no number), then the paper's cells the grid
-/// did not evaluate. Cells come in `cell_order`; configurations in `figures`' order.
+/// did not evaluate; then the configurations no row stands beside, with lengen's figures only
+/// (label ""). Cells come in `cell_order`; configurations in the rows' order, then `figures`'.
 LENGEN_API std::vector<PaperCell> compare_with_paper(const PaperReference& paper,
                                                      const std::vector<ConfigFigures>& figures,
                                                      const std::vector<std::string>& cell_order);
