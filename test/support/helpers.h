@@ -108,13 +108,24 @@ inline double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) {
   return (a.to(torch::kFloat64) - b.to(torch::kFloat64)).abs().max().item<double>();
 }
 
-/// Writes text to a file.
+/// A tiny addition experiment (1-layer decoder, NoPE, 10 steps): the base of the sweep and
+/// paper tests, which plan runs without training them.
+inline constexpr const char* kTinyAddition = R"(name: base
+seed: 0
+task: {name: addition, train_digits: [1, 3], eval_digits: [1, 4]}
+model: {layers: 1, heads: 2, d_model: 16, d_ff: 32}
+position: [nope]
+train: {steps: 10, batch_size: 4}
+eval: {samples: 5}
+)";
+
 /// The whole file as text ("" when it cannot be read).
 inline std::string read_text(const std::string& path) {
   std::ifstream in(path);
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
+/// Writes text to a file.
 inline void write_text(const std::string& path, const std::string& text) {
   std::ofstream(path) << text;
 }

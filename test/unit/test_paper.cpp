@@ -20,20 +20,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const char* kBase = R"(name: base
-seed: 0
-task: {name: addition, train_digits: [1, 3], eval_digits: [1, 4]}
-model: {layers: 1, heads: 2, d_model: 16, d_ff: 32}
-position: [nope]
-train: {steps: 10, batch_size: 4}
-eval: {samples: 5}
-)";
-
-std::string read(const fs::path& p) {
-  std::ifstream in(p);
-  return std::string((std::istreambuf_iterator<char>(in)), {});
-}
-
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> out;
   std::istringstream in(text);
@@ -45,7 +31,7 @@ std::vector<std::string> lines_of(const std::string& text) {
 
 TEST_CASE("paper: an experiment's values per grid cell, in percent or fraction; errors name the key", "[paper]") {
   test::TempDir dir;
-  test::write_text(dir.file("e.yaml"), std::string(kBase) + R"(paper:
+  test::write_text(dir.file("e.yaml"), std::string(test::kTinyAddition) + R"(paper:
   cite: "Cho et al. 2024"
   table: Figure 1
   note: read off the figure
@@ -67,7 +53,7 @@ TEST_CASE("paper: an experiment's values per grid cell, in percent or fraction; 
   CHECK(again.paper.to_json() == e.paper.to_json());
 
   auto fails = [&](const std::string& paper, const std::string& needle) {
-    test::write_text(dir.file("bad.yaml"), std::string(kBase) + "paper:\n" + paper);
+    test::write_text(dir.file("bad.yaml"), std::string(test::kTinyAddition) + "paper:\n" + paper);
     INFO(paper);
     CHECK_THROWS_WITH(Experiment::load(dir.file("bad.yaml")), Contains(needle));
   };
@@ -84,7 +70,7 @@ TEST_CASE("paper: an experiment's values per grid cell, in percent or fraction; 
 
 TEST_CASE("paper: a sweep's rows stand beside the configurations their where: matches", "[paper]") {
   test::TempDir dir;
-  test::write_text(dir.file("base.yaml"), kBase);
+  test::write_text(dir.file("base.yaml"), test::kTinyAddition);
   const std::string head = fmt::format(R"(name: s
 base: base.yaml
 output_dir: {}
@@ -105,7 +91,7 @@ grid:
   CHECK(s.paper.rows[0].configs == std::vector<std::string>{"position=coupling,layers=2"});
   CHECK(s.paper.rows[1].configs == std::vector<std::string>{"position=nope,layers=1", "position=nope,layers=2"});
   sweep::write_plan(s);
-  const auto manifest = nlohmann::json::parse(read(fs::path(s.dir) / "sweep.json"));
+  const auto manifest = nlohmann::json::parse(test::read_text(fs::path(s.dir) / "sweep.json"));
   CHECK(PaperReference::from_json(manifest["paper"]).to_json() == s.paper.to_json());
 
   auto fails = [&](const std::string& rows, const std::string& needle) {
@@ -120,7 +106,7 @@ grid:
         "matches two paper rows: 'a' and 'b'");
 
   // Without its own block a sweep takes the base experiment's values, beside every configuration.
-  test::write_text(dir.file("base.yaml"), std::string(kBase) + "paper: {cite: P, table: T, values: {4: 50}}\n");
+  test::write_text(dir.file("base.yaml"), std::string(test::kTinyAddition) + "paper: {cite: P, table: T, values: {4: 50}}\n");
   test::write_text(dir.file("s2.yaml"), head);
   sweep::Sweep s2 = sweep::load_sweep(dir.file("s2.yaml"));
   REQUIRE(s2.paper.rows.size() == 1);
@@ -159,7 +145,7 @@ TEST_CASE("paper: aggregate writes lengen's median over seeds beside the paper, 
                                                        {"paper", paper.to_json()}}
                                             .dump();
   CHECK(sweep::aggregate(root.string()) == 6);
-  const auto lines = lines_of(read(root / "aggregate" / "paper.csv"));
+  const auto lines = lines_of(test::read_text(root / "aggregate" / "paper.csv"));
   REQUIRE(lines.size() == 6);  // "b", which no row stands beside, last with lengen's figures only
   CHECK(lines[4] == "b,,1,,3,20.00,15.00,25.00,10.00,30.00,");
   CHECK(lines[5] == "b,,2,,3,0.00,0.00,5.00,0.00,10.00,");
@@ -202,7 +188,7 @@ TEST_CASE("paper: compare puts each run's paper: block beside the median of its 
     dirs.push_back(run.string());
   }
   CHECK(sweep::compare_runs(dirs, (root / "cmp").string()) == 4);
-  const auto lines = lines_of(read(root / "cmp" / "aggregate" / "paper.csv"));
+  const auto lines = lines_of(test::read_text(root / "cmp" / "aggregate" / "paper.csv"));
   REQUIRE(lines.size() == 3);
   CHECK(lines[1] == "coupled,coupled,2,80.00,3,90.00,70.00,95.00,50.00,100.00,10.00");
   CHECK(lines[2] == "nope,,2,,1,10.00,10.00,10.00,10.00,10.00,");

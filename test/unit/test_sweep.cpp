@@ -15,27 +15,9 @@ using namespace lengen;
 using Catch::Contains;
 namespace fs = std::filesystem;
 
-namespace {
-
-const char* kBase = R"(name: base
-seed: 0
-task: {name: addition, train_digits: [1, 3], eval_digits: [1, 4]}
-model: {layers: 1, heads: 2, d_model: 16, d_ff: 32}
-position: [nope]
-train: {steps: 10, batch_size: 4}
-eval: {samples: 5}
-)";
-
-std::string read(const fs::path& p) {
-  std::ifstream in(p);
-  return std::string((std::istreambuf_iterator<char>(in)), {});
-}
-
-}  // namespace
-
 TEST_CASE("sweep: grid x zip, then explicit points; names from what varies", "[sweep]") {
   test::TempDir dir;
-  test::write_text(dir.file("base.yaml"), kBase);
+  test::write_text(dir.file("base.yaml"), test::kTinyAddition);
   test::write_text(dir.file("s.yaml"), fmt::format(R"(name: abl
 extends: base.yaml
 output_dir: {}
@@ -65,17 +47,17 @@ points:
 
   // The plan: sweep.json and each point's resolved config, before anything runs.
   sweep::write_plan(s);
-  auto manifest = nlohmann::json::parse(read(fs::path(s.dir) / "sweep.json"));
+  auto manifest = nlohmann::json::parse(test::read_text(fs::path(s.dir) / "sweep.json"));
   CHECK(manifest["points"].size() == 13);
   CHECK(manifest["points"][12]["varied"]["model.layers"] == "2");
-  const std::string cfg = read(fs::path(s.points[7].run_dir) / "config.yaml");
+  const std::string cfg = test::read_text(fs::path(s.points[7].run_dir) / "config.yaml");
   CHECK_THAT(cfg, Contains("d_model: 32") && Contains("steps: 7") && Contains("coupling"));
   for (const auto& p : s.points) CHECK(sweep::point_state(p) == sweep::State::kMissing);
 }
 
 TEST_CASE("sweep: invalid axes are refused before anything runs, naming the sweep file", "[sweep]") {
   test::TempDir dir;
-  test::write_text(dir.file("base.yaml"), kBase);
+  test::write_text(dir.file("base.yaml"), test::kTinyAddition);
   auto fails = [&](const std::string& body, const std::string& needle) {
     test::write_text(dir.file("bad.yaml"), "name: bad\nbase: base.yaml\noutput_dir: " + dir.str() + "\n" + body);
     INFO(body);
@@ -117,16 +99,16 @@ TEST_CASE("sweep: aggregate takes median, quartiles and the fraction above thres
                                                        {"points", points}}
                                             .dump();
   CHECK(sweep::aggregate(root.string()) == 3);
-  const std::string summary = read(root / "aggregate" / "summary.csv");
+  const std::string summary = test::read_text(root / "aggregate" / "summary.csv");
   // digits 1: {0.2, 0.9, 1.0} -> median 0.9, q25 0.55, q75 0.95, 2 of 3 seeds >= 0.9.
   CHECK_THAT(summary, Contains("cfg,1,3,0.900000,0.550000,0.950000,0.400000,0.666667,0.200000,1.000000"));
   // digits 2: {1.0, 0.5, 0.0} -> median 0.5, 1 of 3.
   CHECK_THAT(summary, Contains("cfg,2,3,0.500000,0.250000,0.750000,0.500000,0.333333,0.000000,1.000000"));
-  const std::string results = read(root / "aggregate" / "results.csv");
+  const std::string results = test::read_text(root / "aggregate" / "results.csv");
   CHECK(std::count(results.begin(), results.end(), '\n') == 1 + 3 * 2);
   // A different threshold on the command line.
   sweep::aggregate(root.string(), 0.5);
-  CHECK_THAT(read(root / "aggregate" / "summary.csv"), Contains("cfg,2,3,0.500000,0.250000,0.750000,0.500000,0.666667"));
+  CHECK_THAT(test::read_text(root / "aggregate" / "summary.csv"), Contains("cfg,2,3,0.500000,0.250000,0.750000,0.500000,0.666667"));
   CHECK_THROWS_WITH(sweep::aggregate((root / "nothing").string()), Contains("no sweep.json"));
 }
 
@@ -153,12 +135,12 @@ TEST_CASE("compare: finished runs of one name are seeds of one configuration", "
   }
   const std::string out = (root / "cmp").string();
   CHECK(sweep::compare_runs(dirs, out) == 4);
-  const std::string summary = read(root / "cmp" / "aggregate" / "summary.csv");
+  const std::string summary = test::read_text(root / "cmp" / "aggregate" / "summary.csv");
   // coupled, digits 1: {1.0, 0.8, 0.9} -> median 0.9, 2 of 3 seeds >= 0.9; digits 2: median 0.6.
   CHECK_THAT(summary, Contains("coupled,coupled,1,3,0.900000"));
   CHECK_THAT(summary, Contains("coupled,coupled,2,3,0.600000"));
   CHECK_THAT(summary, Contains("nope,nope,1,1,0.300000"));
-  const auto meta = nlohmann::json::parse(read(root / "cmp" / "aggregate" / "aggregate.json"));
+  const auto meta = nlohmann::json::parse(test::read_text(root / "cmp" / "aggregate" / "aggregate.json"));
   CHECK(meta["configs"] == nlohmann::json({"coupled", "nope"}));
   CHECK(meta["trained"]["digits"] == nlohmann::json({1, 1}));
 
@@ -189,7 +171,7 @@ TEST_CASE("sweep: several small points share one GPU (executor.points_per_gpu)",
   CHECK(sweep::gpu_for_slot(5, {}).empty());
   // The file's key, and its refusal.
   test::TempDir dir;
-  test::write_text(dir.file("base.yaml"), kBase);
+  test::write_text(dir.file("base.yaml"), test::kTinyAddition);
   test::write_text(dir.file("s.yaml"), "name: s\nbase: base.yaml\noutput_dir: " + dir.str() +
                                            "\ngrid: {seed: [0, 1]}\nexecutor: {points_per_gpu: 4}\n");
   CHECK(sweep::load_sweep(dir.file("s.yaml")).points_per_gpu == 4);
