@@ -3,7 +3,7 @@
 // median over seeds.
 #include "helpers.h"
 #include "lengen/experiment/experiment.h"
-#include "lengen/report/paper.h"
+#include "lengen/experiment/paper.h"
 #include "lengen/sweep/sweep.h"
 
 #include <nlohmann/json.hpp>

@@ -4,6 +4,7 @@
 #include "lengen/core/error.h"
 #include "lengen/core/log.h"
 #include "lengen/experiment/experiment.h"
+#include "lengen/report/paper.h"
 #include "lengen/train/checkpoint.h"
 
 #include <nlohmann/json.hpp>

@@ -3,7 +3,7 @@
 #include "lengen/config/node.h"
 #include "lengen/core/export.h"
 #include "lengen/model/transformer.h"
-#include "lengen/report/paper.h"
+#include "lengen/experiment/paper.h"
 #include "lengen/stage/stage.h"
 #include "lengen/task/task.h"
 #include "lengen/train/data.h"

@@ -1,0 +1,226 @@
+#include "lengen/experiment/paper.h"
+
+#include "lengen/core/error.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <set>
+#include <sstream>
+
+namespace lengen {
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// "20" or "10, 5" -> "10,5", checked against the grid's axis count.
+std::string cell_key(const ConfigNode& key, const std::string& text, const std::vector<std::string>& axes) {
+  std::vector<std::string> parts;
+  std::string cur;
+  for (char c : text + ",") {
+    if (c == ',') {
+      parts.push_back(cur);
+      cur.clear();
+    } else if (c != ' ') {
+      cur += c;
+    }
+  }
+  const std::string expected =
+      axes.size() == 1 ? fmt::format("a {} value", axes[0])
+                       : fmt::format("{} integers \"a,b\" in the grid's axis order ({})", axes.size(), join(axes, ", "));
+  if (parts.size() != axes.size()) {
+    key.fail(fmt::format("paper value key '{}': expected {}", text, expected));
+  }
+  std::string out;
+  for (const auto& p : parts) {
+    size_t used = 0;
+    long long v = 0;
+    try {
+      v = std::stoll(p, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (p.empty() || used != p.size() || v < 0) {
+      key.fail(fmt::format("paper value key '{}': expected {}", text, expected));
+    }
+    out += (out.empty() ? "" : ",") + std::to_string(v);
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string, double>> read_values(const ConfigNode& node, const std::vector<std::string>& axes,
+                                                        double scale) {
+  if (!node.is_map() || node.size() == 0) {
+    node.fail("paper values: a map of grid cell -> accuracy, e.g. {10: 100, 20: 97.5} (~ where the paper gives none)");
+  }
+  std::vector<std::pair<std::string, double>> out;
+  std::set<std::string> seen;
+  for (const auto& k : node.keys()) {
+    const ConfigNode v = node.child(k);
+    const std::string key = cell_key(node.key_node(k), k, axes);
+    if (!seen.insert(key).second) node.key_node(k).fail(fmt::format("paper value for cell {} given twice", key));
+    if (!v.defined()) continue;  // ~: not reported (N/A in the paper's table)
+    const double x = v.as_float();
+    if (!std::isfinite(x) || x < 0 || x > scale) {
+      v.fail(fmt::format("paper accuracy {} is outside [0, {}] (unit: {})", x, scale,
+                         scale == 1 ? "fraction" : "percent"));
+    }
+    out.emplace_back(key, x / scale);
+  }
+  return out;
+}
+
+}  // namespace
+
+PaperReference PaperReference::from_config(const ConfigNode& node, const std::vector<std::string>& grid_axes,
+                                           bool allow_rows) {
+  PaperReference p;
+  if (!node.defined()) return p;
+  MapReader r(node);
+  p.cite = r.required("cite").as_string();
+  p.table = r.required("table").as_string();
+  p.note = r.get_string("note", "");
+  const std::string unit = r.get_choice("unit", "percent", {"percent", "fraction"});
+  const double scale = unit == "percent" ? 100.0 : 1.0;
+  const ConfigNode values = r.child("values");
+  const ConfigNode rows = allow_rows ? r.child("rows") : ConfigNode();
+  const std::string label = r.get_string("label", "");
+  r.finish();
+  if (values.defined() == rows.defined()) {
+    node.fail(allow_rows ? "paper: give 'values:' (one row beside every configuration) or 'rows:' (each with "
+                           "'where:' and 'values:'), not both"
+                         : "paper: give 'values:', the paper's accuracy per grid cell");
+  }
+  if (values.defined()) {
+    p.rows.push_back({label, {}, read_values(values, grid_axes, scale), {}});
+    return p;
+  }
+  if (!rows.is_sequence() || rows.size() == 0) rows.fail("paper.rows: a non-empty list of {label, where, values}");
+  for (size_t i = 0; i < rows.size(); ++i) {
+    MapReader rr(rows.at(i));
+    PaperRow row;
+    row.label = rr.get_string("label", "");
+    const ConfigNode where = rr.child("where");
+    if (where.defined()) {
+      if (!where.is_map()) where.fail("paper row 'where:' is a map of sweep axis -> value");
+      for (const auto& k : where.keys()) row.where.emplace_back(k, where.child(k).yaml());
+    }
+    row.values = read_values(rr.required("values"), grid_axes, scale);
+    rr.finish();
+    if (row.label.empty()) row.label = fmt::format("row {}", i + 1);
+    p.rows.push_back(std::move(row));
+  }
+  return p;
+}
+
+nlohmann::json PaperReference::to_json() const {
+  nlohmann::json rows_j = nlohmann::json::array();
+  for (const auto& r : rows) {
+    nlohmann::json values = nlohmann::json::array();
+    for (const auto& [k, v] : r.values) values.push_back({k, v});
+    rows_j.push_back({{"label", r.label}, {"configs", r.configs}, {"values", values}});
+  }
+  return {{"cite", cite}, {"table", table}, {"note", note}, {"rows", rows_j}};
+}
+
+PaperReference PaperReference::from_json(const nlohmann::json& j) {
+  PaperReference p;
+  p.cite = j.value("cite", std::string());
+  p.table = j.value("table", std::string());
+  p.note = j.value("note", std::string());
+  for (const auto& r : j.value("rows", nlohmann::json::array())) {
+    PaperRow row;
+    row.label = r.value("label", std::string());
+    row.configs = r.value("configs", std::vector<std::string>());
+    for (const auto& kv : r.at("values")) row.values.emplace_back(kv.at(0).get<std::string>(), kv.at(1).get<double>());
+    p.rows.push_back(std::move(row));
+  }
+  return p;
+}
+
+ConfigFigures figures_of_run(const std::string& summary_json, const std::string& config,
+                             std::vector<std::string>& axes, std::vector<std::string>& cell_order) {
+  std::ifstream in(summary_json);
+  LENGEN_CHECK(in.good(), "{}: cannot read (evaluate the run first)", summary_json);
+  nlohmann::json sj;
+  try {
+    sj = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(fmt::format("{}: not valid JSON: {}", summary_json, e.what()));
+  }
+  ConfigFigures f{config, {}};
+  axes = sj.at("axes").get<std::vector<std::string>>();
+  cell_order.clear();
+  for (const auto& c : sj.at("cells")) {
+    std::string key;
+    for (const auto& a : axes) key += (key.empty() ? "" : ",") + std::to_string(c.at(a).get<int64_t>());
+    cell_order.push_back(key);
+    f.cells[key].push_back(c.at("accuracy").get<double>());
+  }
+  return f;
+}
+
+double quantile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  const double pos = q * static_cast<double>(v.size() - 1);
+  const size_t lo = static_cast<size_t>(std::floor(pos));
+  const size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
+}
+
+std::vector<PaperCell> compare_with_paper(const PaperReference& paper, const std::vector<ConfigFigures>& figures,
+                                          const std::vector<std::string>& cell_order) {
+  std::vector<PaperCell> out;
+  // Configurations no row stands beside come last, with lengen's figures only.
+  std::vector<PaperRow> rows = paper.rows;
+  PaperRow rest;
+  for (const auto& f : figures) {
+    const bool matched = std::any_of(paper.rows.begin(), paper.rows.end(), [&](const PaperRow& r) {
+      return r.configs.empty() || std::find(r.configs.begin(), r.configs.end(), f.config) != r.configs.end();
+    });
+    if (!matched) rest.configs.push_back(f.config);
+  }
+  if (!rest.configs.empty()) rows.push_back(rest);
+  for (const auto& row : rows) {
+    std::map<std::string, double> ref(row.values.begin(), row.values.end());
+    for (const auto& f : figures) {
+      if (!row.configs.empty() && std::find(row.configs.begin(), row.configs.end(), f.config) == row.configs.end()) {
+        continue;
+      }
+      auto add = [&](const std::string& cell) {
+        PaperCell c;
+        c.config = f.config;
+        c.label = row.label;
+        c.cell = cell;
+        auto r = ref.find(cell);
+        c.paper = r == ref.end() ? kNaN : r->second;
+        auto it = f.cells.find(cell);
+        if (it == f.cells.end() || it->second.empty()) {
+          c.median = c.q25 = c.q75 = c.min = c.max = kNaN;
+        } else {
+          const auto& v = it->second;
+          c.seeds = static_cast<int64_t>(v.size());
+          c.median = quantile(v, 0.5);
+          c.q25 = quantile(v, 0.25);
+          c.q75 = quantile(v, 0.75);
+          c.min = *std::min_element(v.begin(), v.end());
+          c.max = *std::max_element(v.begin(), v.end());
+        }
+        out.push_back(c);
+      };
+      for (const auto& cell : cell_order) {
+        if (f.cells.count(cell)) add(cell);
+      }
+      for (const auto& [cell, v] : row.values) {
+        if (!f.cells.count(cell)) add(cell);
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace lengen
