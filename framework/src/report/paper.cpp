@@ -29,14 +29,8 @@ void report_paper(const PaperReference& paper, const std::vector<PaperCell>& cel
   std::string csv = "config,label";
   for (const auto& a : cell_axes) csv += "," + a;
   csv += ",paper,seeds,median,q25,q75,min,max,difference\n";
-  auto quote = [](const std::string& s) {
-    if (s.find_first_of(",\"\n") == std::string::npos) return s;
-    std::string q = "\"";
-    for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
-    return q + "\"";
-  };
   for (const auto& c : cells) {
-    csv += quote(c.config) + "," + quote(c.label) + "," + c.cell;
+    csv += csv_field(c.config) + "," + csv_field(c.label) + "," + c.cell;
     csv += fmt::format(",{},{},{},{},{},{},{},{}\n", pct(c.paper), c.seeds, pct(c.median), pct(c.q25), pct(c.q75),
                        pct(c.min), pct(c.max), pct(c.median - c.paper));
   }

@@ -5,6 +5,7 @@
 #include "lengen/core/log.h"
 #include "lengen/experiment/experiment.h"
 #include "lengen/report/paper.h"
+#include "lengen/report/report.h"
 #include "lengen/train/checkpoint.h"
 
 #include <nlohmann/json.hpp>
@@ -740,20 +741,6 @@ int64_t cancel_slurm(const Sweep& s) {
 
 // ---------------------------------------------------------------------------------------
 // Aggregation
-
-namespace {
-
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
-}
-
-}  // namespace
 
 int64_t aggregate(const std::string& sweep_dir, double threshold) {
   const fs::path manifest_path = fs::path(sweep_dir) / "sweep.json";

@@ -28,6 +28,10 @@ LENGEN_API void print_table(const std::vector<CellResult>& results, const std::v
 /// executable, or in the source tree. "" when not found.
 LENGEN_API std::string find_script(const std::string& name);
 
+/// `s` as one CSV field: as it is, or quoted (inner quotes doubled) when it holds a comma,
+/// a quote or a newline.
+LENGEN_API std::string csv_field(const std::string& s);
+
 /// `s` as one shell word: single-quoted, with any ' inside written as '\''.
 LENGEN_API std::string shell_quote(const std::string& s);
 
