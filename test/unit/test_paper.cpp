@@ -2,6 +2,7 @@
 // rows resolved to sweep configurations, and the comparison aggregate writes beside lengen's
 // median over seeds.
 #include "helpers.h"
+#include "lengen/core/version.h"
 #include "lengen/experiment/experiment.h"
 #include "lengen/experiment/paper.h"
 #include "lengen/sweep/sweep.h"
@@ -192,4 +193,14 @@ TEST_CASE("paper: compare puts each run's paper: block beside the median of its 
   REQUIRE(lines.size() == 3);
   CHECK(lines[1] == "coupled,coupled,2,80.00,3,90.00,70.00,95.00,50.00,100.00,10.00");
   CHECK(lines[2] == "nope,,2,,1,10.00,10.00,10.00,10.00,10.00,");
+}
+
+TEST_CASE("provenance: a resolved config records the machine its figures depend on", "[paper]") {
+  const MachineInfo m = machine_info();
+  CHECK_FALSE(m.cpu.empty());             // /proc/cpuinfo's processor
+  CHECK_FALSE(m.cpu_capability.empty());  // ATen's kernel dispatch: DEFAULT, AVX2, AVX512...
+  test::TempDir dir;
+  test::write_text(dir.file("e.yaml"), test::kTinyAddition);
+  const std::string yaml = Experiment::load(dir.file("e.yaml")).resolved_yaml();
+  CHECK_THAT(yaml, Contains("machine:") && Contains("cpu_capability: " + m.cpu_capability));
 }
