@@ -85,7 +85,7 @@ TEST_CASE("abc: a tiny pipeline calibrates the anti-diagonal and extrapolates", 
   // KV-cached greedy decoding with the bias installed gives the teacher-forced verdicts.
   const std::string tf = test::read_text((run / "eval" / "grid.csv").string());
   test::lengen_cli(fmt::format("eval {} --decode", run.string()));
-  CHECK(test::read_text((run / "eval" / "grid.csv").string()) == tf);
+  CHECK(test::read_text((run / "evals" / "decode" / "eval" / "grid.csv").string()) == tf);
 }
 
 TEST_CASE("windowed: sinusoidal with cyclic indexing and the window learns successor", "[abc][cli]") {
@@ -106,5 +106,5 @@ eval: {grid: {digits: [4]}, samples: 200, batch_size: 200}
   CHECK(accuracy(run / "eval")[4] >= 0.95);
   const std::string tf = test::read_text((run / "eval" / "grid.csv").string());
   test::lengen_cli(fmt::format("eval {} --decode", run.string()));
-  CHECK(test::read_text((run / "eval" / "grid.csv").string()) == tf);
+  CHECK(test::read_text((run / "evals" / "decode" / "eval" / "grid.csv").string()) == tf);
 }

@@ -78,12 +78,31 @@ TEST_CASE("cli: run writes the run directory; eval, decode, logits read it", "[c
     CHECK_THAT(err, Contains("already holds checkpoints"));
   }
   SECTION("eval with true decoding gives the same table as teacher forcing") {
-    std::ifstream before(run / "eval" / "grid.csv");
-    std::string tf((std::istreambuf_iterator<char>(before)), {});
+    const std::string tf = test::read_text((run / "eval" / "grid.csv").string());
     sh(fmt::format("eval {} --decode", run.string()));
-    std::ifstream after(run / "eval" / "grid.csv");
-    std::string dec((std::istreambuf_iterator<char>(after)), {});
-    CHECK(tf == dec);
+    CHECK(test::read_text((run / "evals" / "decode" / "eval" / "grid.csv").string()) == tf);
+  }
+  SECTION("a changed evaluation goes to evals/NAME and leaves the run's own results as they were") {
+    const std::string own = test::read_text((run / "eval" / "grid.csv").string());
+    const std::string own_summary = test::read_text((run / "eval" / "summary.json").string());
+    std::string log = sh(fmt::format("eval {} --set eval.samples=7", run.string()));
+    CHECK_THAT(log, Contains("evals/eval.samples=7"));
+    CHECK(test::read_text((run / "eval" / "grid.csv").string()) == own);
+    CHECK(test::read_text((run / "eval" / "summary.json").string()) == own_summary);
+    const fs::path changed = run / "evals" / "eval.samples=7";
+    CHECK_THAT(test::read_text((changed / "eval" / "grid.csv").string()), Contains(",7,"));
+    CHECK_THAT(test::read_text((changed / "config.yaml").string()), Contains("samples: 7"));
+    // --out names the folder; a path is refused before anything is written.
+    sh(fmt::format("eval {} --set eval.samples=5 --out five", run.string()));
+    CHECK(fs::exists(run / "evals" / "five" / "eval" / "summary.json"));
+    int rc = 0;
+    std::string err = sh(fmt::format("eval {} --out ../escape", run.string()), &rc);
+    CHECK(rc == 1);
+    CHECK_THAT(err, Contains("expected a folder name"));
+    CHECK_FALSE(fs::exists(run / "escape"));
+    // Without changes, eval rewrites the run's own results (the same figures).
+    sh(fmt::format("eval {}", run.string()));
+    CHECK(test::read_text((run / "eval" / "grid.csv").string()) == own);
   }
   SECTION("decode prints the output and the IDs") {
     std::string d = sh(fmt::format("decode {} 57+48 --ids", run.string()));
@@ -183,7 +202,7 @@ TEST_CASE("cli: every architecture runs, evaluates, decodes, prints logits and a
   // Greedy decoding gives the teacher-forced verdicts (a short run: some right, some wrong).
   const std::string tf = test::read_text((run / "eval" / "grid.csv").string());
   sh(fmt::format("eval {} --decode", run.string()));
-  CHECK(test::read_text((run / "eval" / "grid.csv").string()) == tf);
+  CHECK(test::read_text((run / "evals" / "decode" / "eval" / "grid.csv").string()) == tf);
   CHECK_THAT(sh(fmt::format("decode {} 12+34", run.string())), Contains("reference: "));
   auto logits = nlohmann::json::parse(sh(fmt::format("logits {} 12+34", run.string())));
   CHECK(logits["logits"].size() == logits["vocabulary"].size());
