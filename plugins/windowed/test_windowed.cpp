@@ -86,6 +86,38 @@ TEST_CASE("windowed: an interleaved input spans and steps over two positions", "
   }
 }
 
+TEST_CASE("windowed: units: tokens opens the query's own digits and w tokens beside them", "[windowed]") {
+  // `+ a_n b_n ... a_1 b_1`, a_r at column S - 2r + 1, b_r at S - 2r + 2: row r opens
+  // [S - 2r + 1 - w, S - 2r + 2 + w], 2 + 2w keys (b_{r+1} a_r b_r a_{r-1} for w = 1), where
+  // units: ids opens 2 + 4w. A unary input gets the same band as units: ids.
+  const int64_t n = 6, S = 2 * n + 1;
+  for (int64_t w : {0, 1, 2}) {
+    std::vector<int64_t> src{n + 1}, tgt;
+    for (int64_t r = n; r >= 1; --r) {
+      src.push_back(r);
+      src.push_back(r);
+    }
+    for (int64_t r = 1; r <= n; ++r) tgt.push_back(r);
+    auto s = make_scheme(fmt::format("{{name: windowed, window: {}, units: tokens}}", w), ctx());
+    auto open = open_cells(bias(*s, lengen::AttentionKind::kCross, ids(tgt), ids(src)));
+    for (int64_t r = 1; r <= n; ++r) {
+      for (int64_t c = 1; c <= S; ++c) {
+        const bool want = c >= S - 2 * r + 1 - w && c <= S - 2 * r + 2 + w;
+        CHECK(open[r - 1][c - 1].item<bool>() == want);
+      }
+    }
+  }
+  std::vector<int64_t> unary{5, 4, 3, 2, 1}, rows{1, 2, 3, 4, 5, 6, 7};
+  auto by_ids = make_scheme("{name: windowed, window: 1}", ctx());
+  auto by_tokens = make_scheme("{name: windowed, window: 1, units: tokens}", ctx());
+  CHECK(torch::equal(bias(*by_ids, lengen::AttentionKind::kCross, ids(rows), ids(unary)),
+                     bias(*by_tokens, lengen::AttentionKind::kCross, ids(rows), ids(unary))));
+  // Decoder self-attention has one token per ID: the units do not change it.
+  CHECK(torch::equal(bias(*by_ids, lengen::AttentionKind::kCausalSelf, ids(rows), ids(rows)),
+                     bias(*by_tokens, lengen::AttentionKind::kCausalSelf, ids(rows), ids(rows))));
+  CHECK_THROWS_WITH(make_scheme("{name: windowed, units: digits}", ctx()), Catch::Contains("units"));
+}
+
 TEST_CASE("windowed: a row with no key in its window opens its nearest keys", "[windowed]") {
   auto s = make_scheme("{name: windowed, window: 1}", ctx());
   auto b = bias(*s, lengen::AttentionKind::kCross, ids({1, 9}), ids({3, 2, 1}));

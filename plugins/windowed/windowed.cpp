@@ -6,7 +6,11 @@
 // p is one level of the task's IDs. With significance IDs (seq2seq_arithmetic: the target token
 // predicting y_r and the source digits x_r, a_r, b_r all carry ID r) the cross window is the
 // paper's anti-diagonal band, spanning and stepping over two positions for an interleaved
-// input, whatever the padding. A row with no open key opens its nearest keys (never all -inf).
+// input, whatever the padding. `units: tokens` reads the paper's "w positions to both left and
+// right" literally instead: cross-attention opens the query's own digits (the keys with its ID:
+// one for unary input, the pair a_r b_r interleaved) and w source tokens on each side, 2 + 2w
+// keys for a pair where `units: ids` opens 2 + 4w. A row with no open key opens its nearest
+// keys (never all -inf).
 // Hooks: additive bias, remembered per set of positions. KV cache: rows by ID, nothing to do.
 #include "lengen/core/error.h"
 #include "lengen/plugin/plugin.h"
@@ -32,7 +36,12 @@ class Windowed final : public lengen::PositionScheme {
              OptionSpec::boolean("cross", "bias cross-attention").with_default(true),
              OptionSpec::boolean("encoder", "bias encoder (bidirectional) self-attention; the paper leaves it "
                                             "unbiased")
-                 .with_default(false)}};
+                 .with_default(false),
+             OptionSpec::string("units", "what w counts in cross-attention: ids (w position IDs on each side; an "
+                                         "interleaved pair a_r b_r then sees 2 + 4w keys) or tokens (the keys with "
+                                         "the query's ID and w source tokens on each side: 2 + 2w keys for a pair)")
+                 .with_default(std::string("ids"))
+                 .one_of({"ids", "tokens"})}};
   }
 
   Windowed(const lengen::Options& o, const lengen::SchemeContext& ctx)
@@ -40,7 +49,8 @@ class Windowed final : public lengen::PositionScheme {
         level_(o.get_int("level")),
         self_(o.get_bool("self")),
         cross_(o.get_bool("cross")),
-        encoder_(o.get_bool("encoder")) {
+        encoder_(o.get_bool("encoder")),
+        tokens_(o.get_string("units") == "tokens") {
     if (level_ >= ctx.position_levels) {
       o.fail("level", fmt::format("the task emits {} level(s) of position IDs", ctx.position_levels));
     }
@@ -58,6 +68,15 @@ class Windowed final : public lengen::PositionScheme {
           const bool causal = ctx.kind == AttentionKind::kCausalSelf;
           auto d = ctx.query_ids[level_].unsqueeze(2) - ctx.key_ids[level_].unsqueeze(1);  // [B|1, T, S]
           auto open = causal ? (d >= 0).logical_and(d <= window_) : d.abs() <= window_;
+          if (tokens_ && ctx.kind == AttentionKind::kCross) {
+            // The columns of the keys with the query's ID, widened by w columns on each side.
+            const int64_t S = d.size(-1);
+            auto own = d == 0;
+            auto col = torch::arange(S, d.options()).view({1, 1, S}).expand_as(d);
+            auto first = col.masked_fill(own.logical_not(), S + window_).amin(-1, /*keepdim=*/true);
+            auto last = col.masked_fill(own.logical_not(), -1 - window_).amax(-1, /*keepdim=*/true);
+            open = (col >= first - window_).logical_and(col <= last + window_).logical_and(own.any(-1, true));
+          }
           // Rows without an open key open the nearest visible ones, so softmax stays finite.
           auto dist = d.abs();
           if (causal) dist = dist.masked_fill(d < 0, std::numeric_limits<int64_t>::max());
@@ -72,7 +91,7 @@ class Windowed final : public lengen::PositionScheme {
 
  private:
   int64_t window_, level_;
-  bool self_, cross_, encoder_;
+  bool self_, cross_, encoder_, tokens_;
   lengen::PositionMemo<> bias_;
 };
 
