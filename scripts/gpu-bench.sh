@@ -11,7 +11,9 @@
 # Environment: LENGEN_BIN (default build/gpu/bin/lengen), PEAK_TFLOPS (default 989, an H100
 # SXM's dense bf16; 989 also for an H200), STEP_TIMEOUT (seconds per command, default 240),
 # EVAL_SAMPLES (samples per cell of the T_A grid, default 100: the paper's 1000 takes 10x as
-# long), EVAL_LARGE=1 (also time the grid with 524,288-token passes). About 6-8 minutes in
+# long), EVAL_LARGE=1 (also time the grid with 524,288-token passes), GPU_BENCH_COMPILE=0 (skip
+# torch.compile, which compiles for a minute or more), GPU_BENCH_TESTS=0 (skip the tests;
+# scripts/gpu-session.sh runs the whole suite itself). About 6-8 minutes in
 # all on an H100 by estimate, build not included; a device session has 15 minutes.
 # LENGEN_GPU_BENCH_DRY=1 runs the same commands on the CPU with a few steps and tiny evaluation
 # grids, to check the script itself without a GPU.
@@ -81,7 +83,7 @@ run train-seed001-buckets1 "$bin" bench "$seed001" "${steps[@]}" --peak-tflops "
 # 2. The same model in plain PyTorch: eager with fused attention, then torch.compile.
 run pytorch-seed001-eager python3 scripts/bench_pytorch.py --config seed001 "${torch_device[@]}" \
   --peak-tflops "$peak" $([[ $dry == 1 ]] && echo --steps 2 --warmup 1 --batch 4)
-if [[ $dry != 1 ]]; then
+if [[ $dry != 1 && ${GPU_BENCH_COMPILE:-1} == 1 ]]; then
   run pytorch-seed001-compile python3 scripts/bench_pytorch.py --config seed001 "${torch_device[@]}" \
     --compile --seq 128 --peak-tflops "$peak"
 fi
@@ -94,7 +96,7 @@ if [[ $dry != 1 && ${EVAL_LARGE:-0} == 1 ]]; then
 fi
 # 4. The tests that are quick on a GPU machine (the integration cases take minutes each on CPU
 #    sizes and are run by CI on both LibTorch versions).
-if [[ $dry != 1 ]]; then
+if [[ $dry != 1 && ${GPU_BENCH_TESTS:-1} == 1 ]]; then
   build=$(dirname "$(dirname "$bin")")
   run ctest ctest --test-dir "$build" -LE 'integration|slurm' --output-on-failure
 fi

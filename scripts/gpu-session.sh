@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# One device window, one call: build lengen against the machine's PyTorch LibTorch, take the
+# GPU figures (scripts/gpu-bench.sh), train the quickstart on the GPU, and run the test suite
+# (on the CPU, as CI does, but against this LibTorch), all inside a fixed deadline, then pack
+# every log into a few files under $OUT (the device tool brings back at most 8).
+#
+# Here, first: bash ../shared/tools/gpu/prepare.sh (the .debs the build needs, into .gpu-deps/).
+# There:       bash scripts/gpu-session.sh            # carry: [".gpu-deps"]
+# Dry run here (CPU, the dev build, a few steps; checks the script, not the GPU):
+#              LENGEN_GPU_SESSION_DRY=1 bash scripts/gpu-session.sh /tmp/gpu-session-dry
+#
+# Environment: DEADLINE (seconds from the start by which everything has stopped, default 560).
+# The order puts the figures first: build, the launch-bound and the big-batch training steps,
+# the evaluation grid, the quickstart on the GPU; the test suite's longest case starts right
+# after the build, alone on one core, and the rest of the suite after the benchmarks.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${1:-${OUT:-gpu-session}}
+dry=${LENGEN_GPU_SESSION_DRY:-0}
+deadline=${DEADLINE:-560}
+mkdir -p "$out"
+work=/tmp/lengen-gpu-session
+rm -rf "$work" && mkdir -p "$work"
+log="$out/session.log"
+: > "$log"
+say() { echo "[$(date -u +%T) +${SECONDS}s] $*" | tee -a "$log"; }
+# Seconds left before the deadline, less a margin, never under 5 (timeout 0 would mean none).
+left() { local n=$((deadline - SECONDS - ${1:-0})); echo $((n < 5 ? 5 : n)); }
+pack() {
+  # Everything but the session log into one archive (the tool brings back 8 files at most).
+  tar -C "$work" -czf "$out/session.tgz" . 2> /dev/null
+  say "packed: $(tar -tzf "$out/session.tgz" | wc -l) entries"
+}
+trap pack EXIT
+
+{
+  date -u
+  git rev-parse HEAD 2> /dev/null
+  git status --short 2> /dev/null | head -20
+  command -v nvidia-smi > /dev/null && nvidia-smi
+  nproc
+  python3 -c 'import torch; print("pytorch", torch.__version__, "cuda", torch.version.cuda)' 2>&1
+  g++ --version | head -1
+  cmake --version | head -1
+} > "$work/machine.txt" 2>&1
+cp "$work/machine.txt" "$out/machine.txt"
+
+# 1. Build ---------------------------------------------------------------------------------------
+if [[ $dry == 1 ]]; then
+  bin=build/dev/bin/lengen
+  build=build/dev
+else
+  bin=build/gpu/bin/lengen
+  build=build/gpu
+  mkdir -p /tmp/pfx
+  for f in .gpu-deps/debs/*.deb; do dpkg -x "$f" /tmp/pfx; done
+  torch_prefix=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')
+  torch_lib=$(python3 -c 'import torch, os; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')
+  export LD_LIBRARY_PATH=/tmp/pfx/usr/lib/x86_64-linux-gnu:$torch_lib:${LD_LIBRARY_PATH:-}
+  export LENGEN_TORCH_PREFIX="$torch_prefix"
+  # Which C++ standard this LibTorch accepts: its headers #error below the one they need.
+  std=17
+  inc=$(python3 -c 'import torch.utils.cpp_extension as c; print(" ".join("-I"+p for p in c.include_paths()))')
+  echo '#include <torch/torch.h>
+int main() { return 0; }' > "$work/probe.cpp"
+  if ! g++ -std=c++17 $inc -fsyntax-only "$work/probe.cpp" > "$work/probe17.log" 2>&1; then
+    std=20
+  fi
+  say "build: C++$std against $torch_prefix"
+  timeout "$(left)" cmake -S . -B build/gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DLENGEN_CXX_STANDARD=$std \
+    "-DCMAKE_PREFIX_PATH=$torch_prefix;/tmp/pfx/usr" > "$work/configure.log" 2>&1
+  say "configure: rc $?"
+  # -k 0: every translation unit that can compile does, so one call shows every error.
+  timeout "$(left)" cmake --build build/gpu -j"$(nproc)" -- -k 0 > "$work/build.log" 2>&1
+  rc=$?
+  say "build: rc $rc"
+  grep -E 'error|FAILED' "$work/build.log" | head -60 > "$out/build-errors.txt"
+  [[ -s $out/build-errors.txt ]] || rm -f "$out/build-errors.txt"
+fi
+if [[ ! -x $bin ]]; then
+  say "no $bin: stopping"
+  exit 1
+fi
+
+# 2. The test suite's longest case (one core, CPU, OMP_NUM_THREADS=1 from CTest) --------------------
+test_env=(env CUDA_VISIBLE_DEVICES=)
+ctest_args=(--test-dir "$build" --output-on-failure --timeout 900)
+if [[ $dry != 1 ]]; then
+  "${test_env[@]}" timeout "$(left)" ctest "${ctest_args[@]}" -R '^integration\.learns$' \
+    > "$work/ctest-learns.log" 2>&1 &
+  learns_pid=$!
+  say "ctest integration.learns started (pid $learns_pid)"
+fi
+
+# 3. GPU figures --------------------------------------------------------------------------------
+bench_dir="$work/bench"
+if [[ $dry == 1 ]]; then
+  LENGEN_GPU_BENCH_DRY=1 LENGEN_BIN=$bin GPU_BENCH_TESTS=0 bash scripts/gpu-bench.sh "$bench_dir" > "$work/bench.log" 2>&1
+else
+  STEP_TIMEOUT=90 GPU_BENCH_TESTS=0 GPU_BENCH_COMPILE=0 LENGEN_BIN=$bin \
+    timeout "$(left 200)" bash scripts/gpu-bench.sh "$bench_dir" > "$work/bench.log" 2>&1
+fi
+say "gpu-bench: rc $?"
+cp "$bench_dir/summary.txt" "$out/bench-summary.txt" 2> /dev/null
+
+# 4. The rest of the suite on the CPU, beside the quickstart on the GPU ------------------------------
+if [[ $dry != 1 ]]; then
+  "${test_env[@]}" timeout "$(left 10)" ctest "${ctest_args[@]}" -j 12 -LE slurm \
+    -E '^integration\.learns$' > "$work/ctest-rest.log" 2>&1 &
+  rest_pid=$!
+  say "ctest (the rest) started (pid $rest_pid)"
+fi
+qs=(--set name=quickstart-cuda --set device=cuda)
+[[ $dry == 1 ]] && qs=(--set name=quickstart-dry --set device=cpu --set train.steps=20 --set train.schedule.warmup_steps=2
+                       --set eval.samples=10 --set 'task.eval_digits=[1,12]')
+timeout "$(left 15)" "$bin" run experiments/quickstart.yaml "${qs[@]}" \
+  --set "output_dir=$work/runs" > "$work/quickstart.log" 2>&1
+say "quickstart: rc $?"
+find "$work/runs" -name grid.csv -path '*eval*' -exec cp {} "$out/quickstart-grid.csv" \; 2> /dev/null
+grep -iE 'ms/step|steps/s|elapsed|took|accuracy' "$work/quickstart.log" | tail -8 | tee -a "$log"
+
+if [[ $dry != 1 ]]; then
+  wait "$learns_pid"; say "ctest integration.learns: rc $?"
+  wait "$rest_pid"; say "ctest (the rest): rc $?"
+  grep -hE 'tests passed|Failed|\*\*\*|Not Run|Timeout' "$work"/ctest-*.log | tee -a "$log" > /dev/null
+fi
+say "done"
