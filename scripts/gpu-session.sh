@@ -9,7 +9,11 @@
 # Dry run here (CPU, the dev build, a few steps; checks the script, not the GPU):
 #              LENGEN_GPU_SESSION_DRY=1 bash scripts/gpu-session.sh /tmp/gpu-session-dry
 #
-# Environment: DEADLINE (seconds from the start by which everything has stopped, default 560).
+# Environment: DEADLINE (seconds from the start by which everything has stopped, default 560);
+# BENCH=0, QUICKSTART=0, TESTS=0 leave a part out; EXTRA="cmd" runs a command of your own last
+# (LENGEN_BIN points at the build), its output in extra.log; TEST_THREADS (default 3): threads
+# for each of the four integration shards, which run directly, not through CTest, so that the
+# longest (360 s on one core) fits a window.
 # The order puts the figures first: build, the launch-bound and the big-batch training steps,
 # the evaluation grid, the quickstart on the GPU; the test suite's longest case starts right
 # after the build, alone on one core, and the rest of the suite after the benchmarks.
@@ -82,46 +86,61 @@ if [[ ! -x $bin ]]; then
   exit 1
 fi
 
-# 2. The test suite's longest case (one core, CPU, OMP_NUM_THREADS=1 from CTest) --------------------
+# 2. The test suite on the CPU (CUDA hidden), as CI runs it but against this LibTorch: the four
+#    integration shards directly with TEST_THREADS threads each (CTest would give them one),
+#    the rest through CTest beside them.
 test_env=(env CUDA_VISIBLE_DEVICES=)
-ctest_args=(--test-dir "$build" --output-on-failure --timeout 900)
-if [[ $dry != 1 ]]; then
-  "${test_env[@]}" timeout "$(left)" ctest "${ctest_args[@]}" -R '^integration\.learns$' \
-    > "$work/ctest-learns.log" 2>&1 &
-  learns_pid=$!
-  say "ctest integration.learns started (pid $learns_pid)"
+pids=()
+if [[ $dry != 1 && ${TESTS:-1} == 1 ]]; then
+  for shard in 'learns:[learns]' 'schemes:[position]' 'cli:[cli]~[position]~[learns]' 'rest:~[cli]~[position]~[learns]'; do
+    "${test_env[@]}" OMP_NUM_THREADS=${TEST_THREADS:-3} timeout "$(left 10)" \
+      "$build/bin/lengen_integration_tests" "${shard#*:}" > "$work/test-${shard%%:*}.log" 2>&1 &
+    pids+=($!)
+  done
+  "${test_env[@]}" timeout "$(left 10)" ctest --test-dir "$build" --output-on-failure --timeout 900 -j 4 \
+    -LE 'slurm|integration' > "$work/ctest.log" 2>&1 &
+  pids+=($!)
+  say "tests started: ${pids[*]}"
 fi
 
 # 3. GPU figures --------------------------------------------------------------------------------
+export LENGEN_BIN=$bin
 bench_dir="$work/bench"
-if [[ $dry == 1 ]]; then
-  LENGEN_GPU_BENCH_DRY=1 LENGEN_BIN=$bin GPU_BENCH_TESTS=0 bash scripts/gpu-bench.sh "$bench_dir" > "$work/bench.log" 2>&1
-else
-  STEP_TIMEOUT=90 GPU_BENCH_TESTS=0 GPU_BENCH_COMPILE=0 LENGEN_BIN=$bin \
-    timeout "$(left 200)" bash scripts/gpu-bench.sh "$bench_dir" > "$work/bench.log" 2>&1
+if [[ ${BENCH:-1} == 1 ]]; then
+  if [[ $dry == 1 ]]; then
+    LENGEN_GPU_BENCH_DRY=1 GPU_BENCH_TESTS=0 bash scripts/gpu-bench.sh "$bench_dir" > "$work/bench.log" 2>&1
+  else
+    STEP_TIMEOUT=90 GPU_BENCH_TESTS=0 GPU_BENCH_COMPILE=0 \
+      timeout "$(left 200)" bash scripts/gpu-bench.sh "$bench_dir" > "$work/bench.log" 2>&1
+  fi
+  say "gpu-bench: rc $?"
+  cp "$bench_dir/summary.txt" "$out/bench-summary.txt" 2> /dev/null
 fi
-say "gpu-bench: rc $?"
-cp "$bench_dir/summary.txt" "$out/bench-summary.txt" 2> /dev/null
 
-# 4. The rest of the suite on the CPU, beside the quickstart on the GPU ------------------------------
-if [[ $dry != 1 ]]; then
-  "${test_env[@]}" timeout "$(left 10)" ctest "${ctest_args[@]}" -j 12 -LE slurm \
-    -E '^integration\.learns$' > "$work/ctest-rest.log" 2>&1 &
-  rest_pid=$!
-  say "ctest (the rest) started (pid $rest_pid)"
+# 4. The quickstart on the GPU --------------------------------------------------------------------
+if [[ ${QUICKSTART:-1} == 1 ]]; then
+  qs=(--set name=quickstart-cuda --set device=cuda)
+  [[ $dry == 1 ]] && qs=(--set name=quickstart-dry --set device=cpu --set train.steps=20 --set train.schedule.warmup_steps=2
+                         --set eval.samples=10 --set 'task.eval_digits=[1,12]')
+  timeout "$(left 15)" "$bin" run experiments/quickstart.yaml "${qs[@]}" \
+    --set "output_dir=$work/runs" > "$work/quickstart.log" 2>&1
+  say "quickstart: rc $?"
+  find "$work/runs" -name grid.csv -path '*eval*' -exec cp {} "$out/quickstart-grid.csv" \; 2> /dev/null
+  grep -iE 'ms/step' "$work/quickstart.log" | tail -2 | tee -a "$log"
 fi
-qs=(--set name=quickstart-cuda --set device=cuda)
-[[ $dry == 1 ]] && qs=(--set name=quickstart-dry --set device=cpu --set train.steps=20 --set train.schedule.warmup_steps=2
-                       --set eval.samples=10 --set 'task.eval_digits=[1,12]')
-timeout "$(left 15)" "$bin" run experiments/quickstart.yaml "${qs[@]}" \
-  --set "output_dir=$work/runs" > "$work/quickstart.log" 2>&1
-say "quickstart: rc $?"
-find "$work/runs" -name grid.csv -path '*eval*' -exec cp {} "$out/quickstart-grid.csv" \; 2> /dev/null
-grep -iE 'ms/step|steps/s|elapsed|took|accuracy' "$work/quickstart.log" | tail -8 | tee -a "$log"
 
-if [[ $dry != 1 ]]; then
-  wait "$learns_pid"; say "ctest integration.learns: rc $?"
-  wait "$rest_pid"; say "ctest (the rest): rc $?"
-  grep -hE 'tests passed|Failed|\*\*\*|Not Run|Timeout' "$work"/ctest-*.log | tee -a "$log" > /dev/null
+# 5. The tests' verdicts, then the caller's own command --------------------------------------------
+if ((${#pids[@]})); then
+  for p in "${pids[@]}"; do wait "$p"; say "test job $p: rc $?"; done
+  for f in "$work"/test-*.log "$work"/ctest.log; do
+    echo "== $(basename "$f"): $(grep -hE 'test cases|All tests passed|tests passed|tests failed' "$f" | tail -2 | tr '\n' ' ')" | tee -a "$log"
+  done
+  grep -hE -B3 -A12 'FAILED:|\*\*\*Failed|Not Run|Timeout' "$work"/test-*.log "$work"/ctest.log | head -120 > "$out/test-failures.txt"
+  [[ -s $out/test-failures.txt ]] || rm -f "$out/test-failures.txt"
+fi
+if [[ -n ${EXTRA:-} ]]; then
+  say "extra: $EXTRA"
+  timeout "$(left 5)" bash -c "$EXTRA" > "$out/extra.log" 2>&1
+  say "extra: rc $?"
 fi
 say "done"

@@ -1,8 +1,9 @@
 # Every lengen binary must list libstdc++ before libtorch among its needed libraries, so that
 # std::filesystem (and the rest of libstdc++) resolves to the system library and not to the
 # copy PyTorch's libtorch.so exports (issue 18: remove_all crashed there). Checks the files
-# given in FILES (a ;-list) with readelf.
+# given in FILES (a ;-list) with readelf (and nm where libstdc++ is linked statically).
 find_program(READELF readelf)
+find_program(NM nm)
 if(NOT READELF)
   message(FATAL_ERROR "readelf not found (binutils)")
 endif()
@@ -29,7 +30,27 @@ foreach(file IN LISTS FILES)
     endif()
     math(EXPR i "${i} + 1")
   endforeach()
-  if(stdcxx EQUAL -1 OR (NOT torch EQUAL -1 AND stdcxx GREATER torch))
+  if(stdcxx EQUAL -1)
+    # A toolchain that links libstdc++ statically (the GPU image's /opt/gcc does) puts its own
+    # copy in every binary: then no std::filesystem symbol may be left for the dynamic linker
+    # to find, which it would find in libtorch.
+    if(NOT NM)
+      message(FATAL_ERROR "${file}: libstdc++ is not among the needed libraries (${names}), and nm "
+                          "(binutils), needed to check the static copy, was not found")
+    endif()
+    execute_process(COMMAND "${NM}" -D --undefined-only "${file}" OUTPUT_VARIABLE undef RESULT_VARIABLE rc)
+    if(NOT rc EQUAL 0)
+      message(FATAL_ERROR "nm -D ${file} failed (${rc})")
+    endif()
+    string(REGEX MATCHALL "_ZN[K]?St10filesystem[^\n]*" fs_undef "${undef}")
+    if(fs_undef)
+      message(FATAL_ERROR "${file}: libstdc++ is linked statically, yet these std::filesystem "
+                          "symbols are left to the dynamic linker (libtorch exports its own): ${fs_undef}")
+    endif()
+    message(STATUS "${file}: libstdc++ linked statically, no std::filesystem symbol undefined; ${names}")
+    continue()
+  endif()
+  if(NOT torch EQUAL -1 AND stdcxx GREATER torch)
     message(FATAL_ERROR "${file}: libstdc++ must come before libtorch among the needed "
                         "libraries, got: ${names}")
   endif()
