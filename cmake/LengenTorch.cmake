@@ -12,7 +12,8 @@
 #  * PyTorch's libtorch.so exports its own (static) copy of std::filesystem and other libstdc++
 #    symbols; a binary that lists libtorch.so before libstdc++.so resolves std::filesystem
 #    calls to that copy (a crash in remove_all). Every binary that links lengen_torch lists
-#    libstdc++ first, so the system library defines them.
+#    libstdc++ first, so the system library defines them; with a toolchain that links
+#    libstdc++ statically, each binary holds the members it uses.
 if(NOT TARGET lengen_torch)
   find_package(Torch REQUIRED)
   find_package(fmt REQUIRED)
@@ -20,7 +21,12 @@ if(NOT TARGET lengen_torch)
   separate_arguments(_lengen_torch_flags UNIX_COMMAND "${TORCH_CXX_FLAGS}")
   # The _GLIBCXX_USE_CXX11_ABI define must match libtorch; torch supplies it in TORCH_CXX_FLAGS.
   target_compile_options(lengen_torch INTERFACE ${_lengen_torch_flags})
-  target_link_libraries(lengen_torch INTERFACE ${TORCH_LIBRARIES})
+  # libstdc++ twice: as a link option (ahead of every object, so that a shared libstdc++ is
+  # needed first) and as a library ahead of Torch's (after the objects: where the toolchain links
+  # libstdc++ statically, as the GPU image's /opt/gcc does, the archive's members are pulled only
+  # for what is undefined at that point, and the option alone pulled nothing, so std::filesystem
+  # went to libtorch's copy and crashed; test/check_link_order.cmake checks both cases).
+  target_link_libraries(lengen_torch INTERFACE stdc++ ${TORCH_LIBRARIES})
   target_link_options(lengen_torch INTERFACE
     "SHELL:-Wl,--push-state,--no-as-needed -lstdc++ -Wl,--pop-state")
 

@@ -4,6 +4,7 @@
 # given in FILES (a ;-list) with readelf (and nm where libstdc++ is linked statically).
 find_program(READELF readelf)
 find_program(NM nm)
+find_program(LDD ldd)
 if(NOT READELF)
   message(FATAL_ERROR "readelf not found (binutils)")
 endif()
@@ -31,23 +32,53 @@ foreach(file IN LISTS FILES)
     math(EXPR i "${i} + 1")
   endforeach()
   if(stdcxx EQUAL -1)
-    # A toolchain that links libstdc++ statically (the GPU image's /opt/gcc does) puts its own
-    # copy in every binary: then no std::filesystem symbol may be left for the dynamic linker
-    # to find, which it would find in libtorch.
-    if(NOT NM)
-      message(FATAL_ERROR "${file}: libstdc++ is not among the needed libraries (${names}), and nm "
-                          "(binutils), needed to check the static copy, was not found")
+    # A toolchain that links libstdc++ statically (the GPU image's /opt/gcc does) gives each
+    # binary its own copy of what it uses: then every std::filesystem symbol the file leaves to
+    # the dynamic linker must be found in a needed library ahead of libtorch (lengen's own, which
+    # holds its copy), never in libtorch, which exports one (the crash above).
+    if(NOT NM OR NOT LDD)
+      message(FATAL_ERROR "${file}: libstdc++ is not among the needed libraries (${names}); nm and "
+                          "ldd are needed to check the static copy, and were not found")
     endif()
     execute_process(COMMAND "${NM}" -D --undefined-only "${file}" OUTPUT_VARIABLE undef RESULT_VARIABLE rc)
     if(NOT rc EQUAL 0)
       message(FATAL_ERROR "nm -D ${file} failed (${rc})")
     endif()
-    string(REGEX MATCHALL "_ZN[K]?St10filesystem[^\n]*" fs_undef "${undef}")
+    string(REGEX MATCHALL "_ZNK?St10filesystem[^\n]*" fs_undef "${undef}")
     if(fs_undef)
-      message(FATAL_ERROR "${file}: libstdc++ is linked statically, yet these std::filesystem "
-                          "symbols are left to the dynamic linker (libtorch exports its own): ${fs_undef}")
+      execute_process(COMMAND "${LDD}" "${file}" OUTPUT_VARIABLE ldd_out RESULT_VARIABLE rc)
+      if(NOT rc EQUAL 0)
+        message(FATAL_ERROR "ldd ${file} failed (${rc})")
+      endif()
+      list(GET fs_undef 0 probe)
+      set(definer "")
+      foreach(name IN LISTS names)
+        if(IS_ABSOLUTE "${name}")
+          set(path "${name}")
+        else()
+          string(REGEX MATCH "${name} => ([^ \n]+)" _ "${ldd_out}")
+          set(path "${CMAKE_MATCH_1}")
+        endif()
+        if(NOT path OR NOT EXISTS "${path}")
+          message(FATAL_ERROR "${file}: ldd does not resolve ${name}:\n${ldd_out}")
+        endif()
+        execute_process(COMMAND "${NM}" -D --defined-only "${path}" OUTPUT_VARIABLE defs)
+        string(FIND "${defs}" " ${probe}" at)
+        if(at GREATER -1)
+          set(definer "${name}")
+          break()
+        endif()
+      endforeach()
+      get_filename_component(definer_name "${definer}" NAME)
+      if(NOT definer OR definer_name MATCHES "^libtorch")
+        message(FATAL_ERROR "${file}: libstdc++ is linked statically, and ${probe} (one of "
+                            "${fs_undef}) is left to the dynamic linker, which finds it in "
+                            "'${definer}' (needed: ${names})")
+      endif()
+      message(STATUS "${file}: libstdc++ linked statically; std::filesystem from ${definer}; ${names}")
+    else()
+      message(STATUS "${file}: libstdc++ linked statically, std::filesystem its own; ${names}")
     endif()
-    message(STATUS "${file}: libstdc++ linked statically, no std::filesystem symbol undefined; ${names}")
     continue()
   endif()
   if(NOT torch EQUAL -1 AND stdcxx GREATER torch)
