@@ -110,6 +110,26 @@ TEST_CASE("sweep: aggregate takes median, quartiles and the fraction above thres
   sweep::aggregate(root.string(), 0.5);
   CHECK_THAT(test::read_text(root / "aggregate" / "summary.csv"), Contains("cfg,2,3,0.500000,0.250000,0.750000,0.500000,0.666667"));
   CHECK_THROWS_WITH(sweep::aggregate((root / "nothing").string()), Contains("no sweep.json"));
+
+  // A second evaluation of some runs (`lengen eval RUN --out long --set ...`) aggregates on its
+  // own, into aggregate/evals/long/, leaving the main aggregate as it was.
+  CHECK_THROWS_WITH(sweep::aggregate(root.string(), -1, "long"), Contains("no point has evals/long"));
+  CHECK_THROWS_WITH(sweep::aggregate(root.string(), -1, "../x"), Contains("not a path"));
+  for (int seed = 0; seed < 2; ++seed) {
+    const fs::path eval = root / ("runs/cfg/" + std::to_string(seed)) / "evals" / "long" / "eval";
+    fs::create_directories(eval);
+    const double a = seed == 0 ? 0.3 : 0.7;
+    nlohmann::json cells = nlohmann::json::array({{{"digits", 40}, {"samples", 10}, {"correct", static_cast<int>(a * 10)},
+                                                   {"accuracy", a}, {"ci95", {0.0, 1.0}}}});
+    std::ofstream(eval / "summary.json") << nlohmann::json{{"axes", {"digits"}}, {"cells", cells}}.dump();
+  }
+  const std::string before = test::read_text(root / "aggregate" / "summary.csv");
+  CHECK(sweep::aggregate(root.string(), -1, "long") == 2);  // seed 2 has no evals/long: left out
+  CHECK(sweep::aggregate_dir(root.string(), "long") == (root / "aggregate" / "evals" / "long").string());
+  const std::string longer = test::read_text(root / "aggregate" / "evals" / "long" / "summary.csv");
+  // digits 40: {0.3, 0.7} -> median 0.5, no seed at 0.9.
+  CHECK_THAT(longer, Contains("cfg,40,2,0.500000,0.400000,0.600000,0.200000,0.000000,0.300000,0.700000"));
+  CHECK(test::read_text(root / "aggregate" / "summary.csv") == before);
 }
 
 TEST_CASE("compare: finished runs of one name are seeds of one configuration", "[sweep]") {

@@ -160,8 +160,8 @@ void plot_eval_curve(const std::string& jsonl, const std::string& png, const std
            fmt::format("accuracy curves written to {}", png), jsonl);
 }
 
-void report_aggregate(const std::string& dir, int64_t n, bool plots) {
-  const fs::path out = fs::path(dir) / "aggregate";
+void report_aggregate(const std::string& dir, int64_t n, bool plots, const std::string& out_dir) {
+  const fs::path out = out_dir.empty() ? fs::path(dir) / "aggregate" : fs::path(out_dir);
   logger("sweep")->info("aggregated {} completed points into {}/results.csv and summary.csv", n, out.string());
   if (!plots || n == 0) return;
   run_plot("plot_sweep.py", fmt::format("'{}'", out.string()), fmt::format("heatmaps written to {}/*.png", out.string()),

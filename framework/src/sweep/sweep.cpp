@@ -742,10 +742,20 @@ int64_t cancel_slurm(const Sweep& s) {
 // ---------------------------------------------------------------------------------------
 // Aggregation
 
-int64_t aggregate(const std::string& sweep_dir, double threshold) {
+std::string aggregate_dir(const std::string& sweep_dir, const std::string& eval_name) {
+  const fs::path out = fs::path(sweep_dir) / "aggregate";
+  return (eval_name.empty() ? out : out / "evals" / eval_name).string();
+}
+
+int64_t aggregate(const std::string& sweep_dir, double threshold, const std::string& eval_name) {
   const fs::path manifest_path = fs::path(sweep_dir) / "sweep.json";
   LENGEN_CHECK(fs::exists(manifest_path), "{}: not a sweep folder (no sweep.json; run `lengen sweep FILE` first)",
                sweep_dir);
+  LENGEN_CHECK(eval_name.find('/') == std::string::npos && eval_name != "." && eval_name != "..",
+               "aggregate --eval '{}': a name of RUN/evals/, not a path", eval_name);
+  // Each point's evaluation: its run's own (eval/), or the one `lengen eval RUN --set ...`
+  // wrote under evals/<name>/.
+  const fs::path eval_rel = eval_name.empty() ? fs::path("eval") : fs::path("evals") / eval_name / "eval";
   json m = json::parse(read_text(manifest_path.string()));
   if (threshold < 0) threshold = m.value("threshold", 0.9);
   std::vector<std::string> axes = m["axes"].get<std::vector<std::string>>();
@@ -765,9 +775,14 @@ int64_t aggregate(const std::string& sweep_dir, double threshold) {
   std::set<std::string> seen_points;
   json trained = json::object();  // the first point's trained ranges (plots outline them)
   int64_t read = 0;
+  std::vector<std::string> missing;  // finished points without the named evaluation
   for (const auto& p : m["points"]) {
-    const fs::path summary = fs::path(sweep_dir) / p["run_dir"].get<std::string>() / "eval" / "summary.json";
-    if (!fs::exists(summary)) continue;
+    const fs::path run_dir = fs::path(sweep_dir) / p["run_dir"].get<std::string>();
+    const fs::path summary = run_dir / eval_rel / "summary.json";
+    if (!fs::exists(summary)) {
+      if (!eval_name.empty() && fs::exists(run_dir / "eval" / "summary.json")) missing.push_back(p["name"].get<std::string>());
+      continue;
+    }
     const std::string name = p["name"];
     LENGEN_CHECK(seen_points.insert(name).second, "point {} appears twice in {}", name, manifest_path.string());
     json sj = json::parse(read_text(summary.string()));
@@ -805,7 +820,15 @@ int64_t aggregate(const std::string& sweep_dir, double threshold) {
     }
     ++read;
   }
-  const fs::path out = fs::path(sweep_dir) / "aggregate";
+  if (!eval_name.empty()) {
+    LENGEN_CHECK(read > 0, "{}: no point has evals/{}/eval/summary.json; write it for each run with `lengen eval "
+                 "RUN --out {} --set ...`", sweep_dir, eval_name, eval_name);
+    if (!missing.empty()) {
+      logger("sweep")->warn("{} finished point(s) have no evals/{} and are left out: {}", missing.size(), eval_name,
+                            fmt::format("{}", fmt::join(missing, "; ")));
+    }
+  }
+  const fs::path out = aggregate_dir(sweep_dir, eval_name);
   fs::create_directories(out);
   if (!header_done) {
     results += ",samples,correct,accuracy,ci_low,ci_high\n";

@@ -56,8 +56,9 @@ LENGEN_API void append_eval_curve(const std::string& path, int64_t step, const s
 /// Draws `eval_curve.jsonl` as accuracy-over-steps curves, one line per grid cell.
 LENGEN_API void plot_eval_curve(const std::string& jsonl, const std::string& png, const std::string& title);
 
-/// Logs an aggregate folder that sweep::aggregate (or compare_runs) wrote under DIR/aggregate
-/// (`n` points) and, when `plots`, draws its heatmaps (scripts/plot_sweep.py).
-LENGEN_API void report_aggregate(const std::string& dir, int64_t n, bool plots);
+/// Logs an aggregate folder that sweep::aggregate (or compare_runs) wrote under DIR/aggregate,
+/// or under out_dir where given (sweep::aggregate_dir), and, when `plots`, draws its heatmaps
+/// (scripts/plot_sweep.py) and the paper's comparison; the paper's title comes from DIR/sweep.json.
+LENGEN_API void report_aggregate(const std::string& dir, int64_t n, bool plots, const std::string& out_dir = "");
 
 }  // namespace lengen

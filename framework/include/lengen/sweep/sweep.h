@@ -116,8 +116,14 @@ LENGEN_API int64_t cancel_slurm(const Sweep& sweep);
 /// Collects every completed point into <dir>/aggregate/results.csv (one row per point and
 /// grid cell) and summary.csv (per configuration and cell: seeds, median, q25, q75, IQR,
 /// fraction of seeds >= threshold, min, max), reading <sweep_dir>/sweep.json. threshold < 0:
-/// the sweep's own. Returns the number of points read.
-LENGEN_API int64_t aggregate(const std::string& sweep_dir, double threshold = -1);
+/// the sweep's own. Returns the number of points read. eval_name: aggregate each run's
+/// evals/<eval_name>/ (what `lengen eval RUN --out NAME --set ...` writes) instead of its eval/,
+/// into <dir>/aggregate/evals/<eval_name>/; points without it are left out with a warning, and
+/// none having it is an error.
+LENGEN_API int64_t aggregate(const std::string& sweep_dir, double threshold = -1, const std::string& eval_name = "");
+
+/// Where aggregate() writes: <sweep_dir>/aggregate, or aggregate/evals/<eval_name>.
+LENGEN_API std::string aggregate_dir(const std::string& sweep_dir, const std::string& eval_name = "");
 
 /// Aggregates finished runs that are not one sweep (`lengen compare`): each run directory
 /// (holding config.yaml and eval/summary.json) joins the configuration named by its
