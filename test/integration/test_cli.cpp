@@ -95,6 +95,17 @@ TEST_CASE("cli: run writes the run directory; eval, decode, logits read it", "[c
     // --out names the folder; a path is refused before anything is written.
     sh(fmt::format("eval {} --set eval.samples=5 --out five", run.string()));
     CHECK(fs::exists(run / "evals" / "five" / "eval" / "summary.json"));
+    // The run's config.yaml pins the grid it was evaluated on (digits 1-5); an override of the
+    // task's range moves the grid with it, and an explicit eval.grid wins over that.
+    sh(fmt::format("eval {} --set 'task.eval_digits=[2,7]' --set eval.samples=5 --out wider", run.string()));
+    const std::string wider = test::read_text((run / "evals" / "wider" / "eval" / "grid.csv").string());
+    CHECK(std::count(wider.begin(), wider.end(), '\n') == 1 + 6);
+    CHECK_THAT(wider, Contains("\n2,5,") && Contains("\n7,5,"));
+    sh(fmt::format("eval {} --set 'task.eval_digits=[2,7]' --set 'eval.grid.digits=[6]' --set eval.samples=5 --out six",
+                   run.string()));
+    const std::string six = test::read_text((run / "evals" / "six" / "eval" / "grid.csv").string());
+    CHECK(std::count(six.begin(), six.end(), '\n') == 1 + 1);
+    CHECK_THAT(six, Contains("\n6,5,"));
     int rc = 0;
     std::string err = sh(fmt::format("eval {} --out ../escape", run.string()), &rc);
     CHECK(rc == 1);

@@ -27,10 +27,37 @@ std::string config_of(const std::string& run_or_file) {
   return run_or_file;
 }
 
+// A run's config.yaml pins its evaluation grid (eval.grid, resolved from the task's range when the
+// run started), so an override of the task's range alone (`--set task.eval_digits=[1,40]`) would
+// leave the grid where it was, silently. Where an axis's stored grid is the whole of the task's
+// old range and the overrides name no eval.grid, the grid follows the new range.
+std::vector<std::string> grid_follows_task(const std::string& config, const std::vector<std::string>& sets) {
+  if (sets.empty()) return sets;
+  for (const auto& s : sets) {
+    if (s.rfind("eval.grid", 0) == 0 || s.rfind("eval=", 0) == 0) return sets;
+  }
+  const Experiment before = Experiment::load(config);
+  const Experiment after = Experiment::load(config, sets);
+  std::vector<std::string> out = sets;
+  for (const auto& a : before.task->grid_axes()) {
+    for (const auto& b : after.task->grid_axes()) {
+      if (a.name != b.name || (a.lo == b.lo && a.hi == b.hi)) continue;
+      std::vector<int64_t> whole;
+      for (int64_t v = a.lo; v <= a.hi; ++v) whole.push_back(v);
+      const auto it = before.eval.grid.find(a.name);
+      if (it != before.eval.grid.end() && it->second == whole) {
+        out.push_back(fmt::format("eval.grid.{}=[{},{}]", b.name, b.lo, b.hi));
+      }
+    }
+  }
+  return out;
+}
+
 LoadedRun load_run(const std::string& run, const std::vector<std::string>& sets) {
   LoadedRun r;
   r.dir = fs::is_directory(run) ? run : "";
-  Experiment whole = Experiment::load(config_of(run), sets);
+  const std::string config = config_of(run);
+  Experiment whole = Experiment::load(config, r.dir.empty() ? sets : grid_follows_task(config, sets));
   if (r.dir.empty()) {
     r.dir = whole.run_dir();
   }
