@@ -31,14 +31,15 @@ std::string config_of(const std::string& run_or_file) {
 // run started), so an override of the task's range alone (`--set task.eval_digits=[1,40]`) would
 // leave the grid where it was, silently. Where an axis's stored grid is the whole of the task's
 // old range and the overrides name no eval.grid, the grid follows the new range.
-std::vector<std::string> grid_follows_task(const std::string& config, const std::vector<std::string>& sets) {
-  if (sets.empty()) return sets;
+// Returns the eval.grid overrides that make it so (none: `after` stands as loaded).
+std::vector<std::string> grid_follows_task(const std::string& config, const std::vector<std::string>& sets,
+                                           const Experiment& after) {
+  std::vector<std::string> out;
+  if (sets.empty()) return out;
   for (const auto& s : sets) {
-    if (s.rfind("eval.grid", 0) == 0 || s.rfind("eval=", 0) == 0) return sets;
+    if (s.rfind("eval.grid", 0) == 0 || s.rfind("eval=", 0) == 0) return out;
   }
   const Experiment before = Experiment::load(config);
-  const Experiment after = Experiment::load(config, sets);
-  std::vector<std::string> out = sets;
   for (const auto& a : before.task->grid_axes()) {
     for (const auto& b : after.task->grid_axes()) {
       if (a.name != b.name || (a.lo == b.lo && a.hi == b.hi)) continue;
@@ -57,7 +58,15 @@ LoadedRun load_run(const std::string& run, const std::vector<std::string>& sets)
   LoadedRun r;
   r.dir = fs::is_directory(run) ? run : "";
   const std::string config = config_of(run);
-  Experiment whole = Experiment::load(config, r.dir.empty() ? sets : grid_follows_task(config, sets));
+  Experiment whole = Experiment::load(config, sets);
+  if (!r.dir.empty()) {
+    const std::vector<std::string> grid = grid_follows_task(config, sets, whole);
+    if (!grid.empty()) {
+      std::vector<std::string> all = sets;
+      all.insert(all.end(), grid.begin(), grid.end());
+      whole = Experiment::load(config, all);
+    }
+  }
   if (r.dir.empty()) {
     r.dir = whole.run_dir();
   }

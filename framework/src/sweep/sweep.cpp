@@ -742,6 +742,10 @@ int64_t cancel_slurm(const Sweep& s) {
 // ---------------------------------------------------------------------------------------
 // Aggregation
 
+bool is_eval_name(const std::string& name) {
+  return !name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos;
+}
+
 std::string aggregate_dir(const std::string& sweep_dir, const std::string& eval_name) {
   const fs::path out = fs::path(sweep_dir) / "aggregate";
   return (eval_name.empty() ? out : out / "evals" / eval_name).string();
@@ -751,7 +755,7 @@ int64_t aggregate(const std::string& sweep_dir, double threshold, const std::str
   const fs::path manifest_path = fs::path(sweep_dir) / "sweep.json";
   LENGEN_CHECK(fs::exists(manifest_path), "{}: not a sweep folder (no sweep.json; run `lengen sweep FILE` first)",
                sweep_dir);
-  LENGEN_CHECK(eval_name.find('/') == std::string::npos && eval_name != "." && eval_name != "..",
+  LENGEN_CHECK(eval_name.empty() || is_eval_name(eval_name),
                "aggregate --eval '{}': a name of RUN/evals/, not a path", eval_name);
   // Each point's evaluation: its run's own (eval/), or the one `lengen eval RUN --set ...`
   // wrote under evals/<name>/.

@@ -5,6 +5,7 @@
 #include "lengen/core/error.h"
 #include "lengen/core/log.h"
 #include "lengen/report/report.h"
+#include "lengen/sweep/sweep.h"
 #include "lengen/train/checkpoint.h"
 
 #include <cctype>
@@ -50,7 +51,7 @@ class Eval : public Command {
     std::string dir = r.dir;
     if (!common.sets.empty() || decode_ || !out_.empty()) {
       const std::string name = out_.empty() ? variant_name(common.sets, decode_) : out_;
-      LENGEN_CHECK(!name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos,
+      LENGEN_CHECK(sweep::is_eval_name(name),
                    "--out {}: expected a folder name (no '/'), written under {}/evals/", out_, r.dir);
       dir = (fs::path(r.dir) / "evals" / name).string();
       fs::create_directories(dir);

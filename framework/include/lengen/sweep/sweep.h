@@ -122,6 +122,10 @@ LENGEN_API int64_t cancel_slurm(const Sweep& sweep);
 /// none having it is an error.
 LENGEN_API int64_t aggregate(const std::string& sweep_dir, double threshold = -1, const std::string& eval_name = "");
 
+/// Whether NAME can name a changed evaluation of a run, RUN/evals/NAME/ (`lengen eval --out`,
+/// `lengen aggregate --eval`): non-empty, no '/', neither "." nor "..".
+LENGEN_API bool is_eval_name(const std::string& name);
+
 /// Where aggregate() writes: <sweep_dir>/aggregate, or aggregate/evals/<eval_name>.
 LENGEN_API std::string aggregate_dir(const std::string& sweep_dir, const std::string& eval_name = "");
 
