@@ -170,6 +170,95 @@ TEST_CASE("model: config validation", "[model]") {
   CHECK_THROWS_WITH(parse("{activation: gelu2}"), Catch::Contains("did you mean 'gelu'"));
   CHECK_THROWS_WITH(parse("{dropout: 1.5}"), Catch::Contains("model.dropout must be in [0, 1)"));
   CHECK_THROWS_WITH(parse("{layres: 2}"), Catch::Contains("did you mean 'layers'"));
+  CHECK_THROWS_WITH(parse("{head_bias: true, tie_embeddings: true}"),
+                    Catch::Contains("cannot be combined with model.tie_embeddings"));
+  CHECK_THROWS_WITH(parse("{init: xavier}"), Catch::Contains("init"));
+  CHECK(parse("{init: normal, init_std: 0.05}").init_std == 0.05);
+}
+
+TEST_CASE("model: init normal draws the core's weights from N(0, init_std) and leaves the schemes' alone",
+          "[model]") {
+  ModelConfig c = base();
+  c.d_model = 128;
+  c.d_ff = 512;
+  c.attention_bias = c.ff_bias = c.head_bias = true;
+  auto build = [&](const std::string& init) {
+    ModelConfig m = c;
+    m.init = init;
+    m.init_std = 0.3;
+    torch::manual_seed(3);
+    SchemeContext sc{m.d_model, m.heads, m.head_dim(), m.layers, 1, ""};
+    return Transformer(m, 14, Schemes{test::make_scheme("{name: ape, max_position: 20}", sc)});
+  };
+  auto pytorch = build("pytorch")->named_parameters();
+  auto normal = build("normal")->named_parameters();
+  // The scheme is built before the core from the same seed: its table is the same either way.
+  CHECK(torch::equal(pytorch["position.0.level0"], normal["position.0.level0"]));
+  for (const char* w : {"tok_emb.weight", "blocks.0.attn.qkv.weight", "blocks.1.ff.up.weight",
+                        "blocks.1.ff.down.weight", "lm_head.weight"}) {
+    INFO(w);
+    const double std = normal[w].std().item<double>();
+    CHECK(std == Approx(0.3).epsilon(0.1));
+    CHECK(std::abs(normal[w].mean().item<double>()) < 0.05);
+  }
+  // PyTorch's defaults differ: Embedding N(0, 1), Linear U(+-1/sqrt(fan_in)).
+  CHECK(pytorch["tok_emb.weight"].std().item<double>() > 0.5);
+  CHECK(pytorch["blocks.1.ff.down.weight"].abs().max().item<double>() <= 1.0 / std::sqrt(512.0) + 1e-7);
+  for (const char* b : {"blocks.0.attn.qkv.bias", "blocks.0.ff.up.bias", "lm_head.bias"}) {
+    INFO(b);
+    CHECK(normal[b].abs().max().item<double>() == 0.0);
+    CHECK(pytorch[b].abs().max().item<double>() > 0.0);
+  }
+  CHECK(normal["norm_final.weight"].eq(1).all().item<bool>());
+}
+
+TEST_CASE("model: the embedding norm makes the model blind to the embeddings' scale", "[model]") {
+  // With a norm over token + position embeddings, scaling both tables by any constant leaves
+  // every logit unchanged; without it the first block's residual sum sees the scale.
+  for (bool norm : {true, false}) {
+    DYNAMIC_SECTION("embedding_norm " << norm) {
+      ModelConfig c = base();
+      c.layers = 1;
+      c.embedding_norm = norm;
+      c.norm_eps = 0.0;
+      torch::manual_seed(5);
+      SchemeContext sc{c.d_model, c.heads, c.head_dim(), c.layers, 1, ""};
+      Transformer m(c, 14, Schemes{test::make_scheme("{name: ape, max_position: 20}", sc)});
+      m->to(torch::kFloat64);
+      m->eval();
+      torch::NoGradGuard ng;
+      CHECK(m->named_parameters().contains("norm_embedding.weight") == norm);
+      auto tokens = torch::tensor({{1, 2, 3, 4}}, torch::kInt64);
+      auto ids = torch::arange(4).view({1, 1, 4});
+      auto before = m->forward(tokens, ids);
+      auto p = m->named_parameters();
+      p["tok_emb.weight"].mul_(7.0);
+      p["position.0.level0"].mul_(7.0);
+      const double diff = test::max_abs_diff(before, m->forward(tokens, ids));
+      if (norm) {
+        CHECK(diff < 1e-10);
+      } else {
+        CHECK(diff > 1e-3);
+      }
+    }
+  }
+}
+
+TEST_CASE("model: head_bias adds a learned bias to every logit", "[model]") {
+  ModelConfig c = base();
+  c.head_bias = true;
+  auto m = make_model(c);
+  m->eval();
+  torch::NoGradGuard ng;
+  auto p = m->named_parameters();
+  REQUIRE(p.contains("lm_head.bias"));
+  CHECK(p["lm_head.bias"].sizes() == torch::IntArrayRef({14}));
+  auto tokens = torch::tensor({{1, 2, 3}}, torch::kInt64);
+  auto ids = torch::arange(3).view({1, 1, 3});
+  auto before = m->forward(tokens, ids);
+  auto shift = torch::randn({14});
+  p["lm_head.bias"].add_(shift);
+  CHECK(test::max_abs_diff(m->forward(tokens, ids) - before, shift.expand({1, 3, 14})) < 1e-5);
 }
 
 TEST_CASE("model: PositionMemo reuses positions-only work until the positions change", "[model]") {

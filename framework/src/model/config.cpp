@@ -109,6 +109,16 @@ ComponentSpec ModelConfig::schema() {
            O::boolean("attention_bias", "biases in the q/k/v and output projections (default: bias)").may_be_absent(),
            O::boolean("ff_bias", "biases in the feed-forward projections (default: bias)").may_be_absent(),
            O::boolean("tie_embeddings", "the output head shares the token embedding").with_default(false),
+           O::boolean("head_bias", "a bias in the output head (Hugging Face BERT's classifier has one); not "
+                      "with tie_embeddings").with_default(false),
+           O::boolean("embedding_norm", "a norm (model.norm) over token plus position embeddings before the "
+                      "first block, as BERT's embedding LayerNorm").with_default(false),
+           O::string("init", "weight initialisation of the core's layers: pytorch (each module's own default: "
+                     "Linear U(+-1/sqrt(fan_in)), Embedding N(0, 1)) or normal (every Linear and Embedding "
+                     "weight N(0, init_std), biases 0: Hugging Face BERT and GPT-2). Position schemes keep "
+                     "their own (their init options)")
+               .with_default(std::string("pytorch")).one_of({"pytorch", "normal"}),
+           O::number("init_std", "std of init: normal").with_default(0.02).at_least(0),
            O::boolean("shared_layers", "universal Transformer: one block per stack, applied `layers` times per loop")
                .with_default(false),
            O::integer("loops", "looped (universal) Transformer: each stack applied `loops` times; eval.loops changes "
@@ -137,6 +147,10 @@ const Section<ModelConfig>& model_section() {
                                             .bind("attention_bias", &ModelConfig::attention_bias)
                                             .bind("ff_bias", &ModelConfig::ff_bias)
                                             .bind("tie_embeddings", &ModelConfig::tie_embeddings)
+                                            .bind("head_bias", &ModelConfig::head_bias)
+                                            .bind("embedding_norm", &ModelConfig::embedding_norm)
+                                            .bind("init", &ModelConfig::init)
+                                            .bind("init_std", &ModelConfig::init_std)
                                             .bind("shared_layers", &ModelConfig::shared_layers)
                                             .bind("loops", &ModelConfig::loops)
                                             .bind("input_injection", &ModelConfig::input_injection);
@@ -185,6 +199,10 @@ ModelConfig ModelConfig::from_config(const ConfigNode& node) {
   }
   if (c.softmax_eps < 0) {
     node.child("softmax_eps").fail(fmt::format("model.softmax_eps must be >= 0, got {}", c.softmax_eps));
+  }
+  if (c.head_bias && c.tie_embeddings) {
+    node.child("head_bias").fail("model.head_bias needs an output head of its own; it cannot be "
+                                 "combined with model.tie_embeddings: true");
   }
   if (c.dropout < 0 || c.dropout >= 1) {
     node.child("dropout").fail(fmt::format("model.dropout must be in [0, 1), got {}", c.dropout));

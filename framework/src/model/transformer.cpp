@@ -46,7 +46,11 @@ TransformerImpl::TransformerImpl(ModelConfig cfg,
   }
   if (!cfg_.tie_embeddings) {
     lm_head_ = register_module(
-        "lm_head", torch::nn::Linear(torch::nn::LinearOptions(cfg_.d_model, vocab_size).bias(false)));
+        "lm_head",
+        torch::nn::Linear(torch::nn::LinearOptions(cfg_.d_model, vocab_size).bias(cfg_.head_bias)));
+  }
+  if (cfg_.embedding_norm) {
+    norm_embedding_ = register_module("norm_embedding", Norm(cfg_.norm, cfg_.d_model, cfg_.norm_eps));
   }
   emb_dropout_ = register_module("emb_dropout", torch::nn::Dropout(cfg_.dropout));
   if (arch_.encoder && arch_.decoder) {
@@ -56,6 +60,29 @@ TransformerImpl::TransformerImpl(ModelConfig cfg,
     }
     if (cfg_.norm_position != "post") {
       norm_encoder_ = register_module("norm_encoder", Norm(cfg_.norm, cfg_.d_model, cfg_.norm_eps));
+    }
+  }
+  if (cfg_.init == "normal") {
+    init_normal(cfg_.init_std);
+  }
+}
+
+void TransformerImpl::init_normal(double std) {
+  // Hugging Face's BertPreTrainedModel._init_weights / GPT-2's: every Linear and Embedding
+  // weight N(0, std), biases 0; norms keep weight 1, bias 0. The schemes' parameters
+  // (position.*) follow their own init options.
+  torch::NoGradGuard no_grad;
+  for (const auto& item : named_modules("", /*include_self=*/false)) {
+    if (item.key() == "position" || item.key().rfind("position.", 0) == 0) {
+      continue;
+    }
+    if (auto* linear = item.value()->as<torch::nn::Linear>()) {
+      linear->weight.normal_(0.0, std);
+      if (linear->bias.defined()) {
+        linear->bias.zero_();
+      }
+    } else if (auto* embedding = item.value()->as<torch::nn::Embedding>()) {
+      embedding->weight.normal_(0.0, std);
     }
   }
 }
@@ -174,6 +201,9 @@ torch::Tensor TransformerImpl::forward(const ModelInputs& in,
       if (schemes_[i]->hooks() & kHookInputEmbedding) {
         x = x + schemes_[i]->embed(ids[i]);  // [B, T, C]
       }
+    }
+    if (norm_embedding_) {
+      x = norm_embedding_(x);  // [B, T, C]
     }
     return train && cfg_.dropout > 0 ? emb_dropout_(x) : x;
   };

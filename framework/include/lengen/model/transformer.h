@@ -40,6 +40,10 @@ struct LENGEN_API ModelConfig {
   bool attention_bias = false;         ///< biases in the q/k/v and output projections
   bool ff_bias = false;                ///< biases in the feed-forward projections
   bool tie_embeddings = false;         ///< LM head shares the token embedding
+  bool head_bias = false;              ///< a bias in the output head (BERT's classifier)
+  bool embedding_norm = false;         ///< a norm over token + position embeddings (BERT)
+  std::string init = "pytorch";        ///< pytorch (each module's default) | normal
+  double init_std = 0.02;              ///< std of `init: normal` (BERT, GPT-2: 0.02)
   bool shared_layers = false;          ///< universal: one block per stack applied `layers` times
   int64_t loops = 1;                   ///< universal/looped: each stack applied `loops` times
   bool input_injection = false;        ///< add the input embedding again before every loop > 0
@@ -233,7 +237,8 @@ TORCH_MODULE(Block);
 ///   `encoder`); encoder.<l>.* (encoder_decoder's encoder blocks, same names);
 ///   blocks.<l>.cross.{q,kv,out}.weight and blocks.<l>.norm_cross_{pre,post}.weight
 ///   (cross-attention); norm_encoder.weight (encoder_decoder, pre-norm); norm_final.weight;
-///   lm_head.weight (absent when tied).
+///   lm_head.weight (absent when tied), lm_head.bias (head_bias); norm_embedding.weight
+///   (embedding_norm).
 /// Looping (universal Transformers): each stack applies its blocks `loops` times (set_loops
 /// changes it at test time); with shared_layers one block per stack is applied `layers`
 /// times per loop. Position schemes see one layer index per distinct block (encoder blocks
@@ -290,6 +295,8 @@ class LENGEN_API TransformerImpl : public torch::nn::Module {
                           size_t attention_offset,
                           int64_t rows_from = 0);
   torch::Tensor head(torch::Tensor x);
+  /// model.init: normal: every Linear and Embedding weight of the core N(0, std), biases 0.
+  void init_normal(double std);
 
   ModelConfig cfg_;
   Architecture arch_;
@@ -299,7 +306,7 @@ class LENGEN_API TransformerImpl : public torch::nn::Module {
   std::vector<std::shared_ptr<PositionScheme>> schemes_;
   torch::nn::Embedding tok_emb_{nullptr};
   torch::nn::ModuleList blocks_{nullptr}, encoder_{nullptr};
-  Norm norm_final_{nullptr}, norm_encoder_{nullptr};
+  Norm norm_final_{nullptr}, norm_encoder_{nullptr}, norm_embedding_{nullptr};
   torch::nn::Linear lm_head_{nullptr};
   torch::nn::Dropout emb_dropout_{nullptr};
 };
