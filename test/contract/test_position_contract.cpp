@@ -93,6 +93,48 @@ TEST_CASE("position contract: every registered scheme", "[contract][position]") 
   }
 }
 
+TEST_CASE("position contract: randomized positions change training only", "[contract][position]") {
+  // Every scheme takes the shared `randomized:` key (Ruoss et al. 2023; 65 = the rows of a
+  // max_position: 64 table, which coupling's random offsets also fill). In evaluation the
+  // model with it equals the model without it (same weights, same logits); in training it
+  // runs with finite gradients on the remapped IDs.
+  load_all_plugins();
+  auto task = test::make_task("{name: addition}");
+  auto exs = examples(*task, 6);
+  for (const auto* entry : position_registry().list()) {
+    DYNAMIC_SECTION(entry->spec.name) {
+      ModelConfig cfg = tiny_model("pre", "gelu");
+      SchemeContext sc{cfg.d_model, cfg.heads, cfg.head_dim(), cfg.layers, 1, ""};
+      const std::string plain_yaml = test::scheme_yaml(*entry);
+      const std::string randomized_yaml =
+          plain_yaml.substr(0, plain_yaml.size() - 1) + ", randomized: 65}";
+      torch::manual_seed(0);
+      Transformer plain(cfg, task->vocabulary().size(), Schemes{test::make_scheme(plain_yaml, sc)});
+      torch::manual_seed(0);
+      auto scheme = test::make_scheme(randomized_yaml, sc);
+      CHECK(scheme->randomized() == 65);
+      Transformer randomized(cfg, task->vocabulary().size(), Schemes{scheme});
+      plain->to(torch::kFloat64);
+      randomized->to(torch::kFloat64);
+      Batch b = make_batch(exs, task->vocabulary().pad());
+      {
+        plain->eval();
+        randomized->eval();
+        torch::NoGradGuard ng;
+        CHECK(torch::equal(plain->forward(b.inputs, b.ids), randomized->forward(b.inputs, b.ids)));
+      }
+      randomized->train();
+      auto logits = randomized->forward(b.inputs, b.ids);  // [B, T, V]
+      logits.sum().backward();
+      for (const auto& p : randomized->parameters()) {
+        if (p.grad().defined()) {
+          CHECK(torch::isfinite(p.grad()).all().item<bool>());
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("position contract: attention weights are causal distributions", "[contract][model]") {
   auto task = test::make_task("{name: addition}");
   ModelConfig cfg = tiny_model("pre", "gelu");

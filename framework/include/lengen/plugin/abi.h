@@ -17,19 +17,21 @@
 // (Registrar::add_stage, lengen/stage/stage.h) and the analysis library; 4 adds
 // Task::from_labeled and the evaluation breakdown (EvalConfig::breakdown, CellResult::analysis);
 // 5 adds PositionScheme::position_ids (the shared `cyclic` transform), SchemeContext::run_dir,
-// AttentionContext::query_offset and undefined additive biases (no term).
+// AttentionContext::query_offset and undefined additive biases (no term); 6 adds the shared
+// `randomized` transform (PositionScheme::set_randomized).
 // ABI history: 1 first release; 2 (architectures) adds the virtual functions
 // PositionScheme::transform_ids_pair, Task::to_seq2seq and Task::to_labeled (vtables changed:
 // rebuild every plugin); 3 (stages) adds fields to OptionSpec and Options (map and list-of-map
 // options, shared with the framework's own config sections) and the stage registry; 4 adds
 // the virtual Task::from_labeled (the inverse of to_labeled) and fields to EvalConfig and
 // CellResult (rebuild every plugin); 5 adds fields to PositionScheme, SchemeContext,
-// AttentionContext and Experiment (rebuild every plugin).
+// AttentionContext and Experiment (rebuild every plugin); 6 adds a field to PositionScheme
+// (randomized positions).
 
 #include <cstdint>
 
-#define LENGEN_PLUGIN_ABI 5
-#define LENGEN_PLUGIN_API 5
+#define LENGEN_PLUGIN_ABI 6
+#define LENGEN_PLUGIN_API 6
 
 namespace lengen {
 class Registrar;

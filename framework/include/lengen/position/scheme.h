@@ -53,8 +53,11 @@ class LENGEN_API PositionScheme : public torch::nn::Module {
   virtual uint32_t hooks() const = 0;
 
   /// The IDs every hook of this scheme sees: transform_ids, then the framework's transforms
-  /// shared by every scheme (`cyclic: T`: each ID taken modulo T, Duan & Shi's cyclic position
-  /// indexing). The model calls these, never transform_ids directly.
+  /// shared by every scheme, in this order: `randomized: N` (training only: Ruoss et al.'s
+  /// randomized positions, each sample's ID values 0..M mapped in order onto a sorted random
+  /// sample of M + 1 distinct values from [0, N)) and `cyclic: T` (each ID taken modulo T,
+  /// Duan & Shi's cyclic position indexing). The model calls these, never transform_ids
+  /// directly.
   torch::Tensor position_ids(const torch::Tensor& ids, int64_t offset, bool training);
   /// transform_ids_pair, then the shared transforms on both sides.
   std::pair<torch::Tensor, torch::Tensor> position_ids_pair(const torch::Tensor& source,
@@ -63,6 +66,9 @@ class LENGEN_API PositionScheme : public torch::nn::Module {
   /// Period of cyclic position indexing (0: off). Set from the entry's `cyclic:` key.
   void set_cyclic(int64_t period) { cyclic_ = period; }
   int64_t cyclic() const { return cyclic_; }
+  /// Range N of randomized positions in training (0: off). Set from the entry's `randomized:`.
+  void set_randomized(int64_t range) { randomized_ = range; }
+  int64_t randomized() const { return randomized_; }
 
   /// Whether the scheme has a meaning in this kind of attention. Self-attention: the model
   /// refuses an architecture whose self-attention kind a scheme does not support (schemes
@@ -118,9 +124,13 @@ class LENGEN_API PositionScheme : public torch::nn::Module {
   virtual torch::Tensor relative_values(const torch::Tensor& probs, const AttentionContext& ctx);
 
  private:
-  torch::Tensor shared_transforms(torch::Tensor ids) const;
+  /// `sides` are the IDs of one forward ([L', B|1, T] each, one per attention side); a
+  /// randomized map is drawn per sample and shared by the sides.
+  std::vector<torch::Tensor> shared_transforms(std::vector<torch::Tensor> sides, int64_t batch,
+                                               bool training) const;
 
   int64_t cyclic_ = 0;
+  int64_t randomized_ = 0;
 };
 
 /// Which positions an absolute scheme consumes: the sequence index 0..T-1 (`ids: index`, the
