@@ -64,6 +64,73 @@ TEST_CASE("config: model.bias sets both bias kinds; the specific keys win", "[co
   CHECK_THROWS_WITH(load("layers=-1"), Contains("model.layers must be >= 0"));
 }
 
+TEST_CASE("config: an experiment extends another file", "[config]") {
+  test::TempDir dir;
+  std::filesystem::create_directories(dir.path / "sub");
+  test::write_text(dir.file("base.yaml"), std::string(kGood) +
+                                              "paper: {cite: X, table: T, values: {3: 100, 4: 90}}\n");
+  SECTION("maps merge key by key, lists and scalars replace, the name is the file's own") {
+    test::write_text((dir.path / "sub" / "child.yaml").string(), R"(extends: ../base.yaml
+model: {d_model: 32}
+position: [nope]
+train: {optimizer: {lr: 0.01}}
+)");
+    Experiment e = Experiment::load((dir.path / "sub" / "child.yaml").string());
+    CHECK(e.name == "child");  // not the base's cfg-test
+    CHECK(e.seed == 3);
+    CHECK(e.model.d_model == 32);
+    CHECK(e.model.layers == 1);  // from the base, beside the child's d_model
+    CHECK(e.train.steps == 10);
+    REQUIRE(e.position_nodes.size() == 1);  // the list was replaced, not merged
+    CHECK(e.position_nodes.front().as_string() == "nope");
+    CHECK(e.resolved_yaml().find("lr: 0.01") != std::string::npos);
+    CHECK(e.resolved_yaml().find("extends") == std::string::npos);
+    REQUIRE(e.paper.rows.size() == 1);
+    CHECK(e.paper.rows.front().values.size() == 2);  // inherited whole
+    // --set applies on top of the merged tree.
+    CHECK(Experiment::load((dir.path / "sub" / "child.yaml").string(), {"model.layers=2"}).model.layers == 2);
+  }
+  SECTION("chains of bases, another task and another paper block replace whole") {
+    test::write_text(dir.file("mid.yaml"), "extends: base.yaml\nseed: 5\n");
+    test::write_text(dir.file("leaf.yaml"), R"(extends: mid.yaml
+name: leaf-run
+task: {name: parity, train_bits: [1, 3], eval_bits: [1, 4]}
+paper: {cite: Y, table: U, values: {4: 50}}
+)");
+    Experiment e = Experiment::load(dir.file("leaf.yaml"));
+    CHECK(e.name == "leaf-run");
+    CHECK(e.seed == 5);
+    CHECK(e.task_node.child("name").as_string() == "parity");  // no addition keys merged in
+    CHECK(e.paper.cite == "Y");
+    REQUIRE(e.paper.rows.size() == 1);
+    CHECK(e.paper.rows.front().values.size() == 1);
+  }
+  SECTION("a key set to null removes the base's") {
+    test::write_text(dir.file("plain.yaml"), "extends: base.yaml\npaper: ~\ntrain: {batch_size: ~}\n");
+    Experiment e = Experiment::load(dir.file("plain.yaml"));
+    CHECK(e.paper.empty());
+    CHECK(e.train.steps == 10);
+    CHECK(e.train.batch_size == TrainConfig{}.batch_size);  // the default again, not 4
+  }
+  SECTION("a mistake in a base is reported in the base's file and line") {
+    test::write_text(dir.file("bad.yaml"), with_line(kGood, "steps: 10", "stpes: 10"));
+    test::write_text(dir.file("child.yaml"), "extends: bad.yaml\nseed: 1\n");
+    CHECK_THROWS_WITH(Experiment::load(dir.file("child.yaml")),
+                      Contains("bad.yaml:8:3") && Contains("unknown key 'stpes'"));
+    test::write_text(dir.file("child2.yaml"), "extends: base.yaml\nmodel: {layres: 2}\n");
+    CHECK_THROWS_WITH(Experiment::load(dir.file("child2.yaml")),
+                      Contains("child2.yaml:2:") && Contains("did you mean 'layers'"));
+  }
+  SECTION("a missing base and a cycle are errors naming the key") {
+    test::write_text(dir.file("orphan.yaml"), "extends: nowhere.yaml\n");
+    CHECK_THROWS_WITH(Experiment::load(dir.file("orphan.yaml")),
+                      Contains("orphan.yaml:1:10") && Contains("no such experiment file"));
+    test::write_text(dir.file("a.yaml"), "extends: b.yaml\n");
+    test::write_text(dir.file("b.yaml"), "extends: a.yaml\n");
+    CHECK_THROWS_WITH(Experiment::load(dir.file("a.yaml")), Contains("makes a cycle"));
+  }
+}
+
 TEST_CASE("config: errors name file, line and key", "[config]") {
   test::TempDir dir;
   auto load = [&](const std::string& text) {

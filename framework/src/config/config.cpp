@@ -14,8 +14,35 @@ namespace lengen {
 ConfigNode::ConfigNode(YAML::Node node, std::shared_ptr<const ConfigSource> source, std::string path)
     : node_(std::move(node)), source_(std::move(source)), path_(std::move(path)) {}
 
+namespace {
+
+// Whether `node` is `tree` or lies inside it (node identity, not equal values).
+bool contains_node(const YAML::Node& tree, const YAML::Node& node) {
+  if (tree.is(node)) return true;
+  if (tree.IsMap()) {
+    for (const auto& kv : tree) {
+      if (kv.first.is(node) || contains_node(kv.second, node)) return true;
+    }
+  } else if (tree.IsSequence()) {
+    for (const auto& v : tree) {
+      if (contains_node(v, node)) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
 std::string ConfigNode::where() const {
   std::string file = source_ ? source_->file : "<config>";
+  if (source_ && node_.IsDefined()) {
+    for (const auto& [base_file, tree] : source_->bases) {
+      if (contains_node(tree, node_)) {
+        file = base_file;
+        break;
+      }
+    }
+  }
   if (source_) {
     // A key set (or inside a subtree set) on the command line is reported as such.
     for (const auto& [key, text] : source_->overrides) {

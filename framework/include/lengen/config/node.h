@@ -18,6 +18,9 @@ namespace lengen {
 struct ConfigSource {
   std::string file;                                ///< path of the YAML file, or "<string>"
   std::map<std::string, std::string> overrides;    ///< key path -> "--set a.b=c" text
+  /// Files this tree extends (`extends:`), the most basic first, each with its tree: a node
+  /// that came from one of them is reported with that file's name.
+  std::vector<std::pair<std::string, YAML::Node>> bases;
 };
 
 /// A YAML node that knows its key path ("model.position[1].max_position") and its source,

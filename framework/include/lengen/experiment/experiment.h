@@ -90,6 +90,12 @@ struct LENGEN_API Experiment {
   bool bf16_autocast(const torch::Device& device) const;
 };
 
+/// An experiment file as one tree: with `extends: BASE` (relative to the file), BASE's keys
+/// with the file's on top (maps merge key by key; lists and scalars replace; `paper:` and a
+/// `task:` of another task replace whole; a key set to null removes the base's; `name` is not
+/// inherited). Errors name the file that wrote the key.
+LENGEN_API ConfigNode load_experiment_file(const std::string& path);
+
 /// The cores this process may run on: its CPU affinity mask (what `taskset`, Slurm's cpusets
 /// and container limits leave it), else the hardware concurrency; at least 1.
 LENGEN_API int64_t usable_cores();

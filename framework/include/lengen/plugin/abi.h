@@ -25,8 +25,8 @@
 // options, shared with the framework's own config sections) and the stage registry; 4 adds
 // the virtual Task::from_labeled (the inverse of to_labeled) and fields to EvalConfig and
 // CellResult (rebuild every plugin); 5 adds fields to PositionScheme, SchemeContext,
-// AttentionContext and Experiment (rebuild every plugin); 6 adds a field to PositionScheme
-// (randomized positions).
+// AttentionContext and Experiment (rebuild every plugin); 6 adds fields to PositionScheme
+// (randomized positions) and ConfigSource (the files an experiment extends).
 
 #include <cstdint>
 
