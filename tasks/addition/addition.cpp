@@ -8,6 +8,8 @@
 // (b_0 = 0), every number padded to the answer's maximal length and every b_i reversed; bi-level
 // IDs: level 1 as above, level 2 the number's group (a_i: i-1, its `+` too; `=` and b_0: 0;
 // `>` and b_i: i), plus s. Example: `057+048+096=000>750>501>102`.
+// position_ids: abacus is the same layout with s = 0: digits carry their significance within
+// their own number (1 = least significant), every other token 0 (McLeish et al. 2024).
 // Causal IDs count digits since the last separator (and `>` so far), so decoding never sees the
 // reference.
 #include "lengen/core/error.h"
@@ -63,10 +65,14 @@ class Addition final : public lengen::Task {
                                               "(Cho et al. 2025, Figure 14's reversed query; queries "
                                               "given to lengen decode are read the same way)")
              .with_default(false),
-         OptionSpec::string("position_ids", "coupled: equal significance, equal ID; "
-                                            "sequential: 0, 1, 2, ...")
+         OptionSpec::string("position_ids", "coupled: equal significance, equal ID (start 1: "
+                                            "the least significant digit 2, `+` and `=` 1); "
+                                            "abacus: a digit's significance within its own number "
+                                            "(1 = least significant), every other token 0 "
+                                            "(McLeish et al. 2024's Abacus indices, with the "
+                                            "abacus scheme); sequential: 0, 1, 2, ...")
              .with_default("coupled")
-             .one_of({"coupled", "sequential"}),
+             .one_of({"coupled", "abacus", "sequential"}),
          OptionSpec::int_list("train_operands", "[lo, hi]: operand counts in training (default: operands)")
              .with_default(std::vector<int64_t>{2, 2})
              .at_least(2),
@@ -93,9 +99,10 @@ class Addition final : public lengen::Task {
         pad_to_answer_(o.get_string("pad_to") == "answer"),
         reverse_(o.get_bool("reverse_output")),
         reverse_query_(o.get_bool("reverse_query")),
-        coupled_(o.get_string("position_ids") == "coupled"),
+        coupled_(o.get_string("position_ids") != "sequential"),
         mixed_lengths_(o.get_bool("mixed_lengths")),
         scratchpad_(o.get_bool("scratchpad")),
+        start_(o.get_string("position_ids") == "abacus" ? 0 : 1),
         vocab_(vocabulary_tokens(o.get_bool("scratchpad")), "<pad>", "$", "$") {
     train_ = o.get_int_range("train_digits");
     eval_ = o.get_int_range("eval_digits");
@@ -106,6 +113,10 @@ class Addition final : public lengen::Task {
     if (scratchpad_ && zero_pad_ && !pad_to_answer_) {
       o.fail("pad_to", "the padded scratchpad pads every number to the answer's maximal length: "
                        "set pad_to: answer (or zero_pad: false)");
+    }
+    if (scratchpad_ && start_ == 0) {
+      o.fail("position_ids", "abacus indices are defined for the plain format; the scratchpad's "
+                             "bi-level IDs are position_ids: coupled");
     }
     if (coupled_ && !reverse_ && !zero_pad_) {
       o.fail("reverse_output",
@@ -203,7 +214,7 @@ class Addition final : public lengen::Task {
       }
       return ids;
     }
-    const int64_t s = 1;
+    const int64_t s = start_;
     if (scratchpad_) {
       return scratchpad_ids(tokens, prompt_length, std::move(ids));
     }
@@ -347,7 +358,7 @@ class Addition final : public lengen::Task {
     Example ex;
     ex.position_ids.assign(1, {});
     auto push = [&](int64_t tok, int64_t id, bool loss) { ex.push(tok, {id}, loss); };
-    const int64_t s = 1;
+    const int64_t s = start_;
     push(vocab_.bos(), 0, false);
     for (size_t i = 0; i < ops.size(); ++i) {
       const std::string x = pad_left(ops[i], op_width);
@@ -393,7 +404,7 @@ class Addition final : public lengen::Task {
     Example ex;
     ex.position_ids.assign(2, {});
     auto push = [&](int64_t tok, int64_t id1, int64_t id2, bool loss) { ex.push(tok, {id1, id2}, loss); };
-    const int64_t s = 1;
+    const int64_t s = start_;
     push(vocab_.bos(), 0, 0, false);
     for (size_t i = 0; i < ops.size(); ++i) {
       const int64_t group = s + static_cast<int64_t>(i);
@@ -436,6 +447,7 @@ class Addition final : public lengen::Task {
   int64_t significance(int64_t u, int64_t t, int64_t end) const { return reverse_query_ ? u - t + 1 : end - u; }
 
   bool same_length_, zero_pad_, pad_to_answer_, reverse_, reverse_query_, coupled_, mixed_lengths_, scratchpad_;
+  int64_t start_;  ///< s: the ID of `+` and `=`, digits s + significance (abacus: 0)
   std::pair<int64_t, int64_t> train_, eval_, train_ops_, eval_ops_;
   lengen::Vocabulary vocab_;
   int64_t plus_ = 0, eq_ = 0, arrow_ = -1;

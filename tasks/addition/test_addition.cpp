@@ -36,6 +36,17 @@ TEST_CASE("addition: Cho et al. worked examples", "[addition]") {
     CHECK(task->render(ex.tokens) == "$57+48=105$");
     CHECK(ids_string(ex) == "0 3 2 1 3 2 1 4 3 2 0");
   }
+  SECTION("abacus indices: each digit's significance in its own number, other tokens 0") {
+    auto task = make_task("{name: addition, pad_to: answer, position_ids: abacus}");
+    auto ex = task->parse_query("57+48");
+    CHECK(task->render(ex.tokens) == "$057+048=501$");
+    CHECK(ids_string(ex) == "0 3 2 1 0 3 2 1 0 1 2 3 0");
+    // Decoding computes the same IDs from the tokens so far (no answer leaks into them).
+    const auto causal = task->causal_position_ids(ex.tokens, ex.prompt_length);
+    CHECK(causal[0] == ex.position_ids[0]);
+    auto unpadded = make_task("{name: addition, zero_pad: false, position_ids: abacus}")->parse_query("5+48");
+    CHECK(ids_string(unpadded) == "0 1 0 2 1 0 1 2 0");
+  }
   SECTION("sequential IDs") {
     auto task = make_task("{name: addition, position_ids: sequential}");
     auto ex = task->parse_query("57+48");
@@ -112,6 +123,11 @@ TEST_CASE("addition: the scratchpad format of Cho et al. 2025 (Fig. 4) with bi-l
   CHECK(ids[0][14] == 1);
   CHECK(ids[1][14] == 2);
   CHECK(ids[0][15] == 2);  // first digit after the early '>'
+}
+
+TEST_CASE("addition: abacus indices are for the plain format", "[addition]") {
+  CHECK_THROWS_WITH(make_task("{name: addition, scratchpad: true, pad_to: answer, position_ids: abacus}"),
+                    Catch::Contains("abacus indices are defined for the plain format"));
 }
 
 TEST_CASE("addition: scratchpad with sequential IDs, and the options it needs", "[addition]") {

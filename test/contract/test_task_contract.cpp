@@ -163,10 +163,10 @@ TEST_CASE("task contract: addition, every format option", "[contract][task]") {
   for (const char* pad : {"true", "false"}) {
     for (const char* pad_to : {"operand", "answer"}) {
       for (const char* reverse : {"true", "false"}) {
-        for (const char* ids : {"coupled", "sequential"}) {
+        for (const char* ids : {"coupled", "abacus", "sequential"}) {
           for (const char* operands : {"2", "3"}) {
             if (std::string(pad) == "false" && std::string(reverse) == "false" &&
-                std::string(ids) == "coupled") {
+                std::string(ids) != "sequential") {
               continue;  // refused at construction (tested in the addition plugin tests)
             }
             const char* query = std::string(operands) == "3" ? "true" : "false";  // both, without doubling

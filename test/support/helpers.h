@@ -79,6 +79,9 @@ inline std::string scheme_yaml(const PositionRegistry::Entry& e, int64_t heads =
     if (o.key == "max_position") {
       y += ", max_position: 64";
     }
+    if (o.key == "max_k") {
+      y += ", max_k: 8";  // abacus: training offsets that fit the 64-row table
+    }
     if (o.key == "bias") {
       y += ", bias: '" + synthetic_calibration(heads) + "'";
     }
