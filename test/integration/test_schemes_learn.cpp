@@ -34,6 +34,9 @@ std::string position_yaml(const PositionRegistry::Entry& e) {
     if (o.key == "max_position") {
       y += e.spec.name == "coupling" ? ", max_position: 8" : ", max_position: 16";
     }
+    if (o.key == "max_k") {
+      y += ", max_k: 2";  // abacus: few offsets, as coupling's tight max_position
+    }
   }
   return y + "}]";
 }
