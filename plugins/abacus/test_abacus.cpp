@@ -8,15 +8,7 @@ using lengen::test::make_scheme;
 using lengen::test::make_task;
 
 namespace {
-lengen::SchemeContext ctx() {
-  lengen::SchemeContext c;
-  c.d_model = 16;
-  c.heads = 2;
-  c.head_dim = 8;
-  c.layers = 1;
-  c.position_levels = 1;
-  return c;
-}
+lengen::SchemeContext ctx() { return lengen::test::small_scheme_context(); }
 
 // Abacus indices of 57+48=501 (padded to the answer, reversed answer) for a batch of 3.
 torch::Tensor indices() {

@@ -39,6 +39,17 @@ inline std::string ids_string(const Example& e, size_t level = 0) {
   return s;
 }
 
+/// A small model's context for building a scheme alone: d_model 16, 2 heads of 8, 1 layer.
+inline SchemeContext small_scheme_context(int64_t levels = 1) {
+  SchemeContext c;
+  c.d_model = 16;
+  c.heads = 2;
+  c.head_dim = 8;
+  c.layers = 1;
+  c.position_levels = levels;
+  return c;
+}
+
 /// Builds a position scheme from inline YAML.
 inline std::shared_ptr<PositionScheme> make_scheme(const std::string& yaml, SchemeContext ctx) {
   return position_registry().create(load_config_string(yaml, "<test>"), ctx);
