@@ -4,15 +4,7 @@
 using lengen::test::make_scheme;
 
 namespace {
-lengen::SchemeContext ctx(int64_t levels) {
-  lengen::SchemeContext c;
-  c.d_model = 16;
-  c.heads = 2;
-  c.head_dim = 8;
-  c.layers = 1;
-  c.position_levels = levels;
-  return c;
-}
+lengen::SchemeContext ctx(int64_t levels) { return lengen::test::small_scheme_context(levels); }
 }  // namespace
 
 TEST_CASE("coupling: one table per level, summed", "[coupling]") {

@@ -6,14 +6,7 @@ using lengen::test::make_scheme;
 
 namespace {
 
-lengen::SchemeContext ctx() {
-  lengen::SchemeContext c;
-  c.d_model = 16;
-  c.heads = 2;
-  c.head_dim = 8;
-  c.layers = 1;
-  return c;
-}
+lengen::SchemeContext ctx() { return lengen::test::small_scheme_context(); }
 
 torch::Tensor ids(std::vector<int64_t> v) { return torch::tensor(v).view({1, 1, -1}); }
 
