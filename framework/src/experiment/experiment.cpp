@@ -149,8 +149,9 @@ ConfigNode without_nulled(const YAML::Node& base, const YAML::Node& own, const C
 // An experiment file with `extends: BASE` is BASE with this file's keys on top: maps merge
 // key by key, anything else (lists, scalars) replaces; a `task:` naming another task and a
 // `paper:` block replace the base's whole; a key set to null removes the base's; `name` is
-// never inherited (a file without one is named by its stem). Bases may extend further; a cycle is an error. Each base's nodes keep
-// their file, so errors name the file that wrote the key.
+// never inherited (a file without one is named by its stem). Bases may extend further; a
+// cycle is an error. Each base's nodes keep their file, so errors name the file that wrote
+// the key.
 ConfigNode load_extending(const std::string& path, std::vector<std::string>& chain) {
   ConfigNode root = load_config_file(path);
   const ConfigNode ext = root.child("extends");
