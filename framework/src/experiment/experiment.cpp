@@ -328,6 +328,19 @@ Experiment Experiment::from_node(const ConfigNode& root_in, const std::string& p
   e.curve_eval = e.train.eval_every > 0
                      ? EvalConfig::from_config(merge_config(r.child("eval"), e.train.eval_grid), e.task->grid_axes())
                      : e.eval;
+  for (const EvalConfig* ec : {&e.eval, &e.curve_eval}) {
+    if (ec->adaptive_loops > 0 && architecture(e.model.arch).layout != Layout::kLabeled) {
+      root.child("eval").child("adaptive_loops").fail(fmt::format(
+          "eval.adaptive_loops picks among whole outputs of one forward pass (model.arch: encoder); "
+          "'{}' decodes token by token",
+          e.model.arch));
+    }
+    if (ec->loops > 0 && e.model.loops_per_length > 0) {
+      root.child("eval").child("loops").fail(
+          "eval.loops fixes one loop count, but model.loops_per_length gives each sample its own; "
+          "use eval.adaptive_loops to run more loops");
+    }
+  }
   if (!e.sources.empty() && e.train.dataset_size > 0) {
     root.child("train").child("dataset_size").fail(
         "train.dataset_size does not apply to a task.mixture: give each source its own dataset_size");

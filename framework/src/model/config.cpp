@@ -124,7 +124,12 @@ ComponentSpec ModelConfig::schema() {
            O::integer("loops", "looped (universal) Transformer: each stack applied `loops` times; eval.loops changes "
                       "it at test time").with_default(int64_t{1}).at_least(1),
            O::boolean("input_injection", "add the input embedding to the residual stream before every loop after the first")
-               .with_default(false)}};
+               .with_default(false),
+           O::number("loops_per_length", "loops tied to the input (Fan et al. 2025; encoder only): > 0 gives each "
+                     "sample max(1, round(loops_per_length * n + loops_offset)) loops (half up), n = its "
+                     "input tokens that carry no label; 0: model.loops for every sample")
+               .with_default(0.0).at_least(0),
+           O::integer("loops_offset", "the offset of loops_per_length's rule").with_default(int64_t{0})}};
 }
 
 namespace {
@@ -153,7 +158,9 @@ const Section<ModelConfig>& model_section() {
                                             .bind("init_std", &ModelConfig::init_std)
                                             .bind("shared_layers", &ModelConfig::shared_layers)
                                             .bind("loops", &ModelConfig::loops)
-                                            .bind("input_injection", &ModelConfig::input_injection);
+                                            .bind("input_injection", &ModelConfig::input_injection)
+                                            .bind("loops_per_length", &ModelConfig::loops_per_length)
+                                            .bind("loops_offset", &ModelConfig::loops_offset);
   return s;
 }
 
@@ -207,7 +214,26 @@ ModelConfig ModelConfig::from_config(const ConfigNode& node) {
   if (c.dropout < 0 || c.dropout >= 1) {
     node.child("dropout").fail(fmt::format("model.dropout must be in [0, 1), got {}", c.dropout));
   }
+  if (c.loops_per_length > 0 && architecture(c.arch).layout != Layout::kLabeled) {
+    node.child("loops_per_length")
+        .fail(fmt::format("model.loops_per_length needs the whole output from one forward pass "
+                          "(arch: encoder); '{}' decodes token by token",
+                          c.arch));
+  }
+  if (c.loops_per_length == 0 && c.loops_offset != 0) {
+    node.child("loops_offset").fail("model.loops_offset is the offset of model.loops_per_length's "
+                                    "rule; set loops_per_length > 0 (or drop loops_offset)");
+  }
   return c;
+}
+
+torch::Tensor ModelConfig::sample_loops(const torch::Tensor& lengths) const {
+  if (loops_per_length <= 0) {
+    return torch::full_like(lengths, loops);  // [B]
+  }
+  // Rounded half up (torch::round rounds half to even).
+  auto t = torch::floor(lengths.to(torch::kFloat64) * loops_per_length + static_cast<double>(loops_offset) + 0.5);
+  return t.clamp_min(1.0).to(torch::kInt64);  // [B]
 }
 
 YAML::Node ModelConfig::to_yaml() const {

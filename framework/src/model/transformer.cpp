@@ -92,6 +92,14 @@ void TransformerImpl::set_loops(int64_t loops) {
   loops_ = loops;
 }
 
+void TransformerImpl::set_adaptive_loops(int64_t extra) {
+  LENGEN_CHECK(extra >= 0, "adaptive loops: extra loops must be >= 0, got {}", extra);
+  LENGEN_CHECK(extra == 0 || arch_.layout == Layout::kLabeled,
+               "adaptive looping picks among whole outputs of one forward pass (arch: encoder); "
+               "'{}' decodes token by token", arch_.name);
+  adaptive_extra_ = extra;
+}
+
 std::vector<std::string> TransformerImpl::attention_names() const {
   std::vector<std::string> out;
   auto add = [&](const std::string& prefix, int64_t depth, const std::string& suffix) {
@@ -165,6 +173,62 @@ torch::Tensor TransformerImpl::run_stack(torch::nn::ModuleList& stack,
   return x;
 }
 
+torch::Tensor TransformerImpl::run_encoder_per_sample(torch::Tensor x,
+                                                     const AttentionInputs& self,
+                                                     const torch::Tensor& host_loops,
+                                                     const torch::Tensor& labelled,
+                                                     bool adaptive,
+                                                     int64_t rows_from) {
+  const int64_t depth = cfg_.encoder_depth(), B = x.size(0), T = x.size(1);
+  const int64_t most = host_loops.max().item<int64_t>();  // a host tensor: no device read
+  const torch::Tensor loops = host_loops.to(x.device());  // [B]
+  const torch::Tensor x0 = x;  // [B, T, C]
+  // Per-loop logits are read on every loop, so only a non-adaptive pass narrows its last one.
+  const int64_t last_rows_from = adaptive ? 0 : rows_from;
+  torch::Tensor best, best_score;  // [B, T', V], [B]
+  torch::Tensor scored;            // [B, T'] labelled rows of the logits
+  if (adaptive) {
+    scored = labelled.defined() ? labelled.narrow(1, rows_from, T - rows_from).to(torch::kFloat32)
+                                : torch::ones({B, T - rows_from}, x.options().dtype(torch::kFloat32));
+  }
+  for (int64_t loop = 0; loop < most; ++loop) {
+    const torch::Tensor start = x;  // [B, T, C]
+    if (loop > 0 && cfg_.input_injection) {
+      x = x + x0;
+    }
+    for (int64_t l = 0; l < depth; ++l) {
+      AttentionInputs s = self;
+      if (loop + 1 == most && l + 1 == depth) {
+        s.rows_from = last_rows_from;
+      }
+      x = blocks_->ptr<BlockImpl>(cfg_.shared_layers ? 0 : l)->forward(x, s, {});  // [B, T', C]
+    }
+    // A sample past its own loop count keeps its state.
+    const int64_t from = x.size(1) == T ? 0 : last_rows_from;
+    const auto running = (loops > loop).view({B, 1, 1});  // [B, 1, 1]
+    x = torch::where(running, x, start.narrow(1, from, x.size(1)));  // [B, T', C]
+    if (adaptive) {
+      auto logits = head(x.narrow(1, rows_from, T - rows_from));  // [B, T - rows_from, V]
+      // Cross-entropy of the output against its own argmax: -log p(argmax) = logsumexp - max.
+      auto lf = logits.to(torch::kFloat32);
+      auto surprise = torch::logsumexp(lf, -1) - std::get<0>(lf.max(-1));  // [B, T']
+      auto score = (surprise * scored).sum(1);                              // [B]
+      if (!best.defined()) {
+        best = logits;
+        best_score = score;
+      } else {
+        const auto better = score < best_score;  // [B]; ties keep the earlier loop
+        best = torch::where(better.view({B, 1, 1}), logits, best);
+        best_score = torch::where(better, score, best_score);
+      }
+    }
+  }
+  if (adaptive) {
+    return best;  // [B, T - rows_from, V]
+  }
+  return head(x);  // [B, T - rows_from, V]
+}
+
 torch::Tensor TransformerImpl::head(torch::Tensor x) {
   if (norm_final_) {
     x = norm_final_(x);
@@ -224,6 +288,23 @@ torch::Tensor TransformerImpl::forward(const ModelInputs& in,
     self.schemes = &schemes_;
     self.query_ids = self.key_ids = &ids;
     self.key_padding = in.padding;
+    const bool adaptive = adaptive_extra_ > 0 && !train;
+    if (cfg_.loops_per_length > 0 || adaptive) {
+      LENGEN_CHECK(in.lengths.defined(),
+                   "model.loops_per_length and adaptive looping need each sample's input length "
+                   "(ModelInputs::lengths, set by the labeled batch)");
+      LENGEN_CHECK(attention == nullptr,
+                   "attention maps of a model whose loop count varies by sample are not available; "
+                   "set model.loops_per_length: 0 and a fixed eval.loops to look at them");
+      torch::Tensor loops = cfg_.loops_per_length > 0
+                                ? cfg_.sample_loops(in.lengths)
+                                : torch::full_like(in.lengths, loops_);  // [B]
+      if (adaptive) {
+        loops = loops + adaptive_extra_;
+      }
+      return run_encoder_per_sample(embed(in.tokens, ids), self, loops.cpu(), in.labelled,
+                                    adaptive, rows_from);
+    }
     auto x = run_stack(blocks_, enc_depth, embed(in.tokens, ids), self, {}, nullptr, false,
                        attention, 0, rows_from);
     return head(x);  // [B, T - outputs_from, V]

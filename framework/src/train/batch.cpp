@@ -30,6 +30,10 @@ ModelInputs Batch::model_inputs(bool scored_rows_only) const {
   in.source = source;
   in.source_ids = source_ids;
   in.source_padding = source_padding;
+  in.lengths = lengths;
+  if (layout == Layout::kLabeled) {
+    in.labelled = mask;  // [B, T] float, 1 where labelled
+  }
   return in;
 }
 
@@ -190,6 +194,16 @@ Batch make_labeled_batch(const std::vector<LabeledExample>& examples, int64_t pa
   b.padding = p.padding;
   fill_targets(b, labels, masks, 0, pad_id);
   b.tokens = (~p.padding).sum().item<int64_t>();
+  // Each sample's input tokens that carry no label (model.loops_per_length's n), on the host.
+  std::vector<int64_t> lengths;
+  for (const auto& e : examples) {
+    int64_t n = 0;
+    for (size_t t = 0; t < e.tokens.size(); ++t) {
+      n += e.label_mask[t] == 0 && e.tokens[t] != pad_id;
+    }
+    lengths.push_back(n);
+  }
+  b.lengths = torch::tensor(lengths, torch::kInt64);  // [B]
   return b;
 }
 

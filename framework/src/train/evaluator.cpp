@@ -40,6 +40,11 @@ ComponentSpec EvalConfig::schema() {
                .with_default(std::string("response")).one_of({"response", "answer", "answer_given_scratchpad"}),
            O::integer("loops", "applications of each looped stack at test time; 0: the model's model.loops")
                .with_default(int64_t{0}).at_least(0),
+           O::integer("adaptive_loops", "adaptive looping (Fan et al. 2025; arch: encoder): each sample runs up to "
+                      "its own loop count + this many extra loops and keeps the loop whose output is most "
+                      "confident (lowest cross-entropy against its own argmax over the labelled positions); "
+                      "0: off")
+               .with_default(int64_t{0}).at_least(0),
            O::string_list("breakdown", "example features to break each cell's accuracy down by (e.g. addition's "
                           "carries, carry_chain); also records the number and positions of wrong tokens (decodes)")
                .with_default(std::vector<std::string>{})}};
@@ -56,6 +61,7 @@ const Section<EvalConfig>& eval_section() {
                                            .bind("greedy_decode", &EvalConfig::greedy_decode)
                                            .bind("metric", &EvalConfig::metric)
                                            .bind("loops", &EvalConfig::loops)
+                                           .bind("adaptive_loops", &EvalConfig::adaptive_loops)
                                            .bind("breakdown", &EvalConfig::breakdown);
   return s;
 }
@@ -361,15 +367,20 @@ std::vector<CellResult> evaluate_grid(
     const std::function<void(const CellResult&, size_t, size_t)>& progress) {
   std::vector<GridCell> cells = cfg.cells();
   std::vector<CellResult> results;
-  // eval.loops: a looped model applied more (or fewer) times than in training.
+  // eval.loops: a looped model applied more (or fewer) times than in training;
+  // eval.adaptive_loops: up to that many more, keeping each sample's most confident loop.
   struct LoopsGuard {
     Transformer& m;
-    int64_t saved;
-    ~LoopsGuard() { m->set_loops(saved); }
-  } loops_guard{model, model->loops()};
+    int64_t saved, saved_adaptive;
+    ~LoopsGuard() {
+      m->set_loops(saved);
+      m->set_adaptive_loops(saved_adaptive);
+    }
+  } loops_guard{model, model->loops(), model->adaptive_loops()};
   if (cfg.loops > 0) {
     model->set_loops(cfg.loops);
   }
+  model->set_adaptive_loops(cfg.adaptive_loops);
   for (size_t ci = 0; ci < cells.size(); ++ci) {
     const GridCell& cell = cells[ci];
     const auto t0 = std::chrono::steady_clock::now();

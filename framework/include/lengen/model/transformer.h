@@ -47,6 +47,13 @@ struct LENGEN_API ModelConfig {
   bool shared_layers = false;          ///< universal: one block per stack applied `layers` times
   int64_t loops = 1;                   ///< universal/looped: each stack applied `loops` times
   bool input_injection = false;        ///< add the input embedding again before every loop > 0
+  /// Loops tied to the input (Fan et al. 2025), encoder only: > 0 gives each sample
+  /// max(1, round(loops_per_length * n + loops_offset)) loops, n = its input tokens that carry
+  /// no label (ModelInputs::lengths); 0: `loops` for every sample.
+  double loops_per_length = 0.0;
+  int64_t loops_offset = 0;
+  /// Each sample's loop count (the rule above, or `loops`), [B] int64 from lengths [B].
+  torch::Tensor sample_loops(const torch::Tensor& lengths) const;
 
   /// Reads and validates the `model:` map (unknown keys, ranges, choices).
   /// The section's schema (validation and docs/config-reference.md).
@@ -116,6 +123,12 @@ struct LENGEN_API ModelInputs {
   /// Training and teacher-forced checks set it to the batch's first scored position
   /// (Batch::first_scored). Without a cache and attention maps only; 0: every position.
   int64_t outputs_from = 0;
+  /// Encoder (labeled layout): each sample's input tokens that carry no label, [B] int64 on
+  /// the host (model.loops_per_length), and the labelled positions, [B, T] float, 1 where
+  /// labelled (what adaptive looping's confidence is measured on). Undefined lengths: every
+  /// sample loops `loops` times.
+  torch::Tensor lengths;
+  torch::Tensor labelled;
 };
 
 /// RMSNorm (Zhang & Sennrich 2019) or LayerNorm over the last dimension.
@@ -277,6 +290,13 @@ class LENGEN_API TransformerImpl : public torch::nn::Module {
   /// Applications of each stack at the next forward (eval.loops; 1 = the stack once).
   void set_loops(int64_t loops);
   int64_t loops() const { return loops_; }
+  /// Adaptive looping at test time (Fan et al. 2025; eval.adaptive_loops, encoder only): with
+  /// extra > 0 and the model in eval mode, each sample runs up to its own loop count + extra
+  /// loops and forward() returns, per sample, the logits of the loop whose output is most
+  /// confident: the lowest sum over its labelled positions of -log p(argmax) (the cross-
+  /// entropy against its own prediction; the earliest loop on ties). 0: off.
+  void set_adaptive_loops(int64_t extra);
+  int64_t adaptive_loops() const { return adaptive_extra_; }
   /// What forward()'s `attention` receives: the weights (false, default) or the pre-softmax
   /// scores (true; analysis of seed 002's attention bias calibration).
   void set_attention_scores(bool scores) { attention_scores_ = scores; }
@@ -294,6 +314,15 @@ class LENGEN_API TransformerImpl : public torch::nn::Module {
                           std::vector<torch::Tensor>* attention,
                           size_t attention_offset,
                           int64_t rows_from = 0);
+  /// The encoder stack with a loop count per sample (host_loops [B], on the host): a sample's state stops
+  /// changing after its own count. With `adaptive`, returns per sample the logits of its most
+  /// confident loop (set_adaptive_loops); otherwise the logits after the last loop.
+  torch::Tensor run_encoder_per_sample(torch::Tensor x,
+                                       const AttentionInputs& self,
+                                       const torch::Tensor& host_loops,
+                                       const torch::Tensor& labelled,
+                                       bool adaptive,
+                                       int64_t rows_from);
   torch::Tensor head(torch::Tensor x);
   /// model.init: normal: every Linear and Embedding weight of the core N(0, std), biases 0.
   void init_normal(double std);
@@ -302,6 +331,7 @@ class LENGEN_API TransformerImpl : public torch::nn::Module {
   Architecture arch_;
   int64_t vocab_size_;
   int64_t loops_ = 1;
+  int64_t adaptive_extra_ = 0;
   bool attention_scores_ = false;
   std::vector<std::shared_ptr<PositionScheme>> schemes_;
   torch::nn::Embedding tok_emb_{nullptr};

@@ -16,13 +16,16 @@ namespace lengen {
 ///   targets  [B, T]     what each position must predict (next token, or the label)
 ///   mask     [B, T]     1.0 where targets[t] is scored (loss and exact match)
 ///   ids      [L, B, T]  position IDs of the inputs (0 on padding)
-/// Labeled layout (encoder) also: padding [B, T] bool, true on padding (masked as keys).
+/// Labeled layout (encoder) also: padding [B, T] bool, true on padding (masked as keys), and
+/// lengths [B] int64 on the host (each sample's input tokens that carry no label: the n of
+/// model.loops_per_length; Batch::to leaves it on the host).
 /// Seq2seq layout also: source [B, S], source_ids [L, B, S], source_padding [B, S] bool.
 /// Right padding is invisible to real tokens: under a causal mask, or masked as keys.
 struct LENGEN_API Batch {
   Layout layout = Layout::kSequence;
   torch::Tensor inputs, targets, mask, ids;
   torch::Tensor padding;
+  torch::Tensor lengths;
   torch::Tensor source, source_ids, source_padding;
   int64_t tokens = 0;  ///< number of non-pad tokens the model reads (for tokens/s)
   /// Number of scored targets (mask's sum), counted on the host when the batch is made so

@@ -32,6 +32,9 @@ struct LENGEN_API EvalConfig {
   std::string metric = "response";
   /// Applications of each looped stack at test time (0: the model's own `model.loops`).
   int64_t loops = 0;
+  /// Adaptive looping: up to this many loops beyond each sample's own count, keeping the
+  /// most confident one (TransformerImpl::set_adaptive_loops); 0: off.
+  int64_t adaptive_loops = 0;
   /// Example features (keys of Example::meta the task writes, e.g. addition's `carries` and
   /// `carry_chain`) to break each cell's accuracy down by; non-empty also records where wrong
   /// responses are wrong (CellAnalysis). Decodes (the breakdown needs the responses).
