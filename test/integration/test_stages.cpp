@@ -3,7 +3,9 @@
 // is not rerun) to the same final weights; evaluation during training writes its curve at
 // the right steps and survives a resume.
 #include "helpers.h"
+#include "lengen/experiment/experiment.h"
 #include "lengen/train/checkpoint.h"
+#include "lengen/train/data.h"
 
 #include <nlohmann/json.hpp>
 
@@ -149,4 +151,69 @@ TEST_CASE("stages: evaluation during training writes its curve at the right step
   fs::remove(run / "checkpoints" / "step-00000030.safetensors");
   sh(fmt::format("run {} --resume --no-eval --set output_dir={}", tmp.file("c.yaml"), out));
   CHECK(steps_of() == std::vector<int64_t>{0, 12, 24, 30});
+}
+
+TEST_CASE("stages: a self_label round labels queries with the model and a later stage trains on the labels",
+          "[stages][self_label]") {
+  test::TempDir tmp;
+  const std::string file = tmp.file("si.yaml");
+  // A model that has learned the format of 1-2 digit sums but not yet the sums (loss ~1.2).
+  std::string head = kHead;
+  head.replace(head.find("d_model: 32, d_ff: 64"), 21, "d_model: 64, d_ff: 128");
+  head.replace(head.find("steps: 30"), 9, "steps: 300");
+  head.replace(head.find("batch_size: 16"), 14, "batch_size: 32");
+  head.replace(head.find("lr: 0.003"), 9, "lr: 0.006");
+  test::write_text(file, head + R"(stages:
+  - {name: base}
+  - {name: label1, kind: self_label, lengths: [3, 3], samples: 64, batch_size: 16}
+  - name: round1
+    init_from: base
+    task:
+      mixture:
+        - {source: standard, dataset_size: 100}
+        - {source: r1, from_stage: label1}
+    train: {steps: 20}
+)");
+  const std::string out = tmp.file("a");
+  std::string log = sh(fmt::format("run {} --no-eval --set output_dir={}", file, out));
+  CHECK_THAT(log, Contains("stage 2/3 'label1' (self_label), from base") && Contains("labelled 64/64 queries"));
+  const fs::path run = fs::path(out) / "ft" / "4";
+  const fs::path labels = run / "stages" / "label1" / "labels.jsonl";
+  REQUIRE(fs::exists(labels));
+  const auto summary = nlohmann::json::parse(test::read_text((run / "stages" / "label1" / "summary.json").string()));
+  const int64_t kept = summary["kept"].get<int64_t>();
+  CHECK(summary["generated"].get<int64_t>() == 64);
+  CHECK(kept + summary["dropped_no_eos"].get<int64_t>() + summary["dropped_length"].get<int64_t>() == 64);
+  REQUIRE(kept > 0);
+  // The labels are the model's answers, not the task's: this model gets most of them wrong.
+  CHECK(summary["kept_correct"].get<int64_t>() < kept);
+  // Every kept label passes the filters: a 3-digit query, a response of the length the query
+  // fixes, ending in EOS.
+  Experiment exp = Experiment::load(file);
+  const Task& task = *exp.task;
+  const auto examples = read_labelled_examples(labels.string(), task);
+  CHECK(static_cast<int64_t>(examples.size()) == kept);
+  for (const auto& ex : examples) {
+    const std::vector<int64_t> prompt(ex.tokens.begin(), ex.tokens.begin() + ex.prompt_length);
+    CHECK(ex.response().back() == task.vocabulary().eos());
+    CHECK(static_cast<int64_t>(ex.response().size()) == task.max_response_length(prompt));
+    CHECK(task.render(prompt).size() == std::string("$000+000=").size());
+  }
+  // The next stage trained on them; `lengen example` shows them.
+  CHECK(fs::exists(run / "stages" / "round1" / "checkpoints" / "step-00000020.safetensors"));
+  CHECK_THAT(sh(fmt::format("example {} --set output_dir={} --stage round1 --source r1 -n 2", file, out)),
+             Contains(fmt::format("{} labels of stage 'label1'", kept)));
+
+  // Deterministic per seed: another run directory gets the same labels.
+  const std::string other = tmp.file("b");
+  sh(fmt::format("run {} --no-eval --set output_dir={}", file, other));
+  const std::string text = test::read_text(labels.string());
+  CHECK(test::read_text((fs::path(other) / "ft" / "4" / "stages" / "label1" / "labels.jsonl").string()) == text);
+  // A round killed before it finished runs again on --resume, to the same labels.
+  fs::remove(run / "stages" / "label1" / "stage.json");
+  fs::remove(labels);
+  fs::remove_all(run / "stages" / "round1");
+  log = sh(fmt::format("run {} --resume --no-eval --set output_dir={}", file, out));
+  CHECK_THAT(log, Contains("'base' (train) finished earlier; skipped") && Contains("labelled 64/64 queries"));
+  CHECK(test::read_text(labels.string()) == text);
 }

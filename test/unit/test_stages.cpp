@@ -306,3 +306,86 @@ TEST_CASE("analysis: pre-softmax scores are what the attention weights are the s
   correct.correct_only = true;
   CHECK_THROWS_WITH(mean_attention(m, *e.task, samples, torch::kCPU, correct), Contains("none of the 1 samples"));
 }
+
+TEST_CASE("self-labelled examples: written and read back with the task's causal IDs; errors name file and line",
+          "[stages][self_label]") {
+  test::TempDir tmp;
+  auto task = task_of("{name: addition, train_digits: [1, 4], eval_digits: [1, 6]}");
+  Rng rng(7);
+  std::vector<Example> written;
+  for (int i = 0; i < 5; ++i) {
+    Example ex = task->sample_train(rng);
+    // A label is the model's answer: keep the prompt, replace the response (here a wrong one).
+    if (i == 2) {
+      for (int64_t t = ex.prompt_length; t + 1 < ex.length(); ++t) ex.tokens[static_cast<size_t>(t)] = 2;  // "0"
+    }
+    written.push_back(ex);
+  }
+  const std::string path = tmp.file("labels.jsonl");
+  write_labelled_examples(path, written, *task);
+  const auto back = read_labelled_examples(path, *task);
+  REQUIRE(back.size() == written.size());
+  for (size_t i = 0; i < back.size(); ++i) {
+    INFO(i);
+    CHECK(back[i].tokens == written[i].tokens);
+    CHECK(back[i].prompt_length == written[i].prompt_length);
+    // The IDs decoding gives them; for a correct example they equal the task's own.
+    CHECK(back[i].position_ids == task->causal_position_ids(written[i].tokens, written[i].prompt_length));
+    if (i != 2) CHECK(back[i].position_ids == written[i].position_ids);
+    for (int64_t t = 0; t < back[i].length(); ++t) {
+      CHECK(back[i].loss_mask[static_cast<size_t>(t)] == (t >= back[i].prompt_length ? 1 : 0));
+    }
+  }
+  CHECK_THAT(test::read_text(path), Contains("\"text\":"));
+  // A batch of them trains like any fixed set: the union of a mixture includes every label.
+  DataSource labels;
+  labels.name = "labels";
+  labels.task = task;
+  labels.examples = back;
+  DataSource standard;
+  standard.name = "standard";
+  standard.task = task;
+  standard.dataset_size = 3;
+  TrainingData data({standard, labels}, 1);
+  CHECK(data.sources()[1].dataset_size == 5);
+  std::vector<int> from;
+  auto batch = data.batch(0, 8, &from);
+  CHECK(std::count(from.begin(), from.end(), 1) == 5);
+
+  test::write_text(tmp.file("bad.jsonl"), test::read_text(path) + "{\"tokens\": [1, 2]}\n");
+  CHECK_THROWS_WITH(read_labelled_examples(tmp.file("bad.jsonl"), *task),
+                    Contains("bad.jsonl:6") && Contains("prompt_length"));
+  test::write_text(tmp.file("vocab.jsonl"), "{\"tokens\": [1, 99, 1], \"prompt_length\": 1}\n");
+  CHECK_THROWS_WITH(read_labelled_examples(tmp.file("vocab.jsonl"), *task),
+                    Contains("vocab.jsonl:1") && Contains("outside the task's vocabulary"));
+  CHECK_THROWS_WITH(read_labelled_examples(tmp.file("none.jsonl"), *task), Contains("none.jsonl"));
+}
+
+TEST_CASE("self_label: from_stage sources and their errors", "[stages][self_label]") {
+  test::TempDir tmp;
+  std::string y = std::string(kBase) + R"(stages:
+  - {name: base}
+  - {name: label1, kind: self_label, lengths: [4, 5], samples: 10}
+  - name: round1
+    init_from: base
+    task:
+      mixture:
+        - {source: standard, dataset_size: 50}
+        - {source: r1, from_stage: label1}
+)";
+  Experiment e = load_yaml(tmp, y);
+  REQUIRE(e.stages.size() == 3);
+  const auto& sources = e.stages[2].experiment->sources;
+  REQUIRE(sources.size() == 2);
+  CHECK(sources[1].from_stage == "label1");
+  // Training data cannot be built before the labelling stage has run.
+  CHECK_THROWS_WITH(e.stages[2].experiment->training_data(tmp.file("run")),
+                    Contains("'r1'") && Contains("stage 'label1'") && Contains("must run before this one"));
+  CHECK_THROWS_WITH(load_yaml(tmp, replaced(y, "from_stage: label1}", "from_stage: label1, train_digits: [2, 2]}"),
+                              "o.yaml"),
+                    Contains("o.yaml") && Contains("not 'train_digits'"));
+  CHECK_THROWS_WITH(load_yaml(tmp, replaced(y, "lengths: [4, 5], ", ""), "l.yaml"),
+                    Contains("l.yaml") && Contains("lengths"));
+  CHECK_THROWS_WITH(load_yaml(tmp, replaced(y, "[4, 5], samples: 10}", "[4, 5], samples: 10, filters: [vote]}"), "f.yaml"),
+                    Contains("f.yaml") && Contains("length"));
+}

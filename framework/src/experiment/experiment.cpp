@@ -216,7 +216,9 @@ ConfigNode task_map(const ConfigNode& n) {
 
 // The training sources of `task.mixture`: each entry is the experiment's task options with
 // the entry's own laid over them (a different `name:` starts from that task's defaults).
-std::vector<DataSource> parse_mixture(const ConfigNode& task_node, const ConfigNode& mixture, const Task& base) {
+std::vector<DataSource> parse_mixture(const ConfigNode& task_node, const ConfigNode& mixture,
+                                      const std::shared_ptr<Task>& base_task) {
+  const Task& base = *base_task;
   std::vector<DataSource> out;
   if (!mixture.is_sequence()) {
     mixture.fail("task.mixture must be a list of sources: [{source: name, weight: 0.99, dataset_size: N, "
@@ -241,6 +243,19 @@ std::vector<DataSource> parse_mixture(const ConfigNode& task_node, const ConfigN
       src.dataset_size = entry.child("dataset_size").as_int();
       if (src.dataset_size < 0) entry.child("dataset_size").fail("dataset_size must be >= 0 (0 = online)");
     }
+    if (entry.child("from_stage").defined()) {
+      // A self_label stage's examples: the task itself (for their IDs), no options of its own.
+      src.from_stage = entry.child("from_stage").as_string();
+      for (const auto& key : entry.keys()) {
+        if (key != "source" && key != "weight" && key != "from_stage") {
+          entry.child(key).fail(fmt::format("a from_stage source is the labels of stage '{}' as they are; it takes "
+                                            "source and weight, not '{}'", src.from_stage, key));
+        }
+      }
+      src.task = base_task;
+      out.push_back(std::move(src));
+      continue;
+    }
     ConfigNode opts = without_keys(entry, {"source", "weight", "dataset_size"});
     const bool other_task = opts.child("name").defined() && opts.child("name").as_string() != task_name_of(base_opts);
     ConfigNode merged = other_task ? opts : merge_config(base_opts, opts);
@@ -259,7 +274,7 @@ std::vector<DataSource> parse_mixture(const ConfigNode& task_node, const ConfigN
   }
   if (weighted == 0) {
     for (size_t i = 0; i < out.size(); ++i) {
-      if (out[i].dataset_size == 0) {
+      if (out[i].dataset_size == 0 && out[i].from_stage.empty()) {
         mixture.at(i).fail(fmt::format("source '{}' has no weight and no dataset_size: an unweighted mixture is the "
                                        "union of fixed sets", out[i].name));
       }
@@ -307,7 +322,7 @@ Experiment Experiment::from_node(const ConfigNode& root_in, const std::string& p
   e.task_node = mixture.defined() ? without_keys(task_in, {"mixture"}) : task_in;
   e.task = task_registry().create(e.task_node, TaskContext{});
   if (mixture.defined() && mixture.size() > 0) {
-    e.sources = parse_mixture(e.task_node, mixture, *e.task);
+    e.sources = parse_mixture(e.task_node, mixture, e.task);
     e.mixture_node = mixture;
   }
   e.model = ModelConfig::from_config(r.child("model"));
@@ -517,9 +532,22 @@ std::vector<ComponentSpec> framework_sections() {
   return {ModelConfig::schema(), TrainConfig::schema(), EvalConfig::schema(), StageSpec::schema()};
 }
 
-TrainingData Experiment::training_data() const {
+TrainingData Experiment::training_data(const std::string& run) const {
   if (sources.empty()) return TrainingData(task, train.dataset_size, seed);
-  return TrainingData(sources, seed);
+  std::vector<DataSource> resolved = sources;
+  for (auto& s : resolved) {
+    if (s.from_stage.empty()) continue;
+    const fs::path labels = fs::path(run.empty() ? run_dir() : run) / "stages" / s.from_stage / "labels.jsonl";
+    if (!fs::exists(labels)) {
+      throw Error(fmt::format("mixture source '{}' trains on the labels of stage '{}' ({}), which do not exist: "
+                              "that self_label stage must run before this one",
+                              s.name, s.from_stage, labels.string()));
+    }
+    s.examples = read_labelled_examples(labels.string(), *task);
+    LENGEN_CHECK(!s.examples.empty(), "mixture source '{}': stage '{}' kept no labelled example ({}); nothing to "
+                 "train on", s.name, s.from_stage, labels.string());
+  }
+  return TrainingData(resolved, seed);
 }
 
 Transformer Experiment::build_model(const torch::Device& device) const {

@@ -169,7 +169,7 @@ class TrainStage : public Stage {
                    ctx.dir());
     Trainer trainer(exp.train, exp.seed, *exp.task, model, device, ctx.dir());
     trainer.set_bf16_autocast(exp.bf16_autocast(device));
-    trainer.set_data(exp.training_data());
+    trainer.set_data(exp.training_data(ctx.run_dir()));
     if (ctx.spec().init_optimizer) {
       trainer.load_optimizer_state(ctx.init_checkpoint());
     }
@@ -225,10 +225,17 @@ class EvalStage : public Stage {
   }
 };
 
+}  // namespace
+
+void register_self_label_stage(Registrar& r);  // self_label.cpp
+
+namespace {
+
 const bool kRegistered = [] {
   Registrar r(PluginOrigin{"<builtin>", "lengen", "builtin"});
   r.add_stage<TrainStage>();
   r.add_stage<EvalStage>();
+  register_self_label_stage(r);
   return true;
 }();
 

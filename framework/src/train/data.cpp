@@ -2,7 +2,11 @@
 
 #include "lengen/core/error.h"
 #include "lengen/core/rng.h"
+#include "lengen/train/checkpoint.h"
 
+#include <nlohmann/json.hpp>
+
+#include <fstream>
 #include <numeric>
 
 namespace lengen {
@@ -23,6 +27,9 @@ TrainingData::TrainingData(std::vector<DataSource> sources, uint64_t seed)
     LENGEN_CHECK(s.weight >= 0 && s.dataset_size >= 0, "mixture source '{}': weight and dataset_size "
                  "must be >= 0", s.name);
     with_weight += s.weight > 0 ? 1 : 0;
+  }
+  for (auto& s : sources_) {
+    if (!s.examples.empty()) s.dataset_size = static_cast<int64_t>(s.examples.size());
   }
   weighted_ = with_weight > 0;
   if (weighted_) {
@@ -48,6 +55,10 @@ void TrainingData::build_sets() {
   sets_.assign(sources_.size(), {});
   for (size_t k = 0; k < sources_.size(); ++k) {
     const auto& s = sources_[k];
+    if (!s.examples.empty()) {
+      sets_[k] = s.examples;
+      continue;
+    }
     if (s.dataset_size <= 0) continue;
     // One source keeps the seed it always had, so single-task runs are unchanged.
     Rng rng(single_ ? mix_seed(seed_, {0xDA7A}) : mix_seed(seed_, {0xDA7A, static_cast<uint64_t>(k)}));
@@ -104,6 +115,51 @@ std::vector<Example> TrainingData::batch(int64_t step, int64_t batch_size, std::
     }
     const auto [k, idx] = union_[static_cast<size_t>(perm_[g % N])];
     emit(k, sets_[static_cast<size_t>(k)][static_cast<size_t>(idx)]);
+  }
+  return out;
+}
+
+void write_labelled_examples(const std::string& path, const std::vector<Example>& examples, const Task& task) {
+  std::string out;
+  for (const auto& ex : examples) {
+    nlohmann::json j{{"text", task.render(ex.tokens)}, {"tokens", ex.tokens}, {"prompt_length", ex.prompt_length}};
+    out += j.dump() + "\n";
+  }
+  write_file_atomic(path, out);
+}
+
+std::vector<Example> read_labelled_examples(const std::string& path, const Task& task) {
+  std::ifstream in(path);
+  LENGEN_CHECK(in.good(), "{}: cannot read self-labelled examples (no such file)", path);
+  const int64_t V = task.vocabulary().size();
+  std::vector<Example> out;
+  std::string line;
+  for (int64_t n = 1; std::getline(in, line); ++n) {
+    if (line.empty()) continue;
+    Example ex;
+    try {
+      const auto j = nlohmann::json::parse(line);
+      ex.tokens = j.at("tokens").get<std::vector<int64_t>>();
+      ex.prompt_length = j.at("prompt_length").get<int64_t>();
+    } catch (const nlohmann::json::exception& e) {
+      throw Error(fmt::format("{}:{}: not a labelled example ({{\"tokens\": [...], \"prompt_length\": P}}): {}",
+                              path, n, e.what()));
+    }
+    const int64_t T = ex.length();
+    if (ex.prompt_length < 1 || ex.prompt_length >= T) {
+      throw Error(fmt::format("{}:{}: prompt_length {} must leave a response in a sequence of {} tokens", path,
+                              n, ex.prompt_length, T));
+    }
+    for (int64_t t : ex.tokens) {
+      if (t < 0 || t >= V) {
+        throw Error(fmt::format("{}:{}: token id {} is outside the task's vocabulary of {}", path, n, t, V));
+      }
+    }
+    ex.position_ids = task.causal_position_ids(ex.tokens, ex.prompt_length);
+    ex.loss_mask.assign(static_cast<size_t>(T), 0);
+    std::fill(ex.loss_mask.begin() + ex.prompt_length, ex.loss_mask.end(), 1);
+    ex.answer_begin = ex.prompt_length;
+    out.push_back(std::move(ex));
   }
   return out;
 }

@@ -3,6 +3,10 @@
 #include "../cli.h"
 
 #include "lengen/core/rng.h"
+#include "lengen/stage/stage.h"
+#include "lengen/train/data.h"
+
+#include <filesystem>
 
 #include <nlohmann/json.hpp>
 
@@ -17,6 +21,8 @@ class ExampleCmd : public Command {
     c->add_option("--query", query_, "render this query (e.g. 57+48)");
     c->add_option("--eval", cell_, "render evaluation samples of a cell, e.g. digits=12");
     c->add_option("--source", source_, "only this source of task.mixture");
+    c->add_option("--stage", stage_, "the task as this stage of `stages:` sees it (its mixture; a from_stage "
+                                     "source shows that stage's labels from the run directory)");
     c->add_option("-n,--count", count_, "number of samples (per mixture source)");
     c->add_flag("--json", json_, "machine-readable output");
     add_common(c, common);
@@ -25,6 +31,17 @@ class ExampleCmd : public Command {
 
   int run(const Common& common) override {
     Experiment exp = Experiment::load(file_, common.sets);
+    if (!stage_.empty()) {
+      std::vector<std::string> names;
+      const StageSpec* found = nullptr;
+      for (const auto& st : exp.stages) {
+        names.push_back(st.name);
+        if (st.name == stage_) found = &st;
+      }
+      LENGEN_CHECK(found != nullptr, "--stage {}: no such stage in {}{}{}", stage_, file_,
+                   did_you_mean(stage_, names), names.empty() ? " (it has no stages:)" : "; stages: " + join(names));
+      exp = Experiment(*found->experiment);
+    }
     const Task& task = *exp.task;
     // (label, examples) groups: one per mixture source for training samples.
     std::vector<std::pair<std::string, std::vector<Example>>> groups;
@@ -53,6 +70,17 @@ class ExampleCmd : public Command {
         if (!source_.empty() && s.name != source_) continue;
         Rng rng(mix_seed(exp.seed, {0xE4A, k}));
         std::vector<Example> exs;
+        if (!s.from_stage.empty()) {
+          // A self_label stage's labels, as the run wrote them (the first count_ of them).
+          const std::string labels =
+              (std::filesystem::path(exp.run_dir()) / "stages" / s.from_stage / "labels.jsonl").string();
+          LENGEN_CHECK(std::filesystem::exists(labels), "source '{}' is the labels of stage '{}' ({}), which has "
+                       "not run yet", s.name, s.from_stage, labels);
+          auto all = read_labelled_examples(labels, task);
+          groups.push_back({fmt::format("source '{}', {} labels of stage '{}'", s.name, all.size(), s.from_stage),
+                            {all.begin(), all.begin() + std::min<std::ptrdiff_t>(count_, static_cast<std::ptrdiff_t>(all.size()))}});
+          continue;
+        }
         for (int64_t i = 0; i < count_; ++i) exs.push_back(s.task->sample_train(rng));
         std::string label = fmt::format("source '{}'", s.name);
         if (s.weight > 0) label += fmt::format(", weight {}", s.weight);
@@ -98,7 +126,7 @@ class ExampleCmd : public Command {
     fmt::print("{}\n(prompt: first {} tokens)\n\n", row, e.prompt_length);
   }
 
-  std::string file_, query_, cell_, source_;
+  std::string file_, query_, cell_, source_, stage_;
   int64_t count_ = 1;
   bool json_ = false;
 };

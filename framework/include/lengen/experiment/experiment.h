@@ -70,7 +70,9 @@ struct LENGEN_API Experiment {
   void parse_stages(const ConfigNode& stages);
 
   /// Where training batches come from: the mixture, or the task (online or train.dataset_size).
-  TrainingData training_data() const;
+  /// `from_stage:` sources read their stage's labels from RUN/stages/<stage>/labels.jsonl,
+  /// RUN being `run_dir` (default: run_dir()).
+  TrainingData training_data(const std::string& run_dir = "") const;
 
   /// Builds the model on `device` (schemes created from their YAML entries), initialised from
   /// a generator seeded by the experiment seed.

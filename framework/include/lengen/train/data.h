@@ -16,7 +16,20 @@ struct DataSource {
   std::shared_ptr<const Task> task;  ///< shares the experiment task's vocabulary and ID levels
   double weight = 0;                 ///< > 0; 0 = not given (union of fixed sets, see below)
   int64_t dataset_size = 0;          ///< 0: online; N: a fixed set of N examples
+  /// A self_label stage of this run whose labelled examples are this source's fixed set
+  /// (`from_stage:`; Experiment::training_data reads them into `examples`).
+  std::string from_stage;
+  std::vector<Example> examples;     ///< given examples: the fixed set, instead of samples
 };
+
+/// Self-labelled examples (a self_label stage's labels.jsonl), one JSON object per line:
+/// {"text": rendered, "tokens": [ids], "prompt_length": P}. Written atomically.
+LENGEN_API void write_labelled_examples(const std::string& path, const std::vector<Example>& examples,
+                                        const Task& task);
+/// Reads them back as training examples: the prompt, then the labelled response scored (loss
+/// mask 1), with the task's causal position IDs (those decoding gave them). Fails naming the
+/// file and line on a malformed line or a token outside the task's vocabulary.
+LENGEN_API std::vector<Example> read_labelled_examples(const std::string& path, const Task& task);
 
 /// Where each training batch comes from, deterministic in (seed, step):
 ///   * one source (today's `train.dataset_size`): fresh samples seeded by (seed, step), or a

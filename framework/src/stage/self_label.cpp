@@ -1,0 +1,164 @@
+// The self_label stage: one round of self-improvement (Lee et al. 2025, "Self-Improving
+// Transformers Overcome Easy-to-Hard and Length Generalization Challenges"). The previous
+// stage's model answers queries of the lengths asked for by greedy decoding; the answers that
+// pass the filters become training examples (RUN/stages/<name>/labels.jsonl) that a later
+// train stage reads as a mixture source (`from_stage: <name>`). The task's own answers are
+// never used for the labels; they only measure how many kept labels are right (summary.json).
+#include "lengen/core/error.h"
+#include "lengen/core/log.h"
+#include "lengen/core/rng.h"
+#include "lengen/experiment/experiment.h"
+#include "lengen/stage/stage.h"
+#include "lengen/train/checkpoint.h"
+#include "lengen/train/data.h"
+#include "lengen/train/objective.h"
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <map>
+
+namespace fs = std::filesystem;
+
+namespace lengen {
+
+namespace {
+
+class SelfLabelStage : public Stage {
+ public:
+  static ComponentSpec spec() {
+    using O = OptionSpec;
+    return {"stage", "self_label",
+            "self-improvement round (Lee et al. 2025): init_from's model (default: the previous stage's) labels "
+            "new queries by greedy decoding; the labels that pass the filters go to labels.jsonl for a later "
+            "stage's mixture source `from_stage: <this stage>`",
+            {O::int_list("lengths", "[lo, hi]: query lengths on the task's first grid axis (e.g. digits), each "
+                                    "query's uniform in the range")
+                 .at_least(1),
+             O::integer("samples", "queries to label").with_default(int64_t{1000}).at_least(1),
+             O::string_list("filters", "length: keep a label only if its response has exactly the length the "
+                                       "query fixes (padded formats; EOS included). A label that does not end "
+                                       "in EOS is always dropped")
+                 .with_default(std::vector<std::string>{"length"})
+                 .one_of({"length"}),
+             O::integer("batch_size", "queries decoded at once").with_default(int64_t{256}).at_least(1)}};
+  }
+
+  SelfLabelStage(const Options& o, const StageInfo& info)
+      : lengths_(o.get_int_range("lengths")),
+        samples_(o.get_int("samples")),
+        batch_size_(o.get_int("batch_size")),
+        name_(info.name) {
+    for (const auto& f : o.get_string_list("filters")) {
+      length_filter_ = length_filter_ || f == "length";
+    }
+  }
+
+  void run(StageContext& ctx) override {
+    const Experiment& exp = ctx.experiment();
+    const Task& task = ctx.task();
+    if (ctx.spec().init_from.empty()) {
+      ctx.spec().node.fail(fmt::format("self_label stage '{}' has no model to label with: give init_from (an earlier "
+                                       "stage or a run directory)", name_));
+    }
+    const auto axes = task.grid_axes();
+    LENGEN_CHECK(!axes.empty(), "self_label: the task has no grid axis to draw query lengths on");
+    const std::string axis = axes.front().name;
+    Transformer model = ctx.load_model();
+    model->eval();
+    const auto objective = objective_for(model);
+    const torch::Device device = ctx.device();
+    const int64_t eos = task.vocabulary().eos();
+
+    // Queries: deterministic in (seed, stage name).
+    uint64_t name_hash = 1469598103934665603ull;
+    for (char c : name_) name_hash = (name_hash ^ static_cast<uint8_t>(c)) * 1099511628211ull;
+    Rng rng(mix_seed(exp.seed, {0x5E1F, name_hash}));
+    std::vector<Example> queries;
+    for (int64_t i = 0; i < samples_; ++i) {
+      const int64_t n = rng.uniform_int(lengths_.first, lengths_.second);
+      Example ex = task.sample_eval({{axis, n}}, rng);
+      ex.meta[axis] = n;
+      queries.push_back(std::move(ex));
+    }
+
+    struct Count {
+      int64_t generated = 0, kept = 0, correct = 0, kept_correct = 0, no_eos = 0, wrong_length = 0;
+    };
+    std::map<int64_t, Count> per_length;
+    Count all;
+    std::vector<Example> kept;
+    auto log = logger("stage");
+    for (size_t from = 0; from < queries.size(); from += static_cast<size_t>(batch_size_)) {
+      const size_t to = std::min(queries.size(), from + static_cast<size_t>(batch_size_));
+      const std::vector<Example> batch(queries.begin() + static_cast<std::ptrdiff_t>(from),
+                                       queries.begin() + static_cast<std::ptrdiff_t>(to));
+      const auto responses = objective->decode(model, task, batch, device);
+      for (size_t i = 0; i < batch.size(); ++i) {
+        const Example& q = batch[i];
+        const std::vector<int64_t>& r = responses[i];
+        Count& c = per_length[q.meta.at(axis)];
+        const bool correct = task.exact_match(q, r);
+        for (Count* k : {&c, &all}) {
+          ++k->generated;
+          k->correct += correct;
+        }
+        const std::vector<int64_t> prompt(q.tokens.begin(), q.tokens.begin() + q.prompt_length);
+        if (r.empty() || r.back() != eos) {
+          ++c.no_eos;
+          ++all.no_eos;
+          continue;
+        }
+        if (length_filter_ && static_cast<int64_t>(r.size()) != task.max_response_length(prompt)) {
+          ++c.wrong_length;
+          ++all.wrong_length;
+          continue;
+        }
+        for (Count* k : {&c, &all}) {
+          ++k->kept;
+          k->kept_correct += correct;
+        }
+        Example labelled;
+        labelled.tokens = prompt;
+        labelled.tokens.insert(labelled.tokens.end(), r.begin(), r.end());
+        labelled.prompt_length = q.prompt_length;
+        kept.push_back(std::move(labelled));
+      }
+      log->info("{}: labelled {}/{} queries, kept {}", name_, to, queries.size(), all.kept);
+    }
+
+    const fs::path dir = ctx.dir();
+    write_labelled_examples((dir / "labels.jsonl").string(), kept, task);
+    auto counts = [](const Count& c) {
+      return nlohmann::json{{"generated", c.generated}, {"correct", c.correct}, {"kept", c.kept},
+                            {"kept_correct", c.kept_correct}, {"dropped_no_eos", c.no_eos},
+                            {"dropped_length", c.wrong_length}};
+    };
+    nlohmann::json summary = counts(all);
+    summary["axis"] = axis;
+    summary["lengths"] = {lengths_.first, lengths_.second};
+    summary["filters"] = length_filter_ ? std::vector<std::string>{"length"} : std::vector<std::string>{};
+    nlohmann::json by = nlohmann::json::array();
+    for (const auto& [n, c] : per_length) {
+      nlohmann::json j = counts(c);
+      j[axis] = n;
+      by.push_back(j);
+    }
+    summary["per_length"] = by;
+    write_file_atomic((dir / "summary.json").string(), summary.dump(2) + "\n");
+    log->info("{}: kept {} of {} labels ({} of the kept are right; the model was right on {}) -> {}", name_,
+              all.kept, all.generated, all.kept_correct, all.correct, (dir / "labels.jsonl").string());
+  }
+
+ private:
+  std::pair<int64_t, int64_t> lengths_;
+  int64_t samples_, batch_size_;
+  bool length_filter_ = false;
+  std::string name_;
+};
+
+}  // namespace
+
+void register_self_label_stage(Registrar& r) { r.add_stage<SelfLabelStage>(); }
+
+}  // namespace lengen
