@@ -372,6 +372,15 @@ Experiment Experiment::from_node(const ConfigNode& root_in, const std::string& p
   // evaluation cell and the training distribution fit (e.g. IDs <= max_position), so an
   // impossible length fails before training instead of after it.
   auto schemes = build_schemes(e.position_nodes, scheme_context(e.model, e.task->position_levels(), e.run_dir()));
+  if (architecture(e.model.arch).layout == Layout::kLabeled &&
+      std::all_of(schemes.begin(), schemes.end(), [](const auto& s) { return s->hooks() == kHookNone; })) {
+    // Without a causal mask nothing tells positions apart: equal tokens get equal outputs.
+    logger("config")->warn(
+        "{}: an encoder whose position schemes add no position information is permutation-equivariant: "
+        "equal input tokens (e.g. the output slots) always get equal outputs, so a task whose output "
+        "slots must differ cannot be learned; add a scheme with positions (e.g. rpe_k)",
+        path);
+  }
   std::vector<GridCell> cells = e.eval.cells();
   for (const auto& c : e.curve_eval.cells()) {
     if (std::find(cells.begin(), cells.end(), c) == cells.end()) cells.push_back(c);
