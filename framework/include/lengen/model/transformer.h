@@ -48,8 +48,8 @@ struct LENGEN_API ModelConfig {
   int64_t loops = 1;                   ///< universal/looped: each stack applied `loops` times
   bool input_injection = false;        ///< add the input embedding again before every loop > 0
   /// Loops tied to the input (Fan et al. 2025), encoder only: > 0 gives each sample
-  /// max(1, round(loops_per_length * n + loops_offset)) loops, n = its input tokens that carry
-  /// no label (ModelInputs::lengths); 0: `loops` for every sample.
+  /// max(1, round(loops_per_length * n + loops_offset)) loops (half up), n = its input tokens
+  /// that carry no label (ModelInputs::lengths); 0: `loops` for every sample.
   double loops_per_length = 0.0;
   int64_t loops_offset = 0;
   /// Each sample's loop count (the rule above, or `loops`), [B] int64 from lengths [B].
@@ -314,9 +314,9 @@ class LENGEN_API TransformerImpl : public torch::nn::Module {
                           std::vector<torch::Tensor>* attention,
                           size_t attention_offset,
                           int64_t rows_from = 0);
-  /// The encoder stack with a loop count per sample (host_loops [B], on the host): a sample's state stops
-  /// changing after its own count. With `adaptive`, returns per sample the logits of its most
-  /// confident loop (set_adaptive_loops); otherwise the logits after the last loop.
+  /// The encoder stack with a loop count per sample (host_loops [B], on the host): a sample's
+  /// state stops changing after its own count. With `adaptive`, returns per sample the logits
+  /// of its most confident loop (set_adaptive_loops); otherwise the logits after the last loop.
   torch::Tensor run_encoder_per_sample(torch::Tensor x,
                                        const AttentionInputs& self,
                                        const torch::Tensor& host_loops,
