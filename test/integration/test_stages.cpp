@@ -11,6 +11,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 using namespace lengen;
@@ -216,4 +217,97 @@ TEST_CASE("stages: a self_label round labels queries with the model and a later 
   log = sh(fmt::format("run {} --resume --no-eval --set output_dir={}", file, out));
   CHECK_THAT(log, Contains("'base' (train) finished earlier; skipped") && Contains("labelled 64/64 queries"));
   CHECK(test::read_text(labels.string()) == text);
+}
+
+TEST_CASE("stages: self_improve rounds with a majority vote, and the vote's filter", "[stages][self_label]") {
+  test::TempDir tmp;
+  // A model that knows the format of 1-2 digit sums and some sums (as above).
+  std::string head = kHead;
+  head.replace(head.find("d_model: 32, d_ff: 64"), 21, "d_model: 64, d_ff: 128");
+  head.replace(head.find("steps: 30"), 9, "steps: 300");
+  head.replace(head.find("batch_size: 16"), 14, "batch_size: 32");
+  head.replace(head.find("lr: 0.003"), 9, "lr: 0.006");
+  const std::string out = tmp.file("runs");
+  const std::string base_file = tmp.file("base.yaml");
+  test::write_text(base_file, head);
+  sh(fmt::format("run {} --no-eval --set output_dir={}", base_file, out));
+  const std::string base = (fs::path(out) / "ft" / "4").string();
+
+  // One labelling stage, three ways: alone; with the same model as a voter that must agree
+  // (identical answers: nothing is dropped, the same labels); with a barely trained voter.
+  auto label_run = [&](const std::string& dir, const std::string& extra) {
+    const std::string f = tmp.file(dir + ".yaml");
+    test::write_text(f, head + fmt::format("stages:\n  - {{name: weak, train: {{steps: 2}}}}\n"
+                                           "  - {{name: lab, kind: self_label, init_from: {}, lengths: [3, 3], "
+                                           "samples: 48, batch_size: 16{}}}\n", base, extra));
+    sh(fmt::format("run {} --no-eval --set output_dir={}", f, tmp.file(dir)));
+    const fs::path st = fs::path(tmp.file(dir)) / "ft" / "4" / "stages" / "lab";
+    return std::make_pair(test::read_text((st / "labels.jsonl").string()),
+                          nlohmann::json::parse(test::read_text((st / "summary.json").string())));
+  };
+  const auto [alone, s_alone] = label_run("alone", "");
+  const auto [same, s_same] = label_run("same", fmt::format(", voters: [{}], agree: 2", base));
+  const auto [weak, s_weak] = label_run("weak", ", voters: [weak], agree: 2");
+  CHECK(s_alone["models"].get<int64_t>() == 1);
+  CHECK(s_same["models"].get<int64_t>() == 2);
+  CHECK(s_same["dropped_vote"].get<int64_t>() == 0);
+  CHECK(same == alone);
+  for (const auto& s : {s_alone, s_same, s_weak}) {
+    CHECK(s["kept"].get<int64_t>() + s["dropped_no_eos"].get<int64_t>() + s["dropped_length"].get<int64_t>() +
+              s["dropped_vote"].get<int64_t>() == 48);
+  }
+  // A voter that disagrees removes labels, and only by the vote (the first model's answers are
+  // the same, so the other filters drop no more than alone; a label both models give is kept).
+  CHECK(s_weak["dropped_vote"].get<int64_t>() > 0);
+  CHECK(s_weak["kept"].get<int64_t>() < s_alone["kept"].get<int64_t>());
+  CHECK(s_weak["dropped_no_eos"].get<int64_t>() + s_weak["dropped_length"].get<int64_t>() <=
+        s_alone["dropped_no_eos"].get<int64_t>() + s_alone["dropped_length"].get<int64_t>());
+
+  // Two rounds with a second lineage from the same base: the compact form's stages run in
+  // order, each round trains on every round's labels, and the picture compares the rounds.
+  const std::string file = tmp.file("si.yaml");
+  test::write_text(file, head + fmt::format(R"(eval: {{samples: 8, grid: {{digits: [1, 4]}}}}
+stages:
+  - name: si
+    kind: self_improve
+    init_from: {0}
+    voters: [{0}]
+    rounds: 2
+    lengths: [2, 3]
+    length_step: 1
+    samples: 48
+    batch_size: 16
+    train: {{steps: 10, optimizer: {{name: adam, lr: 0.0003}}}}
+)", base));
+  const std::string log = sh(fmt::format("run {} --set output_dir={}", file, tmp.file("si")));
+  CHECK_THAT(log, Contains("stage 10/10 'si_rounds' (compare_stages)"));
+  const fs::path run = fs::path(tmp.file("si")) / "ft" / "4";
+  const auto r2 = nlohmann::json::parse(test::read_text((run / "stages" / "si2_label" / "summary.json").string()));
+  CHECK(r2["lengths"] == nlohmann::json::array({3, 4}));
+  CHECK(r2["models"].get<int64_t>() == 2);
+  int64_t kept = 0;
+  for (const char* st : {"si1_label", "si2_label"}) {
+    kept += nlohmann::json::parse(test::read_text((run / "stages" / st / "summary.json").string()))["kept"].get<int64_t>();
+  }
+  CHECK_THAT(sh(fmt::format("example {} --set output_dir={} --stage si2 --source self -n 1", file, tmp.file("si"))),
+             Contains(fmt::format("{} labels of stages 'si1_label', 'si2_label'", kept)));
+  CHECK(fs::exists(run / "stages" / "si2_v1" / "checkpoints" / "step-00000010.safetensors"));
+  // stages.csv: a row per round (0, 1, 2) and length, the rows of each round its evaluation's.
+  const std::string csv = test::read_text((run / "stages" / "si_rounds" / "stages.csv").string());
+  CHECK(fs::exists(run / "stages" / "si_rounds" / "plots" / "stages.png") == fs::exists("/usr/bin/python3"));
+  CHECK(std::count(csv.begin(), csv.end(), '\n') == 1 + 3 * 4);
+  // Round 2's rows are its evaluation's (digits, samples, correct, accuracy as grid.csv has them).
+  std::istringstream rows(test::read_text((run / "stages" / "si2_eval" / "eval" / "grid.csv").string()));
+  std::string line;
+  std::getline(rows, line);  // the header
+  int64_t seen = 0;
+  while (std::getline(rows, line)) {
+    size_t end = 0;
+    for (int commas = 0; end < line.size() && !(line[end] == ',' && ++commas == 4); ++end) {
+    }
+    const std::string first4 = line.substr(0, end);
+    CHECK_THAT(csv, Contains("si2_eval," + first4 + "\n"));
+    ++seen;
+  }
+  CHECK(seen == 4);
 }

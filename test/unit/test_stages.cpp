@@ -377,7 +377,7 @@ TEST_CASE("self_label: from_stage sources and their errors", "[stages][self_labe
   REQUIRE(e.stages.size() == 3);
   const auto& sources = e.stages[2].experiment->sources;
   REQUIRE(sources.size() == 2);
-  CHECK(sources[1].from_stage == "label1");
+  CHECK(sources[1].from_stages == std::vector<std::string>{"label1"});
   // Training data cannot be built before the labelling stage has run.
   CHECK_THROWS_WITH(e.stages[2].experiment->training_data(tmp.file("run")),
                     Contains("'r1'") && Contains("stage 'label1'") && Contains("must run before this one"));
@@ -388,4 +388,86 @@ TEST_CASE("self_label: from_stage sources and their errors", "[stages][self_labe
                     Contains("l.yaml") && Contains("lengths"));
   CHECK_THROWS_WITH(load_yaml(tmp, replaced(y, "[4, 5], samples: 10}", "[4, 5], samples: 10, filters: [vote]}"), "f.yaml"),
                     Contains("f.yaml") && Contains("length"));
+}
+
+TEST_CASE("self_improve: rounds expand into label, train and eval stages", "[stages][self_label]") {
+  test::TempDir tmp;
+  std::string y = std::string(kBase) + R"(stages:
+  - {name: base}
+  - {name: base2, seed: 9}
+  - name: si
+    kind: self_improve
+    rounds: 3
+    lengths: [4, 5]
+    samples: 40
+    voters: [base2]
+    train: {steps: 7}
+    eval: {samples: 6}
+)";
+  Experiment e = load_yaml(tmp, y);
+  std::vector<std::string> names, kinds, from;
+  for (const auto& st : e.stages) {
+    names.push_back(st.name);
+    kinds.push_back(st.kind);
+    from.push_back(st.init_from);
+  }
+  CHECK(names == std::vector<std::string>{"base", "base2", "si0_eval", "si1_label", "si1", "si1_v1", "si1_eval",
+                                          "si2_label", "si2", "si2_v1", "si2_eval", "si3_label", "si3", "si3_v1",
+                                          "si3_eval", "si_rounds"});
+  CHECK(kinds[3] == "self_label");
+  CHECK(kinds[4] == "train");
+  CHECK(kinds.back() == "compare_stages");
+  // The rounds start from the previous stage (base2, the entry gives no init_from), each
+  // lineage goes on from its own previous round, and every label stage asks the round's model.
+  CHECK(from == std::vector<std::string>{"", "", "base2", "base2", "base2", "base2", "si1", "si1", "si1", "si1_v1",
+                                         "si2", "si2", "si2", "si2_v1", "si3", "si3_eval"});
+  // Query lengths move by hi - lo + 1 per round; the voters are the other lineage's models.
+  CHECK(e.stages[3].options.get_int_range("lengths") == std::pair<int64_t, int64_t>{4, 5});
+  CHECK(e.stages[7].options.get_int_range("lengths") == std::pair<int64_t, int64_t>{6, 7});
+  CHECK(e.stages[11].options.get_int_range("lengths") == std::pair<int64_t, int64_t>{8, 9});
+  CHECK(e.stages[7].options.get_string_list("voters") == std::vector<std::string>{"si1_v1"});
+  CHECK(e.stages[7].options.get_int("samples") == 40);
+  // Each round trains on the task's examples and every round's labels so far, half and half.
+  const auto& src = e.stages[8].experiment->sources;
+  REQUIRE(src.size() == 2);
+  CHECK(src[0].from_stages.empty());
+  CHECK(src[0].weight == 0.5);
+  CHECK(src[1].from_stages == std::vector<std::string>{"si1_label", "si2_label"});
+  CHECK(e.stages[8].experiment->train.steps == 7);
+  CHECK(e.stages[0].experiment->train.steps == 20);
+  // The voter lineage trains with seed + 1 (of the file's seed, 3), base2 with its own 9.
+  CHECK(e.stages[1].experiment->seed == 9);
+  CHECK(e.stages[5].experiment->seed == 4);
+  CHECK(e.stages[4].experiment->seed == 3);
+  CHECK(e.stages[6].experiment->eval.samples == 6);
+  CHECK(e.stages.back().options.get_string_list("stages") ==
+        std::vector<std::string>{"si0_eval", "si1_eval", "si2_eval", "si3_eval"});
+  // The resolved config lists the stages written out; loading it gives the same stages.
+  test::write_text(tmp.file("resolved.yaml"), e.resolved_yaml());
+  Experiment again = Experiment::load(tmp.file("resolved.yaml"));
+  REQUIRE(again.stages.size() == e.stages.size());
+  CHECK(again.stages[5].experiment->seed == 4);
+  CHECK(without_provenance(again.resolved_yaml()) == without_provenance(e.resolved_yaml()));
+
+  // length_step, self_weight 1 (labels only), no evaluation of the start.
+  Experiment f = load_yaml(tmp, replaced(replaced(y, "samples: 40", "samples: 40\n    length_step: 1\n    self_weight: 1\n    eval_start: false"),
+                                         "voters: [base2]", "init_from: base"), "f.yaml");
+  CHECK(f.stages[2].name == "si1_label");
+  CHECK(f.stages[2].init_from == "base");
+  CHECK(f.stages[5].options.get_int_range("lengths") == std::pair<int64_t, int64_t>{5, 6});
+  REQUIRE(f.stages[3].experiment->sources.size() == 1);
+  CHECK(f.stages[3].experiment->sources[0].from_stages == std::vector<std::string>{"si1_label"});
+
+  // Errors name the file and the key.
+  CHECK_THROWS_WITH(load_yaml(tmp, replaced(y, "rounds: 3", "rounds: 0"), "r.yaml"),
+                    Contains("r.yaml") && Contains("rounds"));
+  CHECK_THROWS_WITH(load_yaml(tmp, replaced(y, "rounds: 3", "rounds: 3\n    round: 2"), "k.yaml"),
+                    Contains("k.yaml") && Contains("'round'"));
+  CHECK_THROWS_WITH(load_yaml(tmp, replaced(y, "train: {steps: 7}", "task: {mixture: []}"), "m.yaml"),
+                    Contains("m.yaml") && Contains("mixture is its own"));
+  CHECK_THROWS_WITH(load_yaml(tmp, replaced(y, "voters: [base2]", "voters: [base2]\n    agree: 3"), "a.yaml"),
+                    Contains("a.yaml") && Contains("cannot agree among 2"));
+  CHECK_THROWS_WITH(load_yaml(tmp, replaced(replaced(y, "{name: base2", "{name: si1"), "voters: [base2]", "voters: [si1]"),
+                              "n.yaml"),
+                    Contains("n.yaml") && Contains("two stages are named 'si1'"));
 }

@@ -202,7 +202,7 @@ namespace {
 
 // The keys of a stage entry that the framework reads; the rest are the kind's own options.
 const std::vector<std::string> kStageKeys = {"name", "kind", "init_from", "new_parameters", "dropped_parameters",
-                                             "init_optimizer", "task", "model", "position", "train", "eval"};
+                                             "init_optimizer", "seed", "task", "model", "position", "train", "eval"};
 const std::vector<std::string> kStageSections = {"task", "model", "position", "train", "eval"};
 
 
@@ -244,12 +244,18 @@ std::vector<DataSource> parse_mixture(const ConfigNode& task_node, const ConfigN
       if (src.dataset_size < 0) entry.child("dataset_size").fail("dataset_size must be >= 0 (0 = online)");
     }
     if (entry.child("from_stage").defined()) {
-      // A self_label stage's examples: the task itself (for their IDs), no options of its own.
-      src.from_stage = entry.child("from_stage").as_string();
+      // Self_label stages' examples: the task itself (for their IDs), no options of its own.
+      const ConfigNode from = entry.child("from_stage");
+      if (from.is_sequence()) {
+        for (size_t k = 0; k < from.size(); ++k) src.from_stages.push_back(from.at(k).as_string());
+      } else {
+        src.from_stages.push_back(from.as_string());
+      }
+      if (src.from_stages.empty()) from.fail("from_stage: name a self_label stage, or list several");
       for (const auto& key : entry.keys()) {
         if (key != "source" && key != "weight" && key != "from_stage") {
           entry.child(key).fail(fmt::format("a from_stage source is the labels of stage '{}' as they are; it takes "
-                                            "source and weight, not '{}'", src.from_stage, key));
+                                            "source and weight, not '{}'", join(src.from_stages), key));
         }
       }
       src.task = base_task;
@@ -274,7 +280,7 @@ std::vector<DataSource> parse_mixture(const ConfigNode& task_node, const ConfigN
   }
   if (weighted == 0) {
     for (size_t i = 0; i < out.size(); ++i) {
-      if (out[i].dataset_size == 0 && out[i].from_stage.empty()) {
+      if (out[i].dataset_size == 0 && out[i].from_stages.empty()) {
         mixture.at(i).fail(fmt::format("source '{}' has no weight and no dataset_size: an unweighted mixture is the "
                                        "union of fixed sets", out[i].name));
       }
@@ -461,8 +467,37 @@ void Experiment::parse_stages(const ConfigNode& stages) {
     stages.fail("stages: must be a non-empty list of {name, kind, ...} entries");
   }
   const ConfigNode base = without_keys(root, {"stages"});
+  // Compact entries (`kind: self_improve`) stand for several stages: expand them first.
+  std::vector<ConfigNode> entries;
   for (size_t i = 0; i < stages.size(); ++i) {
     ConfigNode entry = stages.at(i);
+    const ConfigNode kind = entry.is_map() ? entry.child("kind") : ConfigNode();
+    const StageExpansion* expand = kind.defined() ? find_stage_expansion(kind.as_string()) : nullptr;
+    if (expand == nullptr) {
+      entries.push_back(entry);
+      continue;
+    }
+    const auto& reg = stage_registry().lookup(kind.as_string(), kind);
+    ComponentSpec combined = reg.spec;
+    combined.name = fmt::format("stages[{}]", i);
+    for (const auto& opt : StageSpec::schema().options) {
+      if (opt.key == "name" || opt.key == "kind" || opt.key == "init_from" || opt.key == "seed") {
+        combined.options.push_back(opt);
+      }
+    }
+    const Options opts = Options::validate(combined, entry, {"task", "model", "position", "train", "eval"});
+    StageExpansionContext context;
+    if (!entries.empty() && entries.back().child("name").defined()) {
+      context.previous = entries.back().child("name").as_string();
+    }
+    context.seed = opts.given("seed") ? static_cast<uint64_t>(opts.get_int("seed")) : seed;
+    size_t k = 0;
+    for (const YAML::Node& y : (*expand)(opts, entry, context)) {
+      entries.emplace_back(y, root.source(), fmt::format("stages[{}] ({} stage {})", i, kind.as_string(), ++k));
+    }
+  }
+  for (size_t i = 0; i < entries.size(); ++i) {
+    ConfigNode entry = entries[i];
     if (!entry.is_map()) entry.fail("a stage is a map with at least name: and kind:");
     StageSpec st;
     st.node = entry;
@@ -483,6 +518,7 @@ void Experiment::parse_stages(const ConfigNode& stages) {
     for (const auto& opt : reg.spec.options) combined.options.push_back(opt);
     const Options all = Options::validate(combined, entry, {"position"});
     st.options = Options::validate(reg.spec, entry, kStageKeys);
+    reg.make(st.options, StageInfo{st.name});  // the kind's own checks, before anything runs
     // init_from: an earlier stage by name, or a run directory. Stages other than `train`
     // read the previous stage's model unless told otherwise.
     ConfigNode init = entry.child("init_from");
@@ -495,8 +531,8 @@ void Experiment::parse_stages(const ConfigNode& stages) {
       if (prev.name == st.init_from) st.init_from_stage = true;
     }
     if (init.defined() && !st.init_from_stage) {
-      for (size_t j = i; j < stages.size(); ++j) {
-        ConfigNode later = stages.at(j).child("name");
+      for (size_t j = i; j < entries.size(); ++j) {
+        ConfigNode later = entries[j].child("name");
         if (later.defined() && later.as_string() == st.init_from) {
           init.fail(fmt::format("stage '{}' starts from '{}', which runs {}; init_from names an earlier stage "
                                 "or a run directory", st.name, st.init_from, j == i ? "as itself" : "after it"));
@@ -514,6 +550,7 @@ void Experiment::parse_stages(const ConfigNode& stages) {
     for (const auto& sec : kStageSections) {
       if (entry.child(sec).defined()) over[sec] = entry.child(sec).yaml();
     }
+    if (entry.child("seed").defined()) over["seed"] = entry.child("seed").yaml();
     // A stage that does not train (eval, calibrate) reads init_from's model as that stage built
     // it: its model and position sections, unless the entry gives its own.
     if (st.kind != "train" && st.init_from_stage) {
@@ -545,18 +582,30 @@ TrainingData Experiment::training_data(const std::string& run) const {
   if (sources.empty()) return TrainingData(task, train.dataset_size, seed);
   std::vector<DataSource> resolved = sources;
   for (auto& s : resolved) {
-    if (s.from_stage.empty()) continue;
-    const fs::path labels = fs::path(run.empty() ? run_dir() : run) / "stages" / s.from_stage / "labels.jsonl";
+    if (!s.from_stages.empty()) s.examples = stage_labels(s, run);
+  }
+  return TrainingData(resolved, seed);
+}
+
+std::vector<Example> Experiment::stage_labels(const DataSource& s, const std::string& run) const {
+  std::vector<Example> out;
+  for (const auto& stage : s.from_stages) {
+    const fs::path labels = fs::path(run.empty() ? run_dir() : run) / "stages" / stage / "labels.jsonl";
     if (!fs::exists(labels)) {
       throw Error(fmt::format("mixture source '{}' trains on the labels of stage '{}' ({}), which do not exist: "
                               "that self_label stage must run before this one",
-                              s.name, s.from_stage, labels.string()));
+                              s.name, stage, labels.string()));
     }
-    s.examples = read_labelled_examples(labels.string(), *task);
-    LENGEN_CHECK(!s.examples.empty(), "mixture source '{}': stage '{}' kept no labelled example ({}); nothing to "
-                 "train on", s.name, s.from_stage, labels.string());
+    auto examples = read_labelled_examples(labels.string(), *task);
+    if (examples.empty()) {
+      logger()->warn("mixture source '{}': stage '{}' kept no labelled example ({})", s.name, stage, labels.string());
+    }
+    out.insert(out.end(), std::make_move_iterator(examples.begin()), std::make_move_iterator(examples.end()));
   }
-  return TrainingData(resolved, seed);
+  LENGEN_CHECK(!out.empty(), "mixture source '{}': {} kept no labelled example; nothing to train on", s.name,
+               s.from_stages.size() == 1 ? fmt::format("stage '{}'", s.from_stages[0])
+                                         : fmt::format("none of the stages '{}'", join(s.from_stages, "', '")));
+  return out;
 }
 
 Transformer Experiment::build_model(const torch::Device& device) const {
@@ -659,6 +708,7 @@ std::string Experiment::resolved_yaml() const {
     if (st.init.init_new) s["new_parameters"] = "init";
     if (st.init.drop_unused) s["dropped_parameters"] = "ignore";
     if (st.init_optimizer) s["init_optimizer"] = true;
+    if (st.node.child("seed").defined()) s["seed"] = st.experiment->seed;
     for (const auto& kv : st.options.to_yaml()) s[kv.first] = kv.second;
     YAML::Node ssec = sections_yaml(*st.experiment);
     for (const char* k : {"task", "model", "position", "train", "eval"}) {

@@ -41,16 +41,30 @@ class SelfLabelStage : public Stage {
                                        "in EOS is always dropped")
                  .with_default(std::vector<std::string>{"length"})
                  .one_of({"length"}),
-             O::integer("batch_size", "queries decoded at once").with_default(int64_t{256}).at_least(1)}};
+             O::integer("batch_size", "queries decoded at once").with_default(int64_t{256}).at_least(1),
+             O::string_list("voters", "majority vote: more models (earlier stages or run directories) that answer "
+                                      "the same queries; a query keeps the most common answer among those that pass "
+                                      "the filters, if at least `agree` of the 1 + voters models gave it")
+                 .with_default(std::vector<std::string>{}),
+             O::integer("agree", "models that must give the kept answer (default: a majority of 1 + voters)")
+                 .with_default(int64_t{0})
+                 .at_least(0)}};
   }
 
   SelfLabelStage(const Options& o, const StageInfo& info)
       : lengths_(o.get_int_range("lengths")),
         samples_(o.get_int("samples")),
         batch_size_(o.get_int("batch_size")),
+        voters_(o.get_string_list("voters")),
+        agree_(o.get_int("agree")),
         name_(info.name) {
     for (const auto& f : o.get_string_list("filters")) {
       length_filter_ = length_filter_ || f == "length";
+    }
+    const int64_t models = 1 + static_cast<int64_t>(voters_.size());
+    if (agree_ == 0) agree_ = models / 2 + 1;
+    if (agree_ > models) {
+      o.fail("agree", fmt::format("{} models cannot agree among {} (1 + {} voters)", agree_, models, voters_.size()));
     }
   }
 
@@ -64,9 +78,10 @@ class SelfLabelStage : public Stage {
     const auto axes = task.grid_axes();
     LENGEN_CHECK(!axes.empty(), "self_label: the task has no grid axis to draw query lengths on");
     const std::string axis = axes.front().name;
-    Transformer model = ctx.load_model();
-    model->eval();
-    const auto objective = objective_for(model);
+    std::vector<Transformer> models{ctx.load_model()};
+    for (const auto& v : voters_) models.push_back(ctx.load_model_from(v));
+    for (auto& m : models) m->eval();
+    const auto objective = objective_for(models.front());
     const torch::Device device = ctx.device();
     const int64_t eos = task.vocabulary().eos();
 
@@ -83,7 +98,7 @@ class SelfLabelStage : public Stage {
     }
 
     struct Count {
-      int64_t generated = 0, kept = 0, correct = 0, kept_correct = 0, no_eos = 0, wrong_length = 0;
+      int64_t generated = 0, kept = 0, correct = 0, kept_correct = 0, no_eos = 0, wrong_length = 0, vote = 0;
     };
     std::map<int64_t, Count> per_length;
     Count all;
@@ -93,34 +108,52 @@ class SelfLabelStage : public Stage {
       const size_t to = std::min(queries.size(), from + static_cast<size_t>(batch_size_));
       const std::vector<Example> batch(queries.begin() + static_cast<std::ptrdiff_t>(from),
                                        queries.begin() + static_cast<std::ptrdiff_t>(to));
-      const auto responses = objective->decode(model, task, batch, device);
+      std::vector<std::vector<std::vector<int64_t>>> answers;  // [model][query] -> response
+      for (auto& m : models) answers.push_back(objective->decode(m, task, batch, device));
       for (size_t i = 0; i < batch.size(); ++i) {
         const Example& q = batch[i];
-        const std::vector<int64_t>& r = responses[i];
         Count& c = per_length[q.meta.at(axis)];
-        const bool correct = task.exact_match(q, r);
+        const std::vector<int64_t> prompt(q.tokens.begin(), q.tokens.begin() + q.prompt_length);
+        auto passes = [&](const std::vector<int64_t>& r) {
+          if (r.empty() || r.back() != eos) return 1;  // no EOS
+          if (length_filter_ && static_cast<int64_t>(r.size()) != task.max_response_length(prompt)) return 2;
+          return 0;
+        };
+        // The most common answer that passes the filters (the first model's on a tie).
+        const std::vector<int64_t>* best = nullptr;
+        int64_t best_votes = 0;
+        for (size_t a = 0; a < models.size(); ++a) {
+          const auto& r = answers[a][i];
+          if (passes(r) != 0) continue;
+          int64_t votes = 0;
+          for (size_t b = 0; b < models.size(); ++b) votes += answers[b][i] == r;
+          if (votes > best_votes) {
+            best = &r;
+            best_votes = votes;
+          }
+        }
+        const bool first_correct = task.exact_match(q, answers[0][i]);
         for (Count* k : {&c, &all}) {
           ++k->generated;
-          k->correct += correct;
+          k->correct += first_correct;
         }
-        const std::vector<int64_t> prompt(q.tokens.begin(), q.tokens.begin() + q.prompt_length);
-        if (r.empty() || r.back() != eos) {
-          ++c.no_eos;
-          ++all.no_eos;
+        if (best == nullptr) {
+          const int why = passes(answers[0][i]);  // every answer failed: the first model's reason
+          for (Count* k : {&c, &all}) (why == 1 ? k->no_eos : k->wrong_length) += 1;
           continue;
         }
-        if (length_filter_ && static_cast<int64_t>(r.size()) != task.max_response_length(prompt)) {
-          ++c.wrong_length;
-          ++all.wrong_length;
+        if (best_votes < agree_) {
+          for (Count* k : {&c, &all}) ++k->vote;
           continue;
         }
+        const bool correct = task.exact_match(q, *best);
         for (Count* k : {&c, &all}) {
           ++k->kept;
           k->kept_correct += correct;
         }
         Example labelled;
         labelled.tokens = prompt;
-        labelled.tokens.insert(labelled.tokens.end(), r.begin(), r.end());
+        labelled.tokens.insert(labelled.tokens.end(), best->begin(), best->end());
         labelled.prompt_length = q.prompt_length;
         kept.push_back(std::move(labelled));
       }
@@ -132,12 +165,14 @@ class SelfLabelStage : public Stage {
     auto counts = [](const Count& c) {
       return nlohmann::json{{"generated", c.generated}, {"correct", c.correct}, {"kept", c.kept},
                             {"kept_correct", c.kept_correct}, {"dropped_no_eos", c.no_eos},
-                            {"dropped_length", c.wrong_length}};
+                            {"dropped_length", c.wrong_length}, {"dropped_vote", c.vote}};
     };
     nlohmann::json summary = counts(all);
     summary["axis"] = axis;
     summary["lengths"] = {lengths_.first, lengths_.second};
     summary["filters"] = length_filter_ ? std::vector<std::string>{"length"} : std::vector<std::string>{};
+    summary["models"] = 1 + voters_.size();
+    summary["agree"] = agree_;
     nlohmann::json by = nlohmann::json::array();
     for (const auto& [n, c] : per_length) {
       nlohmann::json j = counts(c);
@@ -146,7 +181,7 @@ class SelfLabelStage : public Stage {
     }
     summary["per_length"] = by;
     write_file_atomic((dir / "summary.json").string(), summary.dump(2) + "\n");
-    log->info("{}: kept {} of {} labels ({} of the kept are right; the model was right on {}) -> {}", name_,
+    log->info("{}: kept {} of {} labels ({} of the kept are right; the first model was right on {}) -> {}", name_,
               all.kept, all.generated, all.kept_correct, all.correct, (dir / "labels.jsonl").string());
   }
 
@@ -154,6 +189,8 @@ class SelfLabelStage : public Stage {
   std::pair<int64_t, int64_t> lengths_;
   int64_t samples_, batch_size_;
   bool length_filter_ = false;
+  std::vector<std::string> voters_;
+  int64_t agree_;
   std::string name_;
 };
 

@@ -33,6 +33,7 @@ ComponentSpec StageSpec::schema() {
            O::string("dropped_parameters", "a checkpoint parameter the model lacks: error, or ignore")
                .with_default(std::string("error")).one_of({"error", "ignore"}),
            O::boolean("init_optimizer", "take Adam's state and step count from init_from's checkpoint").with_default(false),
+           O::integer("seed", "the stage's seed (initialisation, data order, queries); default: the file's").may_be_absent(),
            O::map("task", "overrides of task: for this stage (another name: replaces it)").any_keys(),
            O::map("model", "overrides of model: (keys that keep parameter shapes)").any_keys(),
            O::map("train", "overrides of train:").any_keys(),
@@ -97,21 +98,21 @@ const Experiment& StageContext::stage_experiment(const std::string& name) const 
   throw Error(fmt::format("stage '{}' asks for stage '{}', which does not run before it", spec().name, name));
 }
 
-std::string StageContext::init_checkpoint() const {
+std::string StageContext::init_checkpoint() const { return checkpoint_of(spec().init_from); }
+
+std::string StageContext::checkpoint_of(const std::string& from_in) const {
   // Follow init_from through stages that leave no weights (eval, analysis) to one that does.
-  size_t i = index_;
+  std::string from = from_in;
   for (;;) {
-    const StageSpec& st = stages_[i];
-    if (st.init_from.empty()) return "";
-    if (!st.init_from_stage) {
-      const fs::path other = st.init_from;
-      if (!fs::is_directory(other)) {
-        st.node.child("init_from").fail(fmt::format("'{}' is neither an earlier stage nor a run directory", st.init_from));
-      }
-      return final_checkpoint(other.string());
-    }
+    if (from.empty()) return "";
     size_t j = 0;
-    while (stages_[j].name != st.init_from) ++j;
+    while (j < index_ && stages_[j].name != from) ++j;
+    if (j == index_) {
+      if (!fs::is_directory(from)) {
+        spec().node.fail(fmt::format("'{}' is neither an earlier stage nor a run directory", from));
+      }
+      return final_checkpoint(from);
+    }
     const std::string ckpt = newest_checkpoint_in(stage_dir(stages_[j].name));
     if (!ckpt.empty()) {
       const int64_t step = checkpoint_step(ckpt);
@@ -123,8 +124,19 @@ std::string StageContext::init_checkpoint() const {
     }
     LENGEN_CHECK(stages_[j].kind != "train", "stage '{}' starts from stage '{}', which has no checkpoint yet",
                  spec().name, stages_[j].name);
-    i = j;
+    from = stages_[j].init_from;
   }
+}
+
+Transformer StageContext::load_model_from(const std::string& from) const {
+  bool is_stage = false;
+  for (size_t j = 0; j < index_; ++j) is_stage = is_stage || stages_[j].name == from;
+  Transformer model = (is_stage ? stage_experiment(from) : experiment()).build_model(device());
+  const std::string ckpt = checkpoint_of(from);
+  LENGEN_CHECK(!ckpt.empty(), "stage '{}': '{}' holds no model", spec().name, from);
+  load_weights_by_name(model, ckpt, InitRules{});
+  logger("stage")->info("{}: the model of {} ({})", spec().name, from, ckpt);
+  return model;
 }
 
 Transformer StageContext::load_model() const {
@@ -228,6 +240,26 @@ class EvalStage : public Stage {
 }  // namespace
 
 void register_self_label_stage(Registrar& r);  // self_label.cpp
+void register_self_improve_stage(Registrar& r);  // self_improve.cpp
+void register_compare_stages_stage(Registrar& r);  // compare_stages.cpp
+
+namespace {
+
+std::map<std::string, StageExpansion>& expansions() {
+  static std::map<std::string, StageExpansion> m;
+  return m;
+}
+
+}  // namespace
+
+void register_stage_expansion(const std::string& kind, StageExpansion expand) {
+  expansions()[kind] = std::move(expand);
+}
+
+const StageExpansion* find_stage_expansion(const std::string& kind) {
+  auto it = expansions().find(kind);
+  return it == expansions().end() ? nullptr : &it->second;
+}
 
 namespace {
 
@@ -236,6 +268,8 @@ const bool kRegistered = [] {
   r.add_stage<TrainStage>();
   r.add_stage<EvalStage>();
   register_self_label_stage(r);
+  register_self_improve_stage(r);
+  register_compare_stages_stage(r);
   return true;
 }();
 

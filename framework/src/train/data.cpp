@@ -14,7 +14,12 @@ namespace lengen {
 TrainingData::TrainingData(std::shared_ptr<const Task> task, int64_t dataset_size, uint64_t seed)
     : seed_(seed), single_(true) {
   LENGEN_CHECK(task != nullptr, "training data needs a task");
-  sources_.push_back(DataSource{"train", std::move(task), 1.0, dataset_size});
+  DataSource only;
+  only.name = "train";
+  only.task = std::move(task);
+  only.weight = 1.0;
+  only.dataset_size = dataset_size;
+  sources_.push_back(std::move(only));
   build_sets();
 }
 

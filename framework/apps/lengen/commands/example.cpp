@@ -70,14 +70,11 @@ class ExampleCmd : public Command {
         if (!source_.empty() && s.name != source_) continue;
         Rng rng(mix_seed(exp.seed, {0xE4A, k}));
         std::vector<Example> exs;
-        if (!s.from_stage.empty()) {
-          // A self_label stage's labels, as the run wrote them (the first count_ of them).
-          const std::string labels =
-              (std::filesystem::path(exp.run_dir()) / "stages" / s.from_stage / "labels.jsonl").string();
-          LENGEN_CHECK(std::filesystem::exists(labels), "source '{}' is the labels of stage '{}' ({}), which has "
-                       "not run yet", s.name, s.from_stage, labels);
-          auto all = read_labelled_examples(labels, task);
-          groups.push_back({fmt::format("source '{}', {} labels of stage '{}'", s.name, all.size(), s.from_stage),
+        if (!s.from_stages.empty()) {
+          // Self_label stages' labels, as the run wrote them (the first count_ of them).
+          auto all = exp.stage_labels(s);
+          groups.push_back({fmt::format("source '{}', {} labels of stage{} '{}'", s.name, all.size(),
+                                        s.from_stages.size() > 1 ? "s" : "", join(s.from_stages, "', '")),
                             {all.begin(), all.begin() + std::min<std::ptrdiff_t>(count_, static_cast<std::ptrdiff_t>(all.size()))}});
           continue;
         }

@@ -74,6 +74,11 @@ struct LENGEN_API Experiment {
   /// RUN being `run_dir` (default: run_dir()).
   TrainingData training_data(const std::string& run_dir = "") const;
 
+  /// The labelled examples of a `from_stage:` source, its stages' labels.jsonl in order
+  /// (RUN/stages/<stage>/, RUN being `run_dir`, default run_dir()); fails naming the file of a
+  /// stage that has not run or kept nothing.
+  std::vector<Example> stage_labels(const DataSource& source, const std::string& run_dir = "") const;
+
   /// Builds the model on `device` (schemes created from their YAML entries), initialised from
   /// a generator seeded by the experiment seed.
   Transformer build_model(const torch::Device& device) const;

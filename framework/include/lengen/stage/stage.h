@@ -26,6 +26,7 @@
 
 #include <torch/types.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -67,6 +68,12 @@ class LENGEN_API StageContext {
   Transformer load_model() const;
   /// The checkpoint init_from points at ("" when the stage starts from scratch).
   std::string init_checkpoint() const;
+  /// The checkpoint of `from`, an earlier stage (followed through stages that leave no
+  /// weights, as init_from is) or a run directory.
+  std::string checkpoint_of(const std::string& from) const;
+  /// The model of `from` (an earlier stage: built as that stage built it; a run directory:
+  /// built as this stage's), its weights loaded strictly.
+  Transformer load_model_from(const std::string& from) const;
 
   /// The folder of an earlier stage of this run (it must have finished).
   std::string stage_dir(const std::string& name) const;
@@ -107,6 +114,20 @@ struct LENGEN_API StageSpec {
   ConfigNode node;                  ///< the entry, for messages
   std::shared_ptr<const Experiment> experiment;  ///< resolved for this stage
 };
+
+/// A compact stage entry that stands for several stages (`kind: self_improve` with
+/// `rounds: N`). Its kind is registered like any stage kind (its spec validates the entry and
+/// documents it; its Stage is never run), and this function, registered under the same kind,
+/// returns the stage entries it stands for, which are then read like written ones.
+struct StageExpansionContext {
+  std::string previous;  ///< the name of the stage before the entry ("" when it comes first)
+  uint64_t seed = 0;     ///< the experiment's seed (the entry's `seed:` where it gives one)
+};
+using StageExpansion = std::function<std::vector<YAML::Node>(const Options& options, const ConfigNode& entry,
+                                                              const StageExpansionContext& context)>;
+LENGEN_API void register_stage_expansion(const std::string& kind, StageExpansion expand);
+/// The expansion registered for `kind`, or nullptr for a kind that is one stage.
+LENGEN_API const StageExpansion* find_stage_expansion(const std::string& kind);
 
 /// Options of `lengen run`.
 struct RunOptions {

@@ -16,9 +16,9 @@ struct DataSource {
   std::shared_ptr<const Task> task;  ///< shares the experiment task's vocabulary and ID levels
   double weight = 0;                 ///< > 0; 0 = not given (union of fixed sets, see below)
   int64_t dataset_size = 0;          ///< 0: online; N: a fixed set of N examples
-  /// A self_label stage of this run whose labelled examples are this source's fixed set
-  /// (`from_stage:`; Experiment::training_data reads them into `examples`).
-  std::string from_stage;
+  /// The self_label stages of this run whose labelled examples, together, are this source's
+  /// fixed set (`from_stage:` a name or a list; Experiment::stage_labels reads them).
+  std::vector<std::string> from_stages;
   std::vector<Example> examples;     ///< given examples: the fixed set, instead of samples
 };
 
