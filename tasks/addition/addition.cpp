@@ -12,12 +12,17 @@
 // their own number (1 = least significant), every other token 0 (McLeish et al. 2024).
 // Causal IDs count digits since the last separator (and `>` so far), so decoding never sees the
 // reference.
+// index_hints: N (Zhou et al. 2024, after Zhou et al. 2023): a hint token before every digit of
+// every operand and of the answer, the same hint for the same significance: hint o + k - 1 for
+// significance k (1 = least), o drawn per example so that every hint is trained. Hints are
+// tokens a..z, A..Z, then <52>, <53>, ...: `57+48` with o = 0 is `b5a7+b4a8=a5b0c1`.
 #include "lengen/core/error.h"
 #include "lengen/plugin/plugin.h"
 #include "lengen/task/decimal.h"
 #include "lengen/task/task.h"
 
 #include <algorithm>
+#include <cctype>
 
 namespace {
 
@@ -89,7 +94,13 @@ class Addition final : public lengen::Task {
                              "write the cumulative sums 0 > a1 > a1+a2 > ..., with bi-level coupled "
                              "IDs; with zero_pad every number is padded to the answer's length "
                              "(pad_to: answer)")
-             .with_default(false)}};
+             .with_default(false),
+         OptionSpec::integer("index_hints",
+                             "N > 0: a hint token before every digit of the operands and the answer, "
+                             "hint o + k - 1 marking significance k, o uniform per example over the "
+                             "offsets where the answer fits N hints (Zhou et al. 2024); 0: none")
+             .with_default(int64_t{0})
+             .at_least(0)}};
   }
 
   Addition(const lengen::Options& o, const lengen::TaskContext&)
@@ -103,7 +114,8 @@ class Addition final : public lengen::Task {
         mixed_lengths_(o.get_bool("mixed_lengths")),
         scratchpad_(o.get_bool("scratchpad")),
         start_(o.get_string("position_ids") == "abacus" ? 0 : 1),
-        vocab_(vocabulary_tokens(o.get_bool("scratchpad")), "<pad>", "$", "$") {
+        hints_(o.get_int("index_hints")),
+        vocab_(vocabulary_tokens(o.get_bool("scratchpad"), o.get_int("index_hints")), "<pad>", "$", "$") {
     train_ = o.get_int_range("train_digits");
     eval_ = o.get_int_range("eval_digits");
     train_ops_ = o.given("train_operands") ? o.get_int_range("train_operands")
@@ -124,7 +136,12 @@ class Addition final : public lengen::Task {
              "length, which decoding cannot know (it would leak the answer); set "
              "reverse_output: true, zero_pad: true or position_ids: sequential");
     }
+    if (hints_ > 0 && (coupled_ || scratchpad_)) {
+      o.fail("index_hints", "index hints mark each digit's significance with a token, for the plain format "
+                            "with position_ids: sequential (and NoPE, FIRE, RoPE, randomized positions...)");
+    }
     plus_ = vocab_.id("+");
+    hint0_ = hints_ > 0 ? vocab_.id(hint_text(0)) : -1;
     eq_ = vocab_.id("=");
     arrow_ = scratchpad_ ? vocab_.id(">") : -1;
   }
@@ -140,7 +157,7 @@ class Addition final : public lengen::Task {
     for (int64_t i = 0; i < m; ++i) {
       ops.push_back(random_number(same ? shared : rng.uniform_int(train_.first, train_.second), rng));
     }
-    return make_example(ops);
+    return make_example(ops, hint_offset(ops, rng));
   }
 
   std::vector<lengen::GridAxis> grid_axes() const override {
@@ -164,15 +181,28 @@ class Addition final : public lengen::Task {
     for (int64_t i = 0; i < m; ++i) {
       ops.push_back(random_number(it->second, rng));
     }
-    return make_example(ops);
+    return make_example(ops, hint_offset(ops, rng));
   }
 
   Example parse_query(const std::string& text) const override {
     std::string q;
-    for (char c : text) {
-      if (c != ' ') {
-        q += c;
+    int64_t offset = -1;  // the smallest hint given: the one of significance 1
+    for (size_t i = 0; i < text.size(); ++i) {
+      const char c = text[i];
+      if (c == ' ') continue;
+      if (hints_ > 0 && (std::isalpha(static_cast<unsigned char>(c)) || c == '<')) {
+        const size_t close = text.find('>', i);
+        const size_t len = c != '<' ? 1 : (close == std::string::npos ? text.size() - i : close - i + 1);
+        const std::string tok = text.substr(i, len);
+        i += len - 1;
+        const int64_t h = vocab_.contains(tok) ? vocab_.id(tok) - hint0_ : -1;
+        if (h < 0 || h >= hints_) {
+          throw lengen::Error(fmt::format("addition: '{}' in '{}' is not one of the {} index hints", tok, text, hints_));
+        }
+        offset = offset < 0 ? h : std::min(offset, h);
+        continue;
       }
+      q += c;
     }
     if (!q.empty() && q.back() == '=') {
       q.pop_back();
@@ -201,7 +231,15 @@ class Addition final : public lengen::Task {
     const int64_t hi = std::max(train_ops_.second, eval_ops_.second);
     LENGEN_CHECK(lo == hi ? m == lo : m >= 2, "addition: '{}' has {} operands but the task is configured for {}",
                  text, m, lo == hi ? std::to_string(lo) : "at least 2");
-    return make_example(ops);
+    Example ex = make_example(ops, std::max<int64_t>(offset, 0));
+    std::string given = strip_spaces(text);
+    if (!given.empty() && given.back() != '=') given += '=';
+    if (offset >= 0 && render({ex.tokens.begin() + 1, ex.tokens.begin() + ex.prompt_length}) != given) {
+      throw lengen::Error(fmt::format("addition: the index hints of '{}' do not mark significance consistently "
+                                      "(expected '{}')", text,
+                                      render({ex.tokens.begin() + 1, ex.tokens.begin() + ex.prompt_length})));
+    }
+    return ex;
   }
 
   PositionIds causal_position_ids(const std::vector<int64_t>& tokens,
@@ -255,24 +293,58 @@ class Addition final : public lengen::Task {
   int64_t max_response_length(const std::vector<int64_t>& prompt) const override {
     int64_t longest = 0, run = 0;
     for (int64_t t : prompt) {
-      run = is_digit(t) ? run + 1 : 0;
+      run = is_digit(t) ? run + 1 : (is_hint(t) ? run : 0);
       longest = std::max(longest, run);
     }
     const int64_t m = operands_in(prompt, static_cast<int64_t>(prompt.size()));
     const int64_t A = answer_length_for(longest, m);
-    // Scratchpad: m+1 numbers of A digits, m arrows; else the answer's digits. Then EOS.
-    return scratchpad_ ? (m + 1) * A + m + 1 : A + 1;
+    // Scratchpad: m+1 numbers of A digits, m arrows; else the answer's digits (each after its
+    // hint). Then EOS.
+    return scratchpad_ ? (m + 1) * A + m + 1 : (hints_ > 0 ? 2 * A : A) + 1;
   }
 
  private:
   bool is_digit(int64_t tok) const { return tok >= 2 && tok <= 11; }  // ids of "0".."9"
 
-  static std::vector<std::string> vocabulary_tokens(bool scratchpad) {
+  bool is_hint(int64_t tok) const { return hints_ > 0 && tok >= hint0_ && tok < hint0_ + hints_; }
+
+  // Index hint h: a..z, A..Z, then <52>, <53>, ...
+  static std::string hint_text(int64_t h) {
+    if (h < 26) return std::string(1, static_cast<char>('a' + h));
+    if (h < 52) return std::string(1, static_cast<char>('A' + h - 26));
+    return fmt::format("<{}>", h);
+  }
+
+  static std::string strip_spaces(const std::string& text) {
+    std::string out;
+    for (char c : text) {
+      if (c != ' ') out += c;
+    }
+    return out;
+  }
+
+  static std::vector<std::string> vocabulary_tokens(bool scratchpad, int64_t hints) {
     std::vector<std::string> v{"<pad>", "$", "0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "+", "="};
     if (scratchpad) {
       v.push_back(">");  // only then: the plain task's vocabulary (and checkpoints) stay as they were
     }
+    for (int64_t h = 0; h < hints; ++h) v.push_back(hint_text(h));  // likewise
     return v;
+  }
+
+  // The hint offset o of an example: uniform over those where its answer's significances
+  // 1..A get hints o..o+A-1 < N (no draw without hints, so other formats' samples stay as
+  // they were).
+  int64_t hint_offset(const std::vector<std::string>& ops, lengen::Rng& rng) const {
+    if (hints_ == 0) return 0;
+    size_t longest = 0;
+    for (const auto& x : ops) longest = std::max(longest, x.size());
+    const auto A = static_cast<int64_t>(max_sum_length(longest, ops.size()));  // the highest significance
+    if (A > hints_) {
+      throw lengen::Error(fmt::format("addition: index_hints {} cannot mark an answer of {} digits; raise "
+                                      "index_hints to at least {}", hints_, A, A));
+    }
+    return rng.uniform_int(0, hints_ - A);
   }
 
   // Operands in a prompt: the '+' signs before position `end`, plus one.
@@ -342,7 +414,7 @@ class Addition final : public lengen::Task {
 
   // Builds the sequence and its IDs from the numbers (the "template" form; the causal form above
   // must agree with it on every correct response, which the tests check).
-  Example make_example(const std::vector<std::string>& ops) const {
+  Example make_example(const std::vector<std::string>& ops, int64_t hint_offset = 0) const {
     size_t longest = 0;
     for (const auto& x : ops) {
       longest = std::max(longest, x.size());
@@ -364,6 +436,7 @@ class Addition final : public lengen::Task {
       const std::string x = pad_left(ops[i], op_width);
       for (size_t j = 0; j < x.size(); ++j) {  // j-th written digit
         const size_t pos = reverse_query_ ? x.size() - 1 - j : j;
+        if (hints_ > 0) push(hint0_ + hint_offset + static_cast<int64_t>(x.size() - pos) - 1, 0, false);
         push(digit_id(x[pos]), s + static_cast<int64_t>(x.size() - pos), false);
       }
       push(i + 1 < ops.size() ? plus_ : eq_, s, false);
@@ -374,6 +447,7 @@ class Addition final : public lengen::Task {
       // k-th written digit; its significance (1 = least) depends on the direction.
       size_t pos = reverse_ ? answer.size() - 1 - k : k;
       int64_t significance = static_cast<int64_t>(answer.size() - pos);
+      if (hints_ > 0) push(hint0_ + hint_offset + significance - 1, 0, true);
       push(digit_id(answer[pos]), s + significance, true);
     }
     push(vocab_.eos(), 0, true);
@@ -448,6 +522,8 @@ class Addition final : public lengen::Task {
 
   bool same_length_, zero_pad_, pad_to_answer_, reverse_, reverse_query_, coupled_, mixed_lengths_, scratchpad_;
   int64_t start_;  ///< s: the ID of `+` and `=`, digits s + significance (abacus: 0)
+  int64_t hints_;  ///< N index hints (0: none)
+  int64_t hint0_ = -1;  ///< token ID of hint 0
   std::pair<int64_t, int64_t> train_, eval_, train_ops_, eval_ops_;
   lengen::Vocabulary vocab_;
   int64_t plus_ = 0, eq_ = 0, arrow_ = -1;

@@ -224,3 +224,53 @@ TEST_CASE("addition: S_A(n, m) training and the T_A (digits x operands) grid", "
   CHECK(*std::max_element(ex.position_ids[0].begin(), ex.position_ids[0].end()) == 33);
   CHECK(*std::max_element(ex.position_ids[1].begin(), ex.position_ids[1].end()) == 31);
 }
+
+TEST_CASE("addition: index hints mark significance, never the answer", "[addition][hints]") {
+  auto task = make_task("{name: addition, position_ids: sequential, index_hints: 10}");
+  // Hint o + k - 1 before each digit of significance k; a query without hints gets o = 0.
+  auto ex = task->parse_query("57+48");
+  CHECK(task->render(ex.tokens) == "$b5a7+b4a8=a5b0c1$");
+  const std::vector<int64_t> prompt(ex.tokens.begin(), ex.tokens.begin() + ex.prompt_length);
+  CHECK(task->max_response_length(prompt) == 7);
+  // Hints given in a query are read back; inconsistent or unknown ones are refused.
+  CHECK(task->render(task->parse_query("d5c7+d4c8=").tokens) == "$d5c7+d4c8=c5d0e1$");
+  CHECK_THROWS_WITH(task->parse_query("d5c7+c4d8"), Catch::Contains("consistently"));
+  CHECK_THROWS_WITH(task->parse_query("z5a7+b4a8"), Catch::Contains("'z'") && Catch::Contains("10 index hints"));
+  // Past 26 hints the tokens are A..Z, then <52>, ...
+  auto wide = make_task("{name: addition, position_ids: sequential, index_hints: 60}");
+  CHECK(wide->render(wide->parse_query("<53>1<52>2+<53>3<52>4").tokens) == "$<53>1<52>2+<53>3<52>4=<52>6<53>4<54>0$");
+
+  // Training samples: every digit after its hint; the response's hints follow from the
+  // prompt's alone (o = the smallest hint there), so they carry nothing of the answer.
+  auto train = make_task("{name: addition, position_ids: sequential, index_hints: 12, train_digits: [1, 8]}");
+  const auto& v = train->vocabulary();
+  const int64_t h0 = v.id("a");
+  lengen::Rng rng(3);
+  std::set<int64_t> offsets;
+  for (int i = 0; i < 300; ++i) {
+    const auto s = train->sample_train(rng);
+    const std::vector<int64_t> p(s.tokens.begin(), s.tokens.begin() + s.prompt_length);
+    const auto r = s.response();
+    int64_t o = 12;
+    for (int64_t t : p) {
+      if (t >= h0) o = std::min(o, t - h0);
+    }
+    REQUIRE(r.size() % 2 == 1);
+    for (size_t k = 0; k + 1 < r.size(); k += 2) {
+      CHECK(r[k] == h0 + o + static_cast<int64_t>(k / 2));  // significance k/2 + 1, LSD first
+      CHECK(r[k + 1] < h0);                                 // a digit
+    }
+    CHECK(o + static_cast<int64_t>(r.size() / 2) <= 12);
+    CHECK(train->max_response_length(p) == static_cast<int64_t>(r.size()));
+    CHECK(train->causal_position_ids(s.tokens, s.prompt_length) == s.position_ids);
+    // The same prompt, read back from its text, gives the same response (hints and digits).
+    CHECK(train->parse_query(train->render({p.begin() + 1, p.end()})).tokens == s.tokens);
+    offsets.insert(o);
+  }
+  CHECK(offsets.count(0) == 1);
+  CHECK(offsets.size() >= 8);
+  // Evaluation: an 11-digit sum of 12 digits fills the 12 hints (o = 0); 12 digits do not fit.
+  CHECK(train->sample_eval({{"digits", 11}}, rng).tokens[1] == v.id("k"));
+  CHECK_THROWS_WITH(train->sample_eval({{"digits", 12}}, rng), Catch::Contains("index_hints 12"));
+  CHECK_THROWS_WITH(make_task("{name: addition, index_hints: 10}"), Catch::Contains("index_hints"));
+}

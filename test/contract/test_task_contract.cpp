@@ -185,6 +185,26 @@ TEST_CASE("task contract: addition, every format option", "[contract][task]") {
 }
 
 
+TEST_CASE("task contract: addition with index hints, every format option", "[contract][task]") {
+  for (const char* pad : {"true", "false"}) {
+    for (const char* pad_to : {"operand", "answer"}) {
+      for (const char* reverse : {"true", "false"}) {
+        for (const char* operands : {"2", "3"}) {
+          const char* query = std::string(operands) == "3" ? "true" : "false";
+          DYNAMIC_SECTION("zero_pad " << pad << " pad_to " << pad_to << " reverse " << reverse << " operands "
+                                      << operands) {
+            check_task_yaml(fmt::format("{{name: addition, zero_pad: {}, pad_to: {}, reverse_output: {}, "
+                                        "reverse_query: {}, position_ids: sequential, operands: {}, "
+                                        "train_digits: [1, 12], index_hints: 20}}",
+                                        pad, pad_to, reverse, query, operands),
+                            40, 5);
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("task contract: parity, every format option", "[contract][task]") {
   for (const char* opts : {"scratchpad: true, position_ids: coupled", "scratchpad: true, position_ids: sequential",
                            "scratchpad: false, position_ids: sequential"}) {
