@@ -8,22 +8,16 @@ first axis (e.g. digits); a second axis gets its own line style.
 Usage: plot_curves.py EVAL_CURVE_JSONL OUT_PNG [--title TEXT]
 Needs Debian's python3-matplotlib (run with /usr/bin/python3).
 """
-import argparse
 import json
 import os
 import sys
 
+from plot_common import arguments, pyplot, save
+
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("jsonl")
-    ap.add_argument("out_png")
-    ap.add_argument("--title", default=None)
-    args = ap.parse_args()
-
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    args = arguments(__doc__, "jsonl")
+    plt = pyplot()
 
     records = []
     with open(args.jsonl) as f:
@@ -57,8 +51,7 @@ def main():
     ax.legend(fontsize=7, ncol=2 if len(keys) > 8 else 1, loc="center left", bbox_to_anchor=(1.0, 0.5))
     ax.set_title(args.title or os.path.basename(os.path.dirname(os.path.abspath(args.jsonl))))
     fig.tight_layout()
-    os.makedirs(os.path.dirname(os.path.abspath(args.out_png)), exist_ok=True)
-    fig.savefig(args.out_png, dpi=110)
+    save(fig, args.out_png, dpi=110)
 
 
 if __name__ == "__main__":

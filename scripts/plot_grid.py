@@ -10,10 +10,10 @@ Usage: plot_grid.py GRID_CSV OUT_PNG [--title TEXT] [--train-max N] [--train-box
                     [--also GRID_CSV ...] [--labels L1,L2,...]
 Needs Debian's python3-matplotlib (run with /usr/bin/python3).
 """
-import argparse
-import csv
 import os
 import sys
+
+from plot_common import arguments, csv_rows, pyplot, save
 
 
 def decorate_accuracy_axes(ax, axis, train_max, fontsize=None):
@@ -28,34 +28,24 @@ def decorate_accuracy_axes(ax, axis, train_max, fontsize=None):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("grid_csv")
-    ap.add_argument("out_png")
-    ap.add_argument("--title", default=None)
-    ap.add_argument("--train-max", type=float, default=None,
-                    help="draw a line at the longest trained length")
-    ap.add_argument("--train-box", default=None,
-                    help="two axes: outline the trained region x0,x1,y0,y1 (inclusive)")
-    ap.add_argument("--also", nargs="+", default=[],
-                    help="more grids of the same single axis (e.g. other seeds): each is drawn "
-                         "thin and their median bold")
-    ap.add_argument("--labels", default=None,
-                    help="comma-separated labels of GRID_CSV and the --also grids "
-                         "(default: the run folder's name)")
-    args = ap.parse_args()
+    def more(ap):
+        ap.add_argument("--train-max", type=float, default=None,
+                        help="draw a line at the longest trained length")
+        ap.add_argument("--train-box", default=None,
+                        help="two axes: outline the trained region x0,x1,y0,y1 (inclusive)")
+        ap.add_argument("--also", nargs="+", default=[],
+                        help="more grids of the same single axis (e.g. other seeds): each is drawn "
+                             "thin and their median bold")
+        ap.add_argument("--labels", default=None,
+                        help="comma-separated labels of GRID_CSV and the --also grids "
+                             "(default: the run folder's name)")
 
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    with open(args.grid_csv) as f:
-        rows = list(csv.DictReader(f))
-    if not rows:
-        sys.exit(f"{args.grid_csv}: no rows")
+    args = arguments(__doc__, "grid_csv", more)
+    plt = pyplot()
+    rows = csv_rows(args.grid_csv)
     stats = {"samples", "correct", "accuracy", "ci_low", "ci_high"}
     axes = [k for k in rows[0].keys() if k not in stats]
     title = args.title or os.path.basename(os.path.dirname(os.path.dirname(os.path.abspath(args.grid_csv))))
-    os.makedirs(os.path.dirname(os.path.abspath(args.out_png)), exist_ok=True)
 
     if args.also:
         if len(axes) != 1:
@@ -68,9 +58,8 @@ def main():
         a = axes[0]
         curves = []
         for path in paths:
-            with open(path) as f:
-                other = list(csv.DictReader(f))
-            if not other or a not in other[0]:
+            other = csv_rows(path)
+            if a not in other[0]:
                 sys.exit(f"{path}: no '{a}' column")
             curves.append({int(r[a]): 100 * float(r["accuracy"]) for r in other})
         xs = sorted(set.intersection(*(set(c) for c in curves)))
@@ -123,7 +112,7 @@ def main():
         sys.exit(f"{args.grid_csv}: cannot plot {len(axes)} axes")
     ax.set_title(title)
     fig.tight_layout()
-    fig.savefig(args.out_png, dpi=120)
+    save(fig, args.out_png, dpi=120)
     print(args.out_png)
 
 

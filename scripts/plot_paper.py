@@ -9,12 +9,10 @@ gives a number annotated "lengen/paper".
 Usage: plot_paper.py PAPER_CSV OUT_PNG [--title TEXT]
 Needs Debian's python3-matplotlib (run with /usr/bin/python3).
 """
-import argparse
-import csv
 import math
-import os
-import sys
 import textwrap
+
+from plot_common import arguments, csv_rows, pyplot, save
 
 STATS = ["config", "label", "paper", "seeds", "median", "q25", "q75", "min", "max", "difference"]
 
@@ -24,20 +22,9 @@ def number(text):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("paper_csv")
-    ap.add_argument("out_png")
-    ap.add_argument("--title", default=None)
-    args = ap.parse_args()
-
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    with open(args.paper_csv) as f:
-        rows = list(csv.DictReader(f))
-    if not rows:
-        sys.exit(f"{args.paper_csv}: no rows")
+    args = arguments(__doc__, "paper_csv")
+    plt = pyplot()
+    rows = csv_rows(args.paper_csv)
     axes = [k for k in rows[0].keys() if k not in STATS]
     configs = []
     for r in rows:
@@ -96,8 +83,7 @@ def main():
         title += "  (cells: lengen/paper)"
     fig.suptitle(textwrap.fill(title, width=int(55 * cols)), fontsize=10)
     fig.tight_layout()
-    os.makedirs(os.path.dirname(os.path.abspath(args.out_png)), exist_ok=True)
-    fig.savefig(args.out_png, dpi=110)
+    save(fig, args.out_png, dpi=110)
 
 
 if __name__ == "__main__":

@@ -9,27 +9,15 @@ stage into lines of their own.
 Usage: plot_stages.py STAGES_CSV OUT_PNG [--title TEXT]
 Needs Debian's python3-matplotlib (run with /usr/bin/python3).
 """
-import argparse
-import csv
 import os
-import sys
+
+from plot_common import arguments, csv_rows, pyplot, save
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("csv")
-    ap.add_argument("out_png")
-    ap.add_argument("--title", default=None)
-    args = ap.parse_args()
-
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    with open(args.csv) as f:
-        rows = list(csv.DictReader(f))
-    if not rows:
-        sys.exit(f"{args.csv}: no rows")
+    args = arguments(__doc__, "csv")
+    plt = pyplot()
+    rows = csv_rows(args.csv)
     axes = [k for k in rows[0] if k not in ("stage", "samples", "correct", "accuracy")]
     series = {}
     order = []
@@ -52,8 +40,7 @@ def main():
     ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
     ax.set_title(args.title or os.path.basename(os.path.dirname(os.path.abspath(args.csv))))
     fig.tight_layout()
-    os.makedirs(os.path.dirname(os.path.abspath(args.out_png)), exist_ok=True)
-    fig.savefig(args.out_png, dpi=120)
+    save(fig, args.out_png, dpi=120)
 
 
 if __name__ == "__main__":
