@@ -100,7 +100,10 @@ TEST_CASE("flops: the matrix-product count of docs/performance.md, by hand", "[t
   m.activation = "gelu";
   m.loops = 2;  // every layer applied twice, the head once
   CHECK(forward_flops(m, 10, 3) == 2 * (384 + 96 + 384) + 240);
+  // A sample's own loop count (model.loops_per_length) replaces the model's.
+  CHECK(forward_flops(m, 10, 3, 0, 5) == 5 * (384 + 96 + 384) + 240);
   m.loops = 1;
+  CHECK(forward_flops(m, 10, 3, 0, 2) == 2 * (384 + 96 + 384) + 240);
   m.arch = "encoder";  // bidirectional: 9 pairs
   CHECK(forward_flops(m, 10, 3) == 384 + 144 + 384 + 240);
   m.arch = "encoder_decoder";  // encoder over 2 source tokens, decoder over 3 with cross-attention

@@ -12,7 +12,7 @@ double attention_flops(double C, double HD, double queries, double keys, double 
 
 }  // namespace
 
-double forward_flops(const ModelConfig& m, int64_t vocab, int64_t target, int64_t source) {
+double forward_flops(const ModelConfig& m, int64_t vocab, int64_t target, int64_t source, int64_t applied) {
   const Architecture& arch = architecture(m.arch);
   const double C = static_cast<double>(m.d_model);
   const double HD = static_cast<double>(m.heads * m.head_dim());
@@ -20,7 +20,7 @@ double forward_flops(const ModelConfig& m, int64_t vocab, int64_t target, int64_
   const double gated = m.activation == "geglu" || m.activation == "swiglu" ? 3.0 : 2.0;
   const double T = static_cast<double>(target);
   const double S = static_cast<double>(source);
-  const double loops = static_cast<double>(std::max<int64_t>(1, m.loops));
+  const double loops = static_cast<double>(std::max<int64_t>(1, applied > 0 ? applied : m.loops));
   const double causal_pairs = T * (T + 1) / 2;
   auto ff = [&](double tokens) { return 2.0 * gated * C * F * tokens; };
   double flops = 0;

@@ -132,18 +132,22 @@ class Bench : public Command {
   }
 
   // Training FLOPs of a batch (docs/performance.md, "FLOP count"): over each sequence's real
-  // length, and over the padded shape the step actually computes.
+  // length and its own loop count (model.loops_per_length), and over the padded shape the step
+  // actually computes (every sample through the batch's longest count).
   static std::pair<double, double> step_flops(const ModelConfig& m, int64_t vocab, int64_t pad, const Batch& b) {
     auto target = b.padding.defined() ? (~b.padding).sum(1) : (b.inputs != pad).sum(1);       // [B]
     auto source = b.source_padding.defined() ? (~b.source_padding).sum(1) : torch::zeros_like(target);
     target = target.cpu();
     source = source.cpu();
+    auto loops = m.loops_per_length > 0 && b.lengths.defined() ? m.sample_loops(b.lengths.cpu())
+                                                                : torch::full_like(target, m.loops);  // [B]
     const int64_t T = b.inputs.size(1), S = b.source.defined() ? b.source.size(1) : 0;
     double real = 0;
     for (int64_t i = 0; i < target.size(0); ++i) {
-      real += training_flops(m, vocab, target[i].item<int64_t>(), source[i].item<int64_t>());
+      real += training_flops(m, vocab, target[i].item<int64_t>(), source[i].item<int64_t>(), loops[i].item<int64_t>());
     }
-    return {real, static_cast<double>(target.size(0)) * training_flops(m, vocab, T, S)};
+    const int64_t most = loops.max().item<int64_t>();
+    return {real, static_cast<double>(target.size(0)) * training_flops(m, vocab, T, S, most)};
   }
 
   // One untimed pass over the first cell (allocator and kernels warm), then the whole grid.
