@@ -279,8 +279,13 @@ stages:
     batch_size: 16
     train: {{steps: 10, optimizer: {{name: adam, lr: 0.0003}}}}
 )", base));
-  const std::string log = sh(fmt::format("run {} --set output_dir={}", file, tmp.file("si")));
-  CHECK_THAT(log, Contains("stage 10/10 'si_rounds' (compare_stages)"));
+  // Without evaluation the rounds run and the picture waits; --resume then adds both.
+  const std::string quiet = sh(fmt::format("run {} --no-eval --set output_dir={}", file, tmp.file("si")));
+  CHECK_THAT(quiet, Contains("stage 8/10 'si2_v1' (train)"));
+  CHECK_THAT(quiet, !Contains("'si_rounds'"));
+  const std::string log = sh(fmt::format("run {} --resume --set output_dir={}", file, tmp.file("si")));
+  CHECK_THAT(log, Contains("'si1' (train) finished earlier; skipped") &&
+                      Contains("stage 10/10 'si_rounds' (compare_stages)"));
   const fs::path run = fs::path(tmp.file("si")) / "ft" / "4";
   const auto r2 = nlohmann::json::parse(test::read_text((run / "stages" / "si2_label" / "summary.json").string()));
   CHECK(r2["lengths"] == nlohmann::json::array({3, 4}));

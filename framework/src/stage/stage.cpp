@@ -338,7 +338,7 @@ void run_experiment(const Experiment& exp, const RunOptions& options) {
   std::string last_eval;
   for (size_t i = 0; i < stages.size(); ++i) {
     const StageSpec& st = stages[i];
-    if (options.no_eval && st.kind == "eval") continue;
+    if (options.no_eval && (st.kind == "eval" || st.kind == "compare_stages")) continue;  // compare_stages reads evaluations
     const fs::path sdir = implicit ? fs::path(dir) : fs::path(dir) / "stages" / st.name;
     if (st.kind == "eval") last_eval = sdir.string();
     if (!implicit && fs::exists(sdir / kMarker)) {

@@ -133,7 +133,7 @@ LENGEN_API const StageExpansion* find_stage_expansion(const std::string& kind);
 struct RunOptions {
   bool resume = false;   ///< continue: finished stages are skipped, the current one resumes
   bool fresh = false;    ///< discard checkpoints, stages and evaluations first
-  bool no_eval = false;  ///< skip evaluation (and `eval` stages)
+  bool no_eval = false;  ///< skip evaluation (`eval` stages and the `compare_stages` reading them)
 };
 
 /// Runs an experiment in its run directory: writes config.yaml, then each stage in order
