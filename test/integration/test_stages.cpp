@@ -281,11 +281,12 @@ stages:
 )", base));
   // Without evaluation the rounds run and the picture waits; --resume then adds both.
   const std::string quiet = sh(fmt::format("run {} --no-eval --set output_dir={}", file, tmp.file("si")));
-  CHECK_THAT(quiet, Contains("stage 8/10 'si2_v1' (train)"));
+  CHECK_THAT(quiet, Contains("stage 4/9 'si1_v1' (train)") && Contains("stage 7/9 'si2' (train)"));
+  CHECK_THAT(quiet, !Contains("si2_v1"));  // the voter lineage's last round would vote in no later round
   CHECK_THAT(quiet, !Contains("'si_rounds'"));
   const std::string log = sh(fmt::format("run {} --resume --set output_dir={}", file, tmp.file("si")));
   CHECK_THAT(log, Contains("'si1' (train) finished earlier; skipped") &&
-                      Contains("stage 10/10 'si_rounds' (compare_stages)"));
+                      Contains("stage 9/9 'si_rounds' (compare_stages)"));
   const fs::path run = fs::path(tmp.file("si")) / "ft" / "4";
   const auto r2 = nlohmann::json::parse(test::read_text((run / "stages" / "si2_label" / "summary.json").string()));
   CHECK(r2["lengths"] == nlohmann::json::array({3, 4}));
@@ -296,7 +297,8 @@ stages:
   }
   CHECK_THAT(sh(fmt::format("example {} --set output_dir={} --stage si2 --source self -n 1", file, tmp.file("si"))),
              Contains(fmt::format("{} labels of stages 'si1_label', 'si2_label'", kept)));
-  CHECK(fs::exists(run / "stages" / "si2_v1" / "checkpoints" / "step-00000010.safetensors"));
+  CHECK(fs::exists(run / "stages" / "si1_v1" / "checkpoints" / "step-00000010.safetensors"));
+  CHECK(!fs::exists(run / "stages" / "si2_v1"));
   // stages.csv: a row per round (0, 1, 2) and length, the rows of each round its evaluation's.
   const std::string csv = test::read_text((run / "stages" / "si_rounds" / "stages.csv").string());
   CHECK(fs::exists(run / "stages" / "si_rounds" / "plots" / "stages.png") == fs::exists("/usr/bin/python3"));

@@ -6,7 +6,7 @@
 //   P<r>        train: from the previous round's model, on a mixture of the task's own
 //               examples (weight 1 - self_weight) and every round's labels so far (self_weight)
 //   P<r>_v<j>   train, one per voter: lineage j (from voters[j-1]) on the same mixture,
-//               seed + j
+//               seed + j; not in the last round, where no later label stage would ask it
 //   P<r>_eval   eval of P<r> (the entry's `eval:` over the file's)
 // then P0_eval (the starting model, first) and P_rounds (compare_stages: accuracy per length
 // after every round, one picture).
@@ -37,7 +37,7 @@ class SelfImproveStage : public Stage {
              O::string_list("filters", "as self_label's").with_default(std::vector<std::string>{"length"}).one_of({"length"}),
              O::integer("batch_size", "queries decoded at once").with_default(int64_t{256}).at_least(1),
              O::string_list("voters", "majority vote: the starting models of more lineages (earlier stages or run "
-                                      "directories); every round trains each on the same data (seed + j) and "
+                                      "directories); every round but the last trains each on the same data (seed + j) and "
                                       "their answers vote on the labels")
                  .with_default(std::vector<std::string>{}),
              O::integer("agree", "models that must give a kept label (default: a majority)")
@@ -120,7 +120,9 @@ std::vector<YAML::Node> expand(const Options& o, const ConfigNode& entry, const 
     }
     out.push_back(label);
     labels.push_back(label_name);
-    for (size_t j = 0; j <= voters.size(); ++j) {
+    // A voter lineage's model of round r votes in round r + 1 only: the last round trains none.
+    const size_t lineages = r < rounds ? voters.size() + 1 : 1;
+    for (size_t j = 0; j < lineages; ++j) {
       YAML::Node tr;
       tr["name"] = model_of(r, j);
       tr["kind"] = "train";
