@@ -168,6 +168,13 @@ class Calibrate final : public lengen::Stage {
     req.correct_only = true;
     req.batch_size = batch_;
     const auto maps = lengen::mean_attention(model, task, examples, ctx.device(), req);
+    if (maps.samples == 0) {
+      ctx.spec().node.fail(fmt::format(
+          "calibrate stage '{}': the model it starts from (init_from) answers none of the {} training samples of "
+          "the most frequent shape exactly, and calibration reads the attention of correct answers only; train "
+          "that model until it interpolates (lower loss, more steps) before calibrating",
+          ctx.spec().name, maps.drawn));
+    }
     lengen::logger("calibrate")
         ->info("{}: {} of {} training samples decoded exactly right (of {} drawn; {} share the most frequent shape)",
                ctx.spec().name, maps.samples, maps.drawn, samples_, examples.size());

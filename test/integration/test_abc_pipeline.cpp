@@ -88,6 +88,35 @@ TEST_CASE("abc: a tiny pipeline calibrates the anti-diagonal and extrapolates", 
   CHECK(test::read_text((run / "evals" / "decode" / "eval" / "grid.csv").string()) == tf);
 }
 
+TEST_CASE("abc: calibrating a model that answers nothing fails naming the stage; so does attention --correct-only",
+          "[abc][stages][cli]") {
+  // One training step: the model answers none of its training samples, so there is no correct
+  // attention to read. The error names the calibrate stage and its YAML line, not a CLI flag.
+  test::TempDir tmp;
+  std::string y = kFile;
+  y.replace(y.find("steps: 600"), 10, "steps: 1");
+  y.replace(y.find("checkpoint_every: 600"), 21, "checkpoint_every: 1");
+  y.replace(y.find("warmup_steps: 50"), 16, "warmup_steps: 0");
+  test::write_text(tmp.file("abc.yaml"), y);
+  int rc = 0;
+  const std::string log =
+      test::lengen_cli(fmt::format("run {} --no-eval --set output_dir={}", tmp.file("abc.yaml"), tmp.file("runs")), &rc);
+  CHECK(rc != 0);
+  CHECK_THAT(log, Contains("calibrate stage 'calibrate'") && Contains("answers none of the") &&
+                      Contains("abc.yaml:") && !Contains("--correct-only"));
+  // The first stage's checkpoint is kept.
+  const fs::path run = fs::path(tmp.file("runs")) / "abc-tiny" / "0";
+  CHECK(fs::exists(run / "stages" / "interpolate" / "checkpoints" / "step-00000001.safetensors"));
+  // `lengen attention --correct-only` on such a model says which flag leaves nothing to average.
+  test::write_text(tmp.file("one.yaml"), y.substr(0, y.find("stages:")));
+  test::lengen_cli(fmt::format("run {} --no-eval --set output_dir={} --set name=one", tmp.file("one.yaml"), tmp.file("runs")));
+  const std::string att = test::lengen_cli(
+      fmt::format("attention {} --cell digits=4 -n 4 --correct-only", (fs::path(tmp.file("runs")) / "one" / "0").string()),
+      &rc);
+  CHECK(rc != 0);
+  CHECK_THAT(att, Contains("none of the 4 samples of digits=4") && Contains("--correct-only"));
+}
+
 TEST_CASE("windowed: sinusoidal with cyclic indexing and the window learns successor", "[abc][cli]") {
   // Duan & Shi's configuration C at toy scale: period-3 positions tell the window's three keys
   // apart. Calibrated (seed 0, one thread): 99.5% at 4 digits after 800 steps.

@@ -60,8 +60,11 @@ AttentionMaps mean_attention(Transformer& model, const Task& task, const std::ve
     for (size_t i = 0; i < examples_in.size(); ++i) {
       if (ok[i]) examples.push_back(examples_in[i]);
     }
-    LENGEN_CHECK(!examples.empty(), "attention: none of the {} samples is answered correctly; nothing to average "
-                 "(leave out --correct-only)", examples_in.size());
+    if (examples.empty()) {
+      AttentionMaps none;  // the caller says what to do about it: it knows why it asked
+      none.drawn = static_cast<int64_t>(examples_in.size());
+      return none;
+    }
   } else {
     examples = examples_in;
   }

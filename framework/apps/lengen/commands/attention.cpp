@@ -42,6 +42,8 @@ class Attention : public Command {
     req_.layers = index_list(layers_, static_cast<int64_t>(r.model->attention_names().size()), "layers");
     req_.heads = index_list(heads_, r.exp.model.heads, "heads");
     auto maps = mean_attention(r.model, task, cell_samples(task, cell, n_, r.exp.eval.seed), r.device, req_);
+    LENGEN_CHECK(maps.samples > 0, "attention: the model answers none of the {} samples of {} correctly, so "
+                 "--correct-only leaves nothing to average; leave it out", maps.drawn, cell_text(cell, ","));
     if (out_.empty()) out_ = (fs::path(r.dir) / "attention" / cell_text(cell, ",")).string();
     nlohmann::json meta{{"cell", cell}, {"run", r.dir}, {"pre_softmax", req_.pre_softmax},
                         {"correct_only", req_.correct_only}};

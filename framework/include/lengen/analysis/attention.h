@@ -43,8 +43,8 @@ LENGEN_API std::vector<Example> cell_samples(const Task& task, const GridCell& c
 
 /// Averages the model's attention over `examples` (which must share one length) under the
 /// model's architecture: decoder self-attention over the sequence, an encoder_decoder's
-/// encoder over the source and its cross-attention from target to source. Fails when
-/// correct_only leaves no sample.
+/// encoder over the source and its cross-attention from target to source. When correct_only
+/// leaves no sample it returns no maps (samples 0, drawn the number offered).
 LENGEN_API AttentionMaps mean_attention(Transformer& model, const Task& task, const std::vector<Example>& examples,
                                         const torch::Device& device, const AttentionRequest& request);
 
