@@ -1,6 +1,7 @@
 // Contract of the position-scheme extension point, run over EVERY registered scheme (in-tree
-// and any found on the plugin path): shapes, finite gradients, determinism in evaluation, and
-// equal logits in a full forward pass and in KV-cached incremental decoding (design note).
+// and any found on the plugin path), in every norm placement and in a looped block: shapes,
+// finite gradients, determinism in evaluation, and equal logits in a full forward pass and in
+// KV-cached incremental decoding (design note).
 #include "helpers.h"
 #include "lengen/model/transformer.h"
 #include "lengen/plugin/loader.h"
@@ -44,11 +45,19 @@ TEST_CASE("position contract: every registered scheme", "[contract][position]") 
   const auto names = position_registry().names();
   REQUIRE(names.size() >= 4);
   for (const auto* entry : position_registry().list()) {
-    for (const char* placement : {"pre", "post", "pre_post"}) {
+    // The three norm placements, and a looped block (one block applied three times with the
+    // embedding injected before every loop after the first, as McLeish et al. loop theirs).
+    for (const char* placement : {"pre", "post", "pre_post", "looped"}) {
       DYNAMIC_SECTION(entry->spec.name << " / " << placement) {
         torch::manual_seed(0);
-        ModelConfig cfg = tiny_model(placement, "swiglu");
-        SchemeContext sc{cfg.d_model, cfg.heads, cfg.head_dim(), cfg.layers, 1, ""};
+        const bool looped = std::string(placement) == "looped";
+        ModelConfig cfg = tiny_model(looped ? "pre" : placement, "swiglu");
+        if (looped) {
+          cfg.layers = 1;
+          cfg.loops = 3;
+          cfg.input_injection = true;
+        }
+        SchemeContext sc{cfg.d_model, cfg.heads, cfg.head_dim(), cfg.attention_layers(), 1, ""};
         auto scheme = test::make_scheme(test::scheme_yaml(*entry), sc);
         CHECK(entry->spec.summary.size() > 0);
         Transformer model(cfg, task->vocabulary().size(), Schemes{scheme});
