@@ -1,4 +1,4 @@
-// Model: norms, feed-forward variants, head dimension, weight tying, parameter names.
+// Model: norms, activations, feed-forward variants, head dimension, weight tying, parameter names.
 #include "helpers.h"
 #include "lengen/model/transformer.h"
 #include "lengen/plugin/loader.h"
@@ -49,6 +49,25 @@ TEST_CASE("model: RMSNorm and LayerNorm", "[model]") {
   auto centred = x - x.mean(-1, true);
   auto expect = centred / (x.var(-1, /*unbiased=*/false, /*keepdim=*/true).sqrt() + 0.5);
   CHECK(test::max_abs_diff(book(x), expect) < 1e-12);
+}
+
+TEST_CASE("model: norm none is the identity and the activations are their formulas", "[model]") {
+  torch::manual_seed(9);
+  auto x = torch::randn({3, 5, 8}, torch::kFloat64);
+  Norm none("none", 8, 1e-5);
+  CHECK(none->parameters().empty());
+  CHECK(torch::equal(none(x), x));
+  auto relu = make_activation("relu"), gelu = make_activation("gelu");
+  CHECK(torch::equal(relu->forward(x), x.clamp_min(0)));
+  const double r2 = std::sqrt(2.0);
+  CHECK(test::max_abs_diff(gelu->forward(x), 0.5 * x * (1 + torch::erf(x / r2))) < 1e-12);
+  // Gated: the first half of the input is the gate, the second the linear part.
+  auto gate = x.narrow(-1, 0, 4), lin = x.narrow(-1, 4, 4);
+  CHECK(test::max_abs_diff(make_activation("geglu")->forward(x), 0.5 * gate * (1 + torch::erf(gate / r2)) * lin) <
+        1e-12);
+  CHECK(test::max_abs_diff(make_activation("swiglu")->forward(x), gate * torch::sigmoid(gate) * lin) < 1e-12);
+  CHECK(make_activation("geglu")->inputs() == 2);
+  CHECK(make_activation("gelu")->inputs() == 1);
 }
 
 TEST_CASE("model: RMSNorm's written-out gradient equals autograd's", "[model]") {
@@ -144,7 +163,7 @@ TEST_CASE("model: tied head computes logits with the token embedding", "[model]"
 }
 
 TEST_CASE("model: every activation trains a step without NaN", "[model]") {
-  for (const char* act : {"relu", "gelu", "geglu", "swiglu"}) {
+  for (const std::string& act : activation_registry().names()) {
     DYNAMIC_SECTION(act) {
       ModelConfig c = base();
       c.activation = act;

@@ -95,14 +95,14 @@ ComponentSpec ModelConfig::schema() {
            O::integer("d_head", "head width D; 0 = d_model / heads").with_default(int64_t{0}).at_least(0),
            O::integer("d_ff", "feed-forward width (each input projection for gated ones); 0 = attention only")
                .with_default(int64_t{512}).at_least(0),
-           O::string("norm", "taotp_layernorm: (x - mean) / (std + eps), TAOTP's Figure 1.1; none: no normalisation "
-                     "(hand-set constructions)")
-               .with_default(std::string("layernorm")).one_of({"layernorm", "rmsnorm", "taotp_layernorm", "none"}),
+           O::string("norm", "a registered norm (\"Norms\" below)")
+               .with_default(std::string("layernorm")).one_of(norm_registry().names()),
            O::string("norm_position", "pre_post: a norm before and after each residual sum (Cho et al.)")
                .with_default(std::string("pre")).one_of({"pre", "post", "pre_post"}),
-           O::string("activation", "feed-forward activation").with_default(std::string("gelu")).one_of({"relu", "gelu", "geglu", "swiglu"}),
+           O::string("activation", "feed-forward activation: a registered one (\"Activations\" below)")
+               .with_default(std::string("gelu")).one_of(activation_registry().names()),
            O::number("dropout", "on embeddings, attention weights and residual branches, in [0, 1)").with_default(0.0),
-           O::number("norm_eps", "").with_default(1e-5).at_least(0),
+           O::number("norm_eps", "the norm's epsilon (model.norm)").with_default(1e-5).at_least(0),
            O::number("softmax_eps", "attention weights exp(s - max) / (sum + eps); TAOTP programs: 1e-10")
                .with_default(0.0).at_least(0),
            O::boolean("bias", "default of attention_bias and ff_bias").may_be_absent(),

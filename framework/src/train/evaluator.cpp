@@ -242,8 +242,8 @@ int64_t eval_batch_tokens(int64_t configured, const torch::Device& device, const
   if (!device.is_cpu()) {
     return kGpuEvalBatchTokens;
   }
-  const bool gated = model.activation == "geglu" || model.activation == "swiglu";
-  const int64_t widest = std::max({3 * model.heads * model.head_dim(), (gated ? 2 : 1) * model.d_ff,
+  const int64_t ff_inputs = make_activation(model.activation)->inputs();
+  const int64_t widest = std::max({3 * model.heads * model.head_dim(), ff_inputs * model.d_ff,
                                    int64_t{256} * model.heads});
   return std::max<int64_t>(1, kCpuEvalBatchBytes / (4 * widest));
 }

@@ -17,12 +17,12 @@ double forward_flops(const ModelConfig& m, int64_t vocab, int64_t target, int64_
   const double C = static_cast<double>(m.d_model);
   const double HD = static_cast<double>(m.heads * m.head_dim());
   const double F = static_cast<double>(m.d_ff);
-  const double gated = m.activation == "geglu" || m.activation == "swiglu" ? 3.0 : 2.0;
+  const double products = 1.0 + static_cast<double>(make_activation(m.activation)->inputs());  // up (x inputs), down
   const double T = static_cast<double>(target);
   const double S = static_cast<double>(source);
   const double loops = static_cast<double>(std::max<int64_t>(1, applied > 0 ? applied : m.loops));
   const double causal_pairs = T * (T + 1) / 2;
-  auto ff = [&](double tokens) { return 2.0 * gated * C * F * tokens; };
+  auto ff = [&](double tokens) { return 2.0 * products * C * F * tokens; };
   double flops = 0;
   if (arch.encoder && !arch.decoder) {  // encoder-only: one bidirectional stack over the input
     flops += loops * static_cast<double>(m.encoder_depth()) * (attention_flops(C, HD, T, T, T * T) + ff(T));

@@ -1,8 +1,10 @@
-// `lengen plugins`: position schemes, tasks, stage kinds and architectures with their options.
+// `lengen plugins`: position schemes, tasks, stage kinds, norms, activations and architectures with
+// their options.
 #include "../cli.h"
 
 #include "lengen/config/section.h"
 #include "lengen/core/log.h"
+#include "lengen/model/transformer.h"
 #include "lengen/plugin/loader.h"
 #include "lengen/registry/registry.h"
 
@@ -12,7 +14,7 @@ namespace {
 class Plugins : public Command {
  public:
   CLI::App* add(CLI::App& app, Common& common) override {
-    auto* c = app.add_subcommand("plugins", "list position schemes, tasks and stage kinds with their options");
+    auto* c = app.add_subcommand("plugins", "list position schemes, tasks, stage kinds, norms and activations with their options");
     c->add_option("--describe", describe_, "print one component's options");
     c->add_flag("--markdown", markdown_, "print the config reference as Markdown");
     add_common(c, common, false);
@@ -27,15 +29,22 @@ class Plugins : public Command {
       const auto* p = position_registry().find(describe_);
       const auto* t = task_registry().find(describe_);
       const auto* s = stage_registry().find(describe_);
-      if (!p && !t && !s) {
+      const auto* nm = norm_registry().find(describe_);
+      const auto* a = activation_registry().find(describe_);
+      if (!p && !t && !s && !nm && !a) {
         auto n = position_registry().names();
-        for (const auto& m : task_registry().names()) n.push_back(m);
-        for (const auto& m : stage_registry().names()) n.push_back(m);
-        LENGEN_FAIL("no position scheme, task or stage kind named '{}'{}", describe_, did_you_mean(describe_, n));
+        for (const auto& reg : {task_registry().names(), stage_registry().names(), norm_registry().names(),
+                                activation_registry().names()}) {
+          n.insert(n.end(), reg.begin(), reg.end());
+        }
+        LENGEN_FAIL("no position scheme, task, stage kind, norm or activation named '{}'{}", describe_,
+                    did_you_mean(describe_, n));
       }
       if (p) print_entry(*p, true);
       if (t) print_entry(*t, true);
       if (s) print_entry(*s, true);
+      if (nm) print_entry(*nm, true);
+      if (a) print_entry(*a, true);
       return 0;
     }
     if (markdown_) {
@@ -53,6 +62,10 @@ class Plugins : public Command {
     for (const auto* e : task_registry().list()) print_entry(*e, markdown_);
     fmt::print(markdown_ ? "## Stage kinds\n\n" : "stage kinds (stages[i].kind):\n");
     for (const auto* e : stage_registry().list()) print_entry(*e, markdown_);
+    fmt::print(markdown_ ? "## Norms\n\n" : "norms (model.norm):\n");
+    for (const auto* e : norm_registry().list()) print_entry(*e, markdown_);
+    fmt::print(markdown_ ? "## Activations\n\n" : "activations (model.activation):\n");
+    for (const auto* e : activation_registry().list()) print_entry(*e, markdown_);
     if (!markdown_) {
       fmt::print("architectures (model.arch):\n");
       for (const auto& a : architectures()) fmt::print("  {:<15} {}\n", a.name, a.summary);

@@ -3,6 +3,8 @@
 #include "lengen/config/node.h"
 #include "lengen/config/schema.h"
 #include "lengen/core/export.h"
+#include "lengen/model/activation.h"
+#include "lengen/model/norm.h"
 #include "lengen/position/scheme.h"
 #include "lengen/task/example.h"
 
@@ -31,9 +33,9 @@ struct LENGEN_API ModelConfig {
   int64_t d_model = 128;               ///< C
   int64_t d_head = 0;                  ///< D; 0 means d_model / heads
   int64_t d_ff = 512;                  ///< hidden width of the feed-forward (per gate input)
-  std::string norm = "layernorm";      ///< layernorm | rmsnorm | taotp_layernorm (eps on the std)
+  std::string norm = "layernorm";      ///< a registered norm (norm_registry())
   std::string norm_position = "pre";   ///< pre | post | pre_post
-  std::string activation = "gelu";     ///< relu | gelu | geglu | swiglu
+  std::string activation = "gelu";     ///< a registered activation (activation_registry())
   double dropout = 0.0;
   double norm_eps = 1e-5;
   double softmax_eps = 0.0;            ///< exp(s - max) / (sum + eps); TAOTP's Figure 1.1: 1e-10
@@ -131,21 +133,6 @@ struct LENGEN_API ModelInputs {
   torch::Tensor labelled;
 };
 
-/// RMSNorm (Zhang & Sennrich 2019) or LayerNorm over the last dimension.
-/// Parameters: weight [C]; bias [C] for layernorm.
-class LENGEN_API NormImpl : public torch::nn::Module {
- public:
-  NormImpl(const std::string& kind, int64_t dim, double eps);
-  torch::Tensor forward(const torch::Tensor& x);  // [..., C] -> [..., C]
-
- private:
-  bool rms_;
-  bool eps_on_std_;
-  double eps_;
-  torch::Tensor weight_, bias_;
-};
-TORCH_MODULE(Norm);
-
 /// Fails (lengen::Error) naming the scheme's position in `position:` and the attention kind
 /// when a scheme has no meaning in that kind of attention (PositionScheme::supports), which
 /// the architecture `arch` uses. Called when a model is built, before any training.
@@ -197,17 +184,16 @@ class LENGEN_API AttentionImpl : public torch::nn::Module {
 };
 TORCH_MODULE(Attention);
 
-/// Feed-forward: relu/gelu `down(act(up(x)))`, or gated geglu/swiglu
-/// `down(act(gate(x)) * up(x))` with gate and up fused in up.weight [2*d_ff, C] (gate rows
-/// first).
+/// Feed-forward `down(act(up(x)))` with the registered activation `model.activation`
+/// (lengen/model/activation.h); a gated one reads gate and linear halves fused in up.weight
+/// [2*d_ff, C] (gate rows first).
 class LENGEN_API FeedForwardImpl : public torch::nn::Module {
  public:
   explicit FeedForwardImpl(const ModelConfig& cfg);
   torch::Tensor forward(const torch::Tensor& x);  // [B, T, C] -> [B, T, C]
 
  private:
-  std::string activation_;
-  bool gated_;
+  std::shared_ptr<Activation> act_;
   torch::nn::Linear up_{nullptr}, down_{nullptr};
 };
 TORCH_MODULE(FeedForward);

@@ -149,6 +149,17 @@ class Registry {
   std::map<std::string, Entry> entries_;
 };
 
+/// The origin recorded for what liblengen registers itself.
+inline PluginOrigin builtin_origin() { return PluginOrigin{"<builtin>", "lengen", "builtin"}; }
+
+/// Adds a built-in component class to `registry`: T has `static ComponentSpec spec()` and a
+/// constructor `T(const Options&, const Context&)`.
+template <class T, class Base, class Context>
+void add_builtin(Registry<Base, Context>& registry) {
+  registry.add(T::spec(), builtin_origin(),
+               [](const Options& o, const Context& ctx) -> std::shared_ptr<Base> { return std::make_shared<T>(o, ctx); });
+}
+
 using PositionRegistry = Registry<PositionScheme, SchemeContext>;
 using TaskRegistry = Registry<Task, TaskContext>;
 using StageRegistry = Registry<Stage, StageInfo>;
