@@ -12,7 +12,8 @@
 # SXM's dense bf16; 989 also for an H200), STEP_TIMEOUT (seconds per command, default 240),
 # EVAL_SAMPLES (samples per cell of the T_A grid, default 100: the paper's 1000 takes 10x as
 # long), EVAL_LARGE=1 (also time the grid with 524,288-token passes), GPU_BENCH_COMPILE=0 (skip
-# torch.compile, which compiles for a minute or more), GPU_BENCH_TESTS=0 (skip the tests;
+# torch.compile, which compiles for a minute or more), BUCKETS4=1 (also seed 001 with 4 length
+# buckets), EVAL_GRID=0 (only one cell of the T_A grid), GPU_BENCH_TESTS=0 (skip the tests;
 # scripts/gpu-session.sh runs the whole suite itself). About 6-8 minutes in
 # all on an H100 by estimate, build not included; a device session has 15 minutes.
 # LENGEN_GPU_BENCH_DRY=1 runs the same commands on the CPU with a few steps and tiny evaluation
@@ -74,12 +75,21 @@ run() {
 seed001=experiments/multi_operand/addition-scratchpad-coupling.yaml
 parity=experiments/multi_operand/parity-scratchpad-coupling.yaml
 
-# 1. Training: the launch-bound parity file, then seed 001's baseline with 1 and 4 buckets.
+# 1. Training: the launch-bound parity file eagerly and as CUDA graphs (train.cuda_graphs: one
+#    captured step per padded shape, replayed), then seed 001's baseline the same two ways, and
+#    with 4 buckets if asked (BUCKETS4=1; it lost to 1 bucket on the first H100 session).
+graphs=(--set train.cuda_graphs=true)
 run train-parity "$bin" bench "$parity" "${steps[@]}" --peak-tflops "$peak" "${train_extra[@]}"
-run train-seed001-buckets4 "$bin" bench "$seed001" "${steps[@]}" --peak-tflops "$peak" \
-  --set train.buckets=4 "${train_extra[@]}"
+run train-parity-graphs "$bin" bench "$parity" "${steps[@]}" --peak-tflops "$peak" "${graphs[@]}" \
+  "${train_extra[@]}"
 run train-seed001-buckets1 "$bin" bench "$seed001" "${steps[@]}" --peak-tflops "$peak" \
   --set train.buckets=1 "${train_extra[@]}"
+run train-seed001-graphs "$bin" bench "$seed001" "${steps[@]}" --peak-tflops "$peak" \
+  --set train.buckets=1 "${graphs[@]}" "${train_extra[@]}"
+if [[ ${BUCKETS4:-0} == 1 ]]; then
+  run train-seed001-buckets4 "$bin" bench "$seed001" "${steps[@]}" --peak-tflops "$peak" \
+    --set train.buckets=4 "${train_extra[@]}"
+fi
 # 2. The same model in plain PyTorch: eager with fused attention, then torch.compile.
 run pytorch-seed001-eager python3 scripts/bench_pytorch.py --config seed001 "${torch_device[@]}" \
   --peak-tflops "$peak" $([[ $dry == 1 ]] && echo --steps 2 --warmup 1 --batch 4)
@@ -89,7 +99,13 @@ if [[ $dry != 1 && ${GPU_BENCH_COMPILE:-1} == 1 ]]; then
 fi
 # 3. Evaluation: the T_A grid (goal: 1000 samples per cell in 5 min or less, so 100 in 30 s),
 #    then, if asked, larger passes.
-run eval-seed001 "$bin" bench "$seed001" --eval "${eval_extra[@]}"
+# One cell first (10 digits x 10 operands), so that a grid that runs out of time still leaves a
+# per-cell figure.
+run eval-seed001-cell "$bin" bench "$seed001" --eval "${eval_extra[@]}" --set 'eval.grid.digits=[10]' \
+  --set 'eval.grid.operands=[10]'
+if [[ ${EVAL_GRID:-1} == 1 ]]; then
+  run eval-seed001 "$bin" bench "$seed001" --eval "${eval_extra[@]}"
+fi
 if [[ $dry != 1 && ${EVAL_LARGE:-0} == 1 ]]; then
   run eval-seed001-tokens524k "$bin" bench "$seed001" --eval "${eval_extra[@]}" \
     --set eval.batch_tokens=524288

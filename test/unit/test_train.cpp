@@ -750,3 +750,140 @@ train: {steps: 10, batch_size: 12}
   CHECK(d_bucket < 1e-12);
   CHECK(d_single < 1e-12);
 }
+
+TEST_CASE("train: the Adam update with device-side learning rate and step count equals the "
+          "host-side one", "[train][graphs]") {
+  // What a captured CUDA graph replays: the step's scalars read from tensors, not fixed on
+  // the host. The learning rate changes every step (warm-up, decay), as in training.
+  for (const char* name : {"adam", "adamw"}) {
+    DYNAMIC_SECTION(name) {
+      TrainConfig c;
+      c.optimizer = name;
+      c.lr = 0.02;
+      c.weight_decay = 0.1;
+      c.steps = 20;
+      c.warmup_steps = 5;
+      torch::manual_seed(4);
+      auto w0 = torch::randn({4, 3}, torch::kFloat64);
+      auto a = w0.clone().set_requires_grad(true);
+      auto b = w0.clone().set_requires_grad(true);
+      Optimizer host(c, {{"w", a}});
+      Optimizer device(c, {{"w", b}});
+      auto target = torch::randn({4, 3}, torch::kFloat64);
+      auto lr = torch::zeros({}, torch::kFloat64);
+      auto count = torch::zeros({}, torch::kFloat64);
+      for (int64_t s = 0; s < c.steps; ++s) {
+        host.zero_grad();
+        device.zero_grad();
+        (a - target).pow(3).abs().sum().backward();
+        (b - target).pow(3).abs().sum().backward();
+        host.step(c.lr_at(s));
+        lr.fill_(c.lr_at(s));
+        count.fill_(static_cast<double>(device.steps_taken() + 1));
+        device.step(lr, count);
+        device.advance();
+      }
+      CHECK(test::max_abs_diff(a, w0) > 0.05);  // it trained
+      CHECK(test::max_abs_diff(a, b) < 1e-12);
+      CHECK(device.steps_taken() == host.steps_taken());
+    }
+  }
+}
+
+TEST_CASE("train: padding a batch to a fixed shape leaves its loss and gradients unchanged",
+          "[train][graphs]") {
+  // train.cuda_graphs pads every step's batch on the right to a multiple of
+  // graph_length_multiple and scores from a rounded-down position: under the causal mask no
+  // real token sees the padding, for every position scheme.
+  const std::string position =
+      GENERATE(as<std::string>{}, "{name: coupling, max_position: 40, random_offset: false}",
+               "{name: fire}", "{name: t5_bias}", "{name: rope}", "{name: alibi}", "{name: nope}",
+               "{name: rpe_kq, k: 4}", "{name: abacus, max_position: 40, max_k: 0}");
+  DYNAMIC_SECTION(position) {
+    test::TempDir tmp;
+    test::write_text(tmp.file("exp.yaml"), "name: pad\nseed: 2\ndtype: float64\n"
+                                           "task: {name: addition, train_digits: [1, 8]}\n"
+                                           "model: {layers: 2, heads: 2, d_model: 16, d_ff: 32}\n"
+                                           "position: [" + position + "]\n"
+                                           "train: {steps: 10, batch_size: 6}\n");
+    Experiment exp = Experiment::load(tmp.file("exp.yaml"));
+    Transformer model = exp.build_model(torch::kCPU);
+    Trainer t(exp.train, exp.seed, *exp.task, model, torch::kCPU, tmp.file("run"));
+    t.set_data(exp.training_data());
+    auto batches = t.batches_for_step(0);
+    REQUIRE(batches.size() == 1);
+    const Batch& b = batches[0];
+    auto grads = [&](const Batch& batch, double* loss) {
+      *loss = t.backward({batch}).item<double>();
+      std::vector<torch::Tensor> out;
+      for (auto& [name, p] : named_weights(model)) {
+        out.push_back(p.grad().defined() ? p.grad().clone() : torch::zeros_like(p));
+      }
+      return out;
+    };
+    Batch padded = pad_sequence_batch(b, b.inputs.size(1) + 13, 0);
+    CHECK(padded.inputs.size(1) == b.inputs.size(1) + 13);
+    CHECK(padded.mask.sum().item<double>() == b.mask.sum().item<double>());
+    double loss = 0, padded_loss = 0;
+    auto g = grads(b, &loss);
+    auto gp = grads(padded, &padded_loss);
+    CHECK(loss > 0.1);
+    CHECK(padded_loss == Approx(loss).epsilon(1e-12));
+    double norm = 0, diff = 0;
+    for (size_t i = 0; i < g.size(); ++i) {
+      norm = std::max(norm, g[i].abs().max().item<double>());
+      diff = std::max(diff, test::max_abs_diff(g[i], gp[i]));
+    }
+    INFO("max |grad| " << norm << ", padded " << diff);
+    CHECK(norm > 1e-3);
+    CHECK(diff < 1e-12);
+    CHECK_THROWS_WITH(pad_sequence_batch(b, b.inputs.size(1) - 1, 0), Contains("padding a batch"));
+  }
+}
+
+TEST_CASE("train: cuda_graphs trains as the plain step (on the CPU the padded step runs "
+          "eagerly)", "[train][graphs]") {
+  test::TempDir tmp;
+  test::write_text(tmp.file("exp.yaml"), R"(name: graphs
+seed: 5
+dtype: float64
+task: {name: addition, train_digits: [1, 8], eval_digits: [1, 8]}
+model: {layers: 2, heads: 2, d_model: 16, d_ff: 32}
+position: [{name: coupling, max_position: 24, random_offset: false}]
+train: {steps: 6, batch_size: 8, optimizer: adamw, grad_clip: 0.5, schedule: {warmup_steps: 2},
+        graph_length_multiple: 8}
+)");
+  auto train = [&](bool graphs, std::vector<double>* losses) {
+    Experiment exp = Experiment::load(tmp.file("exp.yaml"), {graphs ? "train.cuda_graphs=true" : "name=plain"});
+    Transformer model = exp.build_model(torch::kCPU);
+    Trainer t(exp.train, exp.seed, *exp.task, model, torch::kCPU, tmp.file(graphs ? "g" : "p"));
+    t.set_data(exp.training_data());
+    for (int64_t s = 0; s < exp.train.steps; ++s) {
+      auto batches = t.batches_for_step(s);
+      losses->push_back(t.step(batches, s).item<double>());
+    }
+    t.check_finite();
+    std::vector<torch::Tensor> out;
+    for (auto& [name, p] : named_weights(model)) out.push_back(p.detach().clone());
+    return out;
+  };
+  std::vector<double> plain_loss, graph_loss;
+  auto plain = train(false, &plain_loss);
+  auto graphed = train(true, &graph_loss);
+  REQUIRE(graph_loss.size() == plain_loss.size());
+  for (size_t s = 0; s < plain_loss.size(); ++s) {
+    CHECK(graph_loss[s] == Approx(plain_loss[s]).epsilon(1e-10));
+  }
+  CHECK(plain_loss.back() < plain_loss.front());
+  double diff = 0;
+  for (size_t i = 0; i < plain.size(); ++i) diff = std::max(diff, test::max_abs_diff(plain[i], graphed[i]));
+  CHECK(diff < 1e-10);
+
+  // What cannot be replayed as one padded shape is refused by name.
+  CHECK_THROWS_WITH(Experiment::load(tmp.file("exp.yaml"), {"train.cuda_graphs=true", "train.buckets=2"}),
+                    Contains("needs buckets: 1"));
+  Experiment enc = Experiment::load(tmp.file("exp.yaml"), {"train.cuda_graphs=true", "model.arch=encoder"});
+  Transformer enc_model = enc.build_model(torch::kCPU);
+  CHECK_THROWS_WITH(Trainer(enc.train, enc.seed, *enc.task, enc_model, torch::kCPU, tmp.file("e")),
+                    Contains("train.cuda_graphs: only the decoder"));
+}

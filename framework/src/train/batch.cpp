@@ -3,6 +3,8 @@
 
 #include "lengen/core/error.h"
 
+#include <torch/nn/functional/padding.h>
+
 #include <algorithm>
 
 namespace lengen {
@@ -35,6 +37,27 @@ ModelInputs Batch::model_inputs(bool scored_rows_only) const {
     in.labelled = mask;  // [B, T] float, 1 where labelled
   }
   return in;
+}
+
+Batch pad_sequence_batch(const Batch& b, int64_t length, int64_t first_scored) {
+  LENGEN_CHECK(b.layout == Layout::kSequence, "internal: only one-sequence batches pad to a fixed "
+               "shape (this one is {})", layout_name(b.layout));
+  const int64_t T = b.inputs.size(1);
+  LENGEN_CHECK(length >= T && first_scored >= 0 && first_scored <= b.first_scored,
+               "internal: padding a batch of {} positions (scored from {}) to {} (from {})", T,
+               b.first_scored, length, first_scored);
+  Batch out = b;
+  out.first_scored = first_scored;
+  if (length == T) {
+    return out;
+  }
+  namespace F = torch::nn::functional;
+  const auto right = F::PadFuncOptions({0, length - T});
+  out.inputs = F::pad(b.inputs, right);
+  out.targets = F::pad(b.targets, right);
+  out.mask = F::pad(b.mask, right);
+  out.ids = F::pad(b.ids, right);
+  return out;
 }
 
 int64_t Batch::padded_tokens() const {

@@ -1,4 +1,5 @@
 #include "lengen/train/trainer.h"
+#include "cuda_graph.h"
 
 #include "lengen/core/error.h"
 #include "lengen/core/log.h"
@@ -12,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -74,7 +76,16 @@ ComponentSpec TrainConfig::schema() {
            O::integer("keep_checkpoints", "newest N kept").with_default(int64_t{1}).at_least(1),
            O::integer("eval_every", "evaluate every N steps (and at step 0 and the last) into eval_curve.jsonl; 0: never")
                .with_default(int64_t{0}).at_least(0),
-           O::map("eval_grid", "eval: keys laid over eval: for those evaluations, e.g. {samples: 100}").any_keys()}};
+           O::map("eval_grid", "eval: keys laid over eval: for those evaluations, e.g. {samples: 100}").any_keys(),
+           O::boolean("cuda_graphs", "on CUDA, capture the whole training step (forward, backward, clipping, "
+                      "the fused Adam update) once per padded batch shape and replay it, one launch a step "
+                      "instead of hundreds; lengths are padded up to graph_length_multiple (the loss is "
+                      "unchanged: padding is masked and after every real token). Decoder layout, buckets: 1. "
+                      "On the CPU the same padded step runs eagerly")
+               .with_default(false),
+           O::integer("graph_length_multiple", "with cuda_graphs: pad each step's length up to a multiple of N "
+                      "(fewer shapes to capture, more padding)")
+               .with_default(int64_t{16}).at_least(1)}};
 }
 
 namespace {
@@ -98,7 +109,9 @@ const Section<TrainConfig>& train_section() {
                                             .bind("log_every", &TrainConfig::log_every)
                                             .bind("checkpoint_every", &TrainConfig::checkpoint_every)
                                             .bind("keep_checkpoints", &TrainConfig::keep_checkpoints)
-                                            .bind("eval_every", &TrainConfig::eval_every);
+                                            .bind("eval_every", &TrainConfig::eval_every)
+                                            .bind("cuda_graphs", &TrainConfig::cuda_graphs)
+                                            .bind("graph_length_multiple", &TrainConfig::graph_length_multiple);
   return s;
 }
 
@@ -126,6 +139,9 @@ TrainConfig TrainConfig::from_config(const ConfigNode& node) {
           fmt::format("warm-up of {} steps does not fit in {} steps", c.warmup_steps, c.steps));
   require(c.eval_every > 0 || !c.eval_grid.defined(), "eval_grid",
           "train.eval_grid is used only with train.eval_every > 0");
+  require(!c.cuda_graphs || c.buckets == 1, "cuda_graphs",
+          fmt::format("train.cuda_graphs replays one padded shape per step and needs buckets: 1, got "
+                      "buckets: {}", c.buckets));
   return c;
 }
 
@@ -213,6 +229,48 @@ void Optimizer::step(double lr) {
   torch::_foreach_div_(denom, std::sqrt(bc2));
   torch::_foreach_add_(denom, cfg_.eps);
   torch::_foreach_addcdiv_(params, m, denom, -lr / bc1);
+}
+
+void Optimizer::step(const torch::Tensor& lr, const torch::Tensor& count) {
+  torch::NoGradGuard no_grad;
+  const bool decoupled = cfg_.optimizer == "adamw";
+  std::vector<torch::Tensor> params, grads, m, v;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const torch::Tensor& p = params_[i].second;
+    if (p.grad().defined()) {
+      params.push_back(p);
+      grads.push_back(p.grad());
+      m.push_back(m_[i]);
+      v.push_back(v_[i]);
+    }
+  }
+  if (params.empty()) {
+    return;
+  }
+  if (compat::fused_adam_on_device(params, grads, m, v, count, lr, cfg_.beta1, cfg_.beta2,
+                                   cfg_.weight_decay, cfg_.eps, decoupled)) {
+    return;
+  }
+  // The same formula with the step's scalars as 0-dim tensors (one kernel chain per
+  // parameter: this form is for the CPU and LibTorch before 2.4, where speed is not the point).
+  const auto bc1 = 1.0 - torch::pow(cfg_.beta1, count);
+  const auto bc2_sqrt = (1.0 - torch::pow(cfg_.beta2, count)).sqrt();
+  const auto step_size = lr / bc1;
+  const auto shrink = 1.0 - lr * cfg_.weight_decay;
+  for (size_t i = 0; i < params.size(); ++i) {
+    torch::Tensor g = grads[i];
+    if (cfg_.weight_decay != 0) {
+      if (decoupled) {
+        params[i].mul_(shrink);
+      } else {
+        g = g + params[i] * cfg_.weight_decay;
+      }
+    }
+    m[i].mul_(cfg_.beta1).add_(g, 1.0 - cfg_.beta1);
+    v[i].mul_(cfg_.beta2).addcmul_(g, g, 1.0 - cfg_.beta2);
+    const auto denom = (v[i].sqrt() / bc2_sqrt).add_(cfg_.eps);
+    params[i].sub_(m[i] / denom * step_size);
+  }
 }
 
 std::vector<std::pair<std::string, torch::Tensor>> Optimizer::state() const {
@@ -352,7 +410,17 @@ Trainer::Trainer(TrainConfig cfg,
       optimizer_(cfg_, named_weights(model_)),
       objective_(objective_for(model_)),
       // Not owned: the caller keeps the task alive for the trainer's lifetime.
-      data_(std::shared_ptr<const Task>(&task_, [](const Task*) {}), cfg_.dataset_size, seed_) {}
+      data_(std::shared_ptr<const Task>(&task_, [](const Task*) {}), cfg_.dataset_size, seed_) {
+  if (cfg_.cuda_graphs) {
+    LENGEN_CHECK(objective_->layout() == Layout::kSequence,
+                 "train.cuda_graphs: only the decoder's one-sequence layout pads to a fixed shape "
+                 "without changing the loss; this model's layout is {}",
+                 layout_name(objective_->layout()));
+    LENGEN_CHECK(!device_.is_cuda() || CudaGraph::supported(),
+                 "train.cuda_graphs: this build of lengen has no CUDA graphs (it was configured "
+                 "against a LibTorch without CUDA, or with LENGEN_CUDA_GRAPHS=OFF)");
+  }
+}
 
 void Trainer::set_periodic(int64_t every, std::function<void(int64_t)> fn,
                            std::function<void(int64_t)> started) {
@@ -436,7 +504,115 @@ torch::Tensor Trainer::backward(const std::vector<Batch>& batches) {
   return total.defined() ? total : torch::zeros({}, torch::TensorOptions().device(device_));
 }
 
+// ---------------------------------------------------------------------------------------
+// The step as one CUDA graph per padded shape (train.cuda_graphs)
+
+struct Trainer::GraphedStep {
+  Batch batch;         // static inputs: each step's batch is copied into these tensors
+  CudaGraph graph;
+  torch::Tensor loss;  // static output, rewritten by every replay
+  int64_t seen = 0;    // steps of this shape so far (the first runs eagerly, as a warm-up)
+};
+
+std::array<int64_t, 3> Trainer::graph_key(const Batch& b) const {
+  const int64_t m = cfg_.graph_length_multiple, T = b.inputs.size(1);
+  return {b.inputs.size(0), (T + m - 1) / m * m, b.first_scored / m * m};
+}
+
+bool Trainer::will_capture(const std::vector<Batch>& batches) const {
+  if (!cfg_.cuda_graphs || !device_.is_cuda() || graphs_off_ || batches.size() != 1) {
+    return false;
+  }
+  auto it = graphs_.find(graph_key(batches[0]));
+  return it != graphs_.end() && it->second->seen >= 1 && !it->second->graph.captured();
+}
+
+torch::Tensor Trainer::graph_body(GraphedStep& g) {
+  torch::Tensor loss = backward({g.batch});
+  {
+    torch::NoGradGuard no_grad;
+    auto first = torch::isfinite(loss).logical_not().logical_and(first_bad_step_.lt(0));
+    first_bad_step_.copy_(torch::where(first, graph_step_, first_bad_step_));
+    first_bad_loss_.copy_(torch::where(first, loss.to(torch::kFloat64), first_bad_loss_));
+  }
+  if (cfg_.grad_clip > 0) {
+    std::vector<torch::Tensor> params;
+    for (auto& [n, p] : named_weights(model_)) {
+      params.push_back(p);
+    }
+    clip_grad_norm(params, cfg_.grad_clip);
+  }
+  optimizer_.step(graph_lr_, graph_count_);
+  return loss;
+}
+
+torch::Tensor Trainer::graphed_step(const Batch& batch, int64_t step_index) {
+  const auto on = torch::TensorOptions().device(device_);
+  if (!first_bad_step_.defined()) {
+    first_bad_step_ = torch::full({}, -1, on.dtype(torch::kInt64));
+    first_bad_loss_ = torch::zeros({}, on.dtype(torch::kFloat64));
+  }
+  if (!graph_lr_.defined()) {
+    // The fused CUDA update reads float32 scalars (the learning rate rounded to 7 digits);
+    // elsewhere they are float64, so that the step equals the plain one to rounding.
+    const auto scalar = on.dtype(device_.is_cuda() ? torch::kFloat32 : torch::kFloat64);
+    graph_lr_ = torch::zeros({}, scalar);
+    graph_count_ = torch::zeros({}, scalar);
+    graph_step_ = torch::zeros({}, on.dtype(torch::kInt64));
+  }
+  // What changes from step to step goes into tensors the recorded work reads: three fills.
+  graph_lr_.fill_(cfg_.lr_at(step_index));
+  graph_count_.fill_(static_cast<double>(optimizer_.steps_taken() + 1));
+  graph_step_.fill_(step_index);
+  torch::manual_seed(mix_seed(seed_, {static_cast<uint64_t>(step_index), 3}));
+
+  const auto key = graph_key(batch);
+  Batch padded = pad_sequence_batch(batch, key[1], key[2]);
+  auto& g = graphs_[key];
+  if (!g) {
+    g = std::make_shared<GraphedStep>();
+    g->batch = padded;
+    for (torch::Tensor* t : {&g->batch.inputs, &g->batch.targets, &g->batch.mask, &g->batch.ids}) {
+      *t = t->clone();  // owned, so that later copies into it never touch a caller's batch
+    }
+    g->batch.scored = 1;  // a count the host never needs here (the loss divides on the device)
+  } else {
+    g->batch.inputs.copy_(padded.inputs, /*non_blocking=*/true);
+    g->batch.targets.copy_(padded.targets, /*non_blocking=*/true);
+    g->batch.mask.copy_(padded.mask, /*non_blocking=*/true);
+    g->batch.ids.copy_(padded.ids, /*non_blocking=*/true);
+    g->batch.tokens = padded.tokens;
+  }
+  if (device_.is_cuda() && !graphs_off_) {
+    if (g->seen++ >= 1 && !g->graph.captured()) {
+      try {
+        g->graph.capture([&] { g->loss = graph_body(*g); });
+        logger("train")->info("step {}: captured the training step as a CUDA graph for batches of "
+                              "{} x {} (scored from {}); {} shape(s) so far",
+                              step_index, key[0], key[1], key[2], graphs_.size());
+      } catch (const Error& e) {
+        logger("train")->warn("step {}: {}; training without CUDA graphs from here on",
+                              step_index, e.what());
+        graphs_off_ = true;
+        optimizer_.zero_grad();
+      }
+    }
+    if (g->graph.captured()) {
+      g->graph.replay();
+      optimizer_.advance();
+      return g->loss.clone();
+    }
+  }
+  torch::Tensor loss = graph_body(*g);
+  optimizer_.advance();
+  return loss;
+}
+
 torch::Tensor Trainer::step(const std::vector<Batch>& batches, int64_t step_index) {
+  if (cfg_.cuda_graphs) {
+    LENGEN_CHECK(batches.size() == 1, "internal: train.cuda_graphs with {} length groups", batches.size());
+    return graphed_step(batches[0], step_index);
+  }
   // Dropout and scheme-side randomness (random offsets) draw from torch's generator, which
   // is re-seeded per step so that a resumed run replays exactly.
   torch::manual_seed(mix_seed(seed_, {static_cast<uint64_t>(step_index), 3}));
@@ -612,10 +788,15 @@ TrainResult Trainer::run(bool resume) {
   std::future<std::vector<Batch>> next = prefetch(start);
   for (int64_t s = start; s < cfg_.steps; ++s) {
     std::vector<Batch> batches = next.get();
-    if (s + 1 < cfg_.steps) {
+    // No batch is copied to the device while a CUDA graph is being recorded.
+    const bool capturing = will_capture(batches);
+    if (s + 1 < cfg_.steps && !capturing) {
       next = prefetch(s + 1);
     }
     loss = step(batches, s);
+    if (s + 1 < cfg_.steps && capturing) {
+      next = prefetch(s + 1);
+    }
     window_loss = window_loss.defined() ? window_loss + loss.to(torch::kFloat64) : loss.to(torch::kFloat64);
     ++window_steps;
     for (const auto& b : batches) {

@@ -119,6 +119,41 @@ inline bool fused_adam(const std::vector<torch::Tensor>& params,
 #endif
 }
 
+/// The fused Adam(W) update with the learning rate and step count read from 0-dim float32
+/// tensors on the parameters' CUDA device (what a CUDA graph can replay with new values).
+/// Returns false (nothing done) where LibTorch lacks that form (before 2.4) or the
+/// parameters are not on CUDA.
+inline bool fused_adam_on_device(const std::vector<torch::Tensor>& params,
+                                 const std::vector<torch::Tensor>& grads,
+                                 const std::vector<torch::Tensor>& exp_avg,
+                                 const std::vector<torch::Tensor>& exp_avg_sq,
+                                 const torch::Tensor& count,
+                                 const torch::Tensor& lr,
+                                 double beta1,
+                                 double beta2,
+                                 double weight_decay,
+                                 double eps,
+                                 bool decoupled) {
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+  if (params.empty() || !params[0].is_cuda()) {
+    return false;
+  }
+  const std::vector<torch::Tensor> steps(params.size(), count);
+  if (decoupled) {
+    at::_fused_adamw_(params, grads, exp_avg, exp_avg_sq, /*max_exp_avg_sqs=*/{}, steps, lr, beta1,
+                      beta2, weight_decay, eps, /*amsgrad=*/false, /*maximize=*/false);
+  } else {
+    at::_fused_adam_(params, grads, exp_avg, exp_avg_sq, /*max_exp_avg_sqs=*/{}, steps, lr, beta1,
+                     beta2, weight_decay, eps, /*amsgrad=*/false, /*maximize=*/false);
+  }
+  return true;
+#else
+  (void)params, (void)grads, (void)exp_avg, (void)exp_avg_sq, (void)count, (void)lr, (void)beta1,
+      (void)beta2, (void)weight_decay, (void)eps, (void)decoupled;
+  return false;
+#endif
+}
+
 /// RAII bfloat16 autocast on CUDA (no-op when autocast is unavailable or `enabled` false).
 class CudaAutocast {
  public:

@@ -43,6 +43,13 @@ struct LENGEN_API Batch {
   ModelInputs model_inputs(bool scored_rows_only = false) const;
 };
 
+/// The one-sequence batch `b` right-padded to `length` positions (>= its own) with scoring
+/// from `first_scored` (<= its own) on: inputs, targets and IDs padded with 0, mask with 0, so
+/// that under the causal mask the loss and gradients are those of `b` (what lets a training
+/// step replay one captured CUDA graph per padded shape). `tokens` and `scored` are kept.
+/// Fails for other layouts (their padding is seen as keys).
+LENGEN_API Batch pad_sequence_batch(const Batch& b, int64_t length, int64_t first_scored);
+
 /// Splits samples of the given lengths into at most `buckets` groups of consecutive lengths
 /// (indices sorted by length, stable; equal counts up to one), so that each group pads only
 /// to its own longest sample. Every index appears in exactly one group; no group is empty.

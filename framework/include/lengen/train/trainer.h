@@ -9,7 +9,9 @@
 
 #include <torch/types.h>
 
+#include <array>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -37,6 +39,8 @@ struct LENGEN_API TrainConfig {
   int64_t keep_checkpoints = 1;    ///< newest N kept
   int64_t eval_every = 0;          ///< evaluate the `eval_grid` every N steps (0: never)
   ConfigNode eval_grid;            ///< overrides of `eval:` for those evaluations (map)
+  bool cuda_graphs = false;        ///< replay each padded shape's captured step (CUDA)
+  int64_t graph_length_multiple = 16;  ///< with cuda_graphs: lengths padded up to a multiple
 
   /// The section's schema (validation and docs/config-reference.md).
   static ComponentSpec schema();
@@ -54,6 +58,12 @@ class LENGEN_API Optimizer {
   Optimizer(const TrainConfig& cfg, std::vector<std::pair<std::string, torch::Tensor>> params);
   /// One update with learning rate `lr` using the parameters' .grad().
   void step(double lr);
+  /// The same update with the learning rate and the 1-based step count read from 0-dim
+  /// float32 tensors on the parameters' device, so that the update can be recorded once in
+  /// a CUDA graph and replayed with new values (nothing of the step is fixed on the host).
+  /// Does not advance steps_taken(); advance() does.
+  void step(const torch::Tensor& lr, const torch::Tensor& count);
+  void advance() { ++t_; }
   /// Unsets every gradient (set to none, as PyTorch 2.x does by default).
   void zero_grad();
   /// State tensors as "optimizer.exp_avg.<param>", "optimizer.exp_avg_sq.<param>".
@@ -161,6 +171,18 @@ class LENGEN_API Trainer {
   std::function<void(int64_t)> started_;
   // The first step with a non-finite loss (-1: none yet) and that loss, kept on the device.
   torch::Tensor first_bad_step_, first_bad_loss_;
+
+  // train.cuda_graphs: one recorded step per padded shape (batch, length, first scored), the
+  // learning rate, Adam's step count and the step index it reads, and whether a capture failed
+  // (eager from then on).
+  struct GraphedStep;
+  std::map<std::array<int64_t, 3>, std::shared_ptr<GraphedStep>> graphs_;
+  torch::Tensor graph_lr_, graph_count_, graph_step_;
+  bool graphs_off_ = false;
+  std::array<int64_t, 3> graph_key(const Batch& b) const;
+  bool will_capture(const std::vector<Batch>& batches) const;
+  torch::Tensor graph_body(GraphedStep& g);
+  torch::Tensor graphed_step(const Batch& batch, int64_t step_index);
 };
 
 /// Asks a running Trainer to write a checkpoint and stop after the current step. Safe to call
