@@ -27,7 +27,9 @@ auto shared_pool() {
 }  // namespace
 
 struct CudaGraph::Impl {
-  at::cuda::CUDAGraph graph;
+  // Made at capture: LibTorch's constructor asks for the current CUDA stream, which fails in a
+  // CUDA build on a machine (or under CUDA_VISIBLE_DEVICES=) with no device.
+  std::unique_ptr<at::cuda::CUDAGraph> graph;
   bool captured = false;
 };
 
@@ -39,6 +41,7 @@ CudaGraph::~CudaGraph() = default;
 void CudaGraph::capture(const std::function<void()>& body) {
   LENGEN_CHECK(!impl_->captured, "internal: a CUDA graph is captured once");
   torch::cuda::synchronize();  // eager work (and its frees) done before the capture starts
+  impl_->graph = std::make_unique<at::cuda::CUDAGraph>();
   c10::cuda::CUDAStream side = c10::cuda::getStreamFromPool();
   // Autocast's cache of cast weights would hand tensors from outside the capture to it (and
   // keep ones from inside); PyTorch's graphed callables turn it off the same way.
@@ -47,23 +50,23 @@ void CudaGraph::capture(const std::function<void()>& body) {
   try {
     c10::cuda::CUDAStreamGuard guard(side);
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
-    impl_->graph.capture_begin(shared_pool(), cudaStreamCaptureModeRelaxed);
+    impl_->graph->capture_begin(shared_pool(), cudaStreamCaptureModeRelaxed);
 #else
-    impl_->graph.capture_begin(shared_pool());
+    impl_->graph->capture_begin(shared_pool());
 #endif
     try {
       body();
     } catch (...) {
       try {
-        impl_->graph.capture_end();  // ends the (invalidated) capture; fails, as expected
+        impl_->graph->capture_end();  // ends the (invalidated) capture; fails, as expected
       } catch (...) {
       }
       throw;
     }
-    impl_->graph.capture_end();
+    impl_->graph->capture_end();
   } catch (const std::exception& e) {
     at::autocast::set_autocast_cache_enabled(cache);
-    impl_->graph.reset();
+    impl_->graph.reset();  // destroys the graph and what it held
     torch::cuda::synchronize();
     throw Error(fmt::format("CUDA graph capture failed: {}", e.what()));
   }
@@ -74,7 +77,7 @@ void CudaGraph::capture(const std::function<void()>& body) {
 
 void CudaGraph::replay() {
   LENGEN_CHECK(impl_->captured, "internal: replay of a CUDA graph that was not captured");
-  impl_->graph.replay();
+  impl_->graph->replay();
 }
 
 bool CudaGraph::captured() const { return impl_->captured; }
