@@ -75,14 +75,22 @@ std::string shell_quote(const std::string& s) {
   return out + "'";
 }
 
+bool plotting_available() {
+  // Asked once per process: python3 with matplotlib (Debian: python3-matplotlib).
+  static const bool ok = fs::exists("/usr/bin/python3") &&
+                         std::system("/usr/bin/python3 -c 'import matplotlib' > /dev/null 2>&1") == 0;
+  return ok;
+}
+
 bool run_plot(const std::string& script, const std::string& args, const std::string& what,
               const std::string& intact) {
   const std::string path = find_script(script);
-  const char* py = "/usr/bin/python3";
-  if (path.empty() || !fs::exists(py)) {
-    logger()->info("plotting tools not found; {} is written (see scripts/{})", intact, script);
+  if (path.empty() || !plotting_available()) {
+    logger()->info("plotting needs python3 with matplotlib and scripts/{} ({}); {} is written",
+                   script, path.empty() ? "script not found" : "matplotlib not found", intact);
     return false;
   }
+  const char* py = "/usr/bin/python3";
   const int rc = std::system(fmt::format("{} '{}' {} 2>&1", py, path, args).c_str());
   if (rc != 0) {
     logger()->warn("plotting failed (exit {}); {} is intact", rc, intact);

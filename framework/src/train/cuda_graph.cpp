@@ -17,14 +17,6 @@ namespace lengen {
 
 #if LENGEN_CUDA_GRAPHS
 
-namespace {
-// One pool for every graph of the process: graphs are replayed one at a time, so they may
-// share memory (what PyTorch's make_graphed_callables does with graph_pool_handle()).
-auto shared_pool() {
-  static const auto pool = at::cuda::graph_pool_handle();
-  return pool;
-}
-}  // namespace
 
 struct CudaGraph::Impl {
   // Made at capture: LibTorch's constructor asks for the current CUDA stream, which fails in a
@@ -50,9 +42,9 @@ void CudaGraph::capture(const std::function<void()>& body) {
   try {
     c10::cuda::CUDAStreamGuard guard(side);
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
-    impl_->graph->capture_begin(shared_pool(), cudaStreamCaptureModeRelaxed);
+    impl_->graph->capture_begin({0, 0}, cudaStreamCaptureModeRelaxed);
 #else
-    impl_->graph->capture_begin(shared_pool());
+    impl_->graph->capture_begin();
 #endif
     try {
       body();

@@ -10,8 +10,9 @@ namespace lengen {
 /// headers; a build against a LibTorch without CUDA (or with LENGEN_CUDA_GRAPHS=OFF) compiles
 /// a stub whose supported() is false and whose capture() fails.
 ///
-/// Graphs of one CudaGraphPool share one memory pool (each shape captured once, one replayed
-/// at a time), so that a handful of shape buckets costs the memory of the largest.
+/// Each graph has its own memory pool. (One static pool shared by every graph of the process,
+/// as first written, is the likely cause of the failed capture seen on the H100 when a second
+/// Trainer captured in one process after the first one's graphs were gone: not confirmed.)
 class CudaGraph {
  public:
   /// Whether this build can capture CUDA graphs.

@@ -35,8 +35,11 @@ LENGEN_API std::string csv_field(const std::string& s);
 /// `s` as one shell word: single-quoted, with any ' inside written as '\''.
 LENGEN_API std::string shell_quote(const std::string& s);
 
+/// Whether plots can be drawn here: /usr/bin/python3 imports matplotlib (asked once).
+LENGEN_API bool plotting_available();
+
 /// Runs scripts/<script> with /usr/bin/python3 and `args` (already quoted). Logs `what` on
-/// success; on failure (or when python or the script is missing) logs a warning naming
+/// success; on failure (or when matplotlib or the script is missing) logs a message naming
 /// `intact`, the results that were written anyway. Returns whether a picture was drawn.
 LENGEN_API bool run_plot(const std::string& script, const std::string& args, const std::string& what,
                          const std::string& intact);
