@@ -851,7 +851,7 @@ seed: 5
 dtype: float64
 task: {name: addition, train_digits: [1, 8], eval_digits: [1, 8]}
 model: {layers: 2, heads: 2, d_model: 16, d_ff: 32}
-position: [{name: coupling, max_position: 24, random_offset: false}]
+position: [{name: coupling, max_position: 24, random_offset: false}, {name: rpe_k, ids: task, k: 4}]
 train: {steps: 6, batch_size: 8, optimizer: adamw, grad_clip: 0.5, schedule: {warmup_steps: 2},
         graph_length_multiple: 8}
 )");

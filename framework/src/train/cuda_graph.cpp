@@ -41,11 +41,13 @@ void CudaGraph::capture(const std::function<void()>& body) {
   at::autocast::set_autocast_cache_enabled(false);
   try {
     c10::cuda::CUDAStreamGuard guard(side);
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
-    impl_->graph->capture_begin({0, 0}, cudaStreamCaptureModeRelaxed);
-#else
+    // Global mode: any call that would wait for the device while recording (a read back, a
+    // synchronisation) fails the capture loudly. Relaxed mode, as first written, let such a
+    // read be recorded without running; that is the likely cause of the quickstart's lost
+    // length generalisation on the H100: a position memo compared IDs with torch::equal (a
+    // read back, since CPU-only) and may have kept the first step's relative-position index
+    // for the whole run.
     impl_->graph->capture_begin();
-#endif
     try {
       body();
     } catch (...) {

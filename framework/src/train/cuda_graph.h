@@ -24,8 +24,9 @@ class CudaGraph {
   CudaGraph& operator=(const CudaGraph&) = delete;
 
   /// Records `body` on a side stream (nothing runs; tensors it allocates live in the graph's
-  /// pool and are rewritten by every replay). Relaxed capture mode: another thread may keep
-  /// copying batches to the device meanwhile. Throws lengen::Error with the reason when the
+  /// pool and are rewritten by every replay). Global capture mode: no other thread may use the
+  /// device meanwhile (Trainer::run makes no batch while it captures), and anything that waits
+  /// for the device fails the capture. Throws lengen::Error with the reason when the
   /// body cannot be captured (a host read, a copy from pageable memory, an unsupported
   /// operator), leaving the device usable for eager work.
   void capture(const std::function<void()>& body);

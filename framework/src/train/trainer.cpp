@@ -534,8 +534,8 @@ bool Trainer::will_capture(const std::vector<Batch>& batches) const {
   return it != graphs_.end() && it->second->seen >= 1 && !it->second->graph.captured();
 }
 
-torch::Tensor Trainer::graph_body(GraphedStep& g) {
-  torch::Tensor loss = backward({g.batch});
+torch::Tensor Trainer::graph_body(const Batch& batch) {
+  torch::Tensor loss = backward({batch});
   {
     torch::NoGradGuard no_grad;
     auto first = torch::isfinite(loss).logical_not().logical_and(first_bad_step_.lt(0));
@@ -575,25 +575,30 @@ torch::Tensor Trainer::graphed_step(const Batch& batch, int64_t step_index) {
 
   const auto key = graph_key(batch);
   Batch padded = pad_sequence_batch(batch, key[1], key[2]);
+  padded.scored = 1;  // a count the host never needs here (the loss divides on the device)
   auto& g = graphs_[key];
   if (!g) {
     g = std::make_shared<GraphedStep>();
-    g->batch = padded;
-    for (torch::Tensor* t : {&g->batch.inputs, &g->batch.targets, &g->batch.mask, &g->batch.ids}) {
-      *t = t->clone();  // owned, so that later copies into it never touch a caller's batch
-    }
-    g->batch.scored = 1;  // a count the host never needs here (the loss divides on the device)
-  } else {
-    g->batch.inputs.copy_(padded.inputs, /*non_blocking=*/true);
-    g->batch.targets.copy_(padded.targets, /*non_blocking=*/true);
-    g->batch.mask.copy_(padded.mask, /*non_blocking=*/true);
-    g->batch.ids.copy_(padded.ids, /*non_blocking=*/true);
-    g->batch.tokens = padded.tokens;
   }
-  if (device_.is_cuda() && !graphs_off_) {
-    if (g->seen++ >= 1 && !g->graph.captured()) {
+  const bool graphed = device_.is_cuda() && !graphs_off_ && g->seen++ >= 1;
+  if (graphed) {
+    // The recorded work reads these tensors: each step's batch is copied into them. Only the
+    // graph ever reads them; an eager forward on memory rewritten in place could be handed a
+    // remembered result for it (PositionMemo matches the same view of the same memory).
+    if (!g->batch.inputs.defined()) {
+      g->batch = padded;
+      for (torch::Tensor* t : {&g->batch.inputs, &g->batch.targets, &g->batch.mask, &g->batch.ids}) {
+        *t = t->clone();
+      }
+    } else {
+      g->batch.inputs.copy_(padded.inputs, /*non_blocking=*/true);
+      g->batch.targets.copy_(padded.targets, /*non_blocking=*/true);
+      g->batch.mask.copy_(padded.mask, /*non_blocking=*/true);
+      g->batch.ids.copy_(padded.ids, /*non_blocking=*/true);
+    }
+    if (!g->graph.captured()) {
       try {
-        g->graph.capture([&] { g->loss = graph_body(*g); });
+        g->graph.capture([&] { g->loss = graph_body(g->batch); });
         logger("train")->info("step {}: captured the training step as a CUDA graph for batches of "
                               "{} x {} (scored from {}); {} shape(s) so far",
                               step_index, key[0], key[1], key[2], graphs_.size());
@@ -610,7 +615,9 @@ torch::Tensor Trainer::graphed_step(const Batch& batch, int64_t step_index) {
       return g->loss.clone();
     }
   }
-  torch::Tensor loss = graph_body(*g);
+  // The first step of a shape (a warm-up before its capture), every step on the CPU, and every
+  // step after a failed capture: the same padded step, eagerly, on the batch's own tensors.
+  torch::Tensor loss = graph_body(padded);
   optimizer_.advance();
   return loss;
 }

@@ -205,8 +205,9 @@ class LENGEN_API PositionTables {
   std::vector<torch::Tensor> tables_;
 };
 
-/// True when `a` and `b` hold the same positions: the same tensor, or equal shape, device and
-/// content. The test behind PositionMemo.
+/// True when `a` and `b` hold the same positions: the same tensor or the same view of the same
+/// memory (position IDs are never written in place), or, on the CPU, equal content. On a GPU
+/// content is not compared (that would read back from the device). The test behind PositionMemo.
 LENGEN_API bool same_positions(const torch::Tensor& a, const torch::Tensor& b);
 
 /// Remembers what a scheme computes from the positions of an attention call alone (ALiBi's

@@ -181,7 +181,7 @@ class LENGEN_API Trainer {
   bool graphs_off_ = false;
   std::array<int64_t, 3> graph_key(const Batch& b) const;
   bool will_capture(const std::vector<Batch>& batches) const;
-  torch::Tensor graph_body(GraphedStep& g);
+  torch::Tensor graph_body(const Batch& batch);
   torch::Tensor graphed_step(const Batch& batch, int64_t step_index);
 };
 
