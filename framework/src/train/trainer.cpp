@@ -418,9 +418,9 @@ Trainer::Trainer(TrainConfig cfg,
                  layout_name(objective_->layout()));
     if (device_.is_cuda()) {
       logger("train")->warn(
-          "train.cuda_graphs is experimental: on an H100 it trained the quickstart (two schemes, "
-          "random offsets, batch 128) to a different length-generalization verdict than the eager "
-          "step, for a reason not yet found (docs/performance.md, \"CUDA graphs\"); compare with "
+          "train.cuda_graphs is experimental: on an H100 its first version trained the quickstart "
+          "to a different length-generalization verdict than the eager step; the likely cause is "
+          "fixed but not yet checked on a GPU (docs/performance.md, \"CUDA graphs\"); compare with "
           "cuda_graphs: false before relying on a result");
     }
     LENGEN_CHECK(!device_.is_cuda() || CudaGraph::supported(),
