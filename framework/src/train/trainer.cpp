@@ -187,6 +187,20 @@ void Optimizer::zero_grad() {
   }
 }
 
+Optimizer::Lists Optimizer::with_gradients() const {
+  Lists out;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const torch::Tensor& p = params_[i].second;
+    if (p.grad().defined()) {
+      out.params.push_back(p);
+      out.grads.push_back(p.grad());
+      out.m.push_back(m_[i]);
+      out.v.push_back(v_[i]);
+    }
+  }
+  return out;
+}
+
 void Optimizer::step(double lr) {
   torch::NoGradGuard no_grad;
   ++t_;
@@ -196,16 +210,7 @@ void Optimizer::step(double lr) {
   // One multi-tensor (foreach) call per update term for all parameters at once: on a GPU each
   // is a handful of kernels instead of one per parameter and term; on the CPU the same
   // per-tensor arithmetic in the same order, so results are unchanged bit for bit.
-  std::vector<torch::Tensor> params, grads, m, v;
-  for (size_t i = 0; i < params_.size(); ++i) {
-    const torch::Tensor& p = params_[i].second;
-    if (p.grad().defined()) {
-      params.push_back(p);
-      grads.push_back(p.grad());
-      m.push_back(m_[i]);
-      v.push_back(v_[i]);
-    }
-  }
+  auto [params, grads, m, v] = with_gradients();
   if (params.empty()) {
     return;
   }
@@ -234,16 +239,7 @@ void Optimizer::step(double lr) {
 void Optimizer::step(const torch::Tensor& lr, const torch::Tensor& count) {
   torch::NoGradGuard no_grad;
   const bool decoupled = cfg_.optimizer == "adamw";
-  std::vector<torch::Tensor> params, grads, m, v;
-  for (size_t i = 0; i < params_.size(); ++i) {
-    const torch::Tensor& p = params_[i].second;
-    if (p.grad().defined()) {
-      params.push_back(p);
-      grads.push_back(p.grad());
-      m.push_back(m_[i]);
-      v.push_back(v_[i]);
-    }
-  }
+  auto [params, grads, m, v] = with_gradients();
   if (params.empty()) {
     return;
   }

@@ -82,62 +82,23 @@ inline void foreach_mul_(const std::vector<torch::Tensor>& tensors, const torch:
 }
 
 /// One fused Adam (decoupled: AdamW) update of every parameter, its moments updated in place,
-/// at step `step` (1-based): the same arithmetic as the multi-tensor update, in one kernel
-/// per group of tensors. Returns false (nothing done) where LibTorch has no fused update on
-/// the CPU as well as on CUDA (before 2.4).
-inline bool fused_adam(const std::vector<torch::Tensor>& params,
-                       const std::vector<torch::Tensor>& grads,
-                       const std::vector<torch::Tensor>& exp_avg,
-                       const std::vector<torch::Tensor>& exp_avg_sq,
-                       int64_t step,
-                       double lr,
-                       double beta1,
-                       double beta2,
-                       double weight_decay,
-                       double eps,
-                       bool decoupled) {
+/// with Adam's 1-based step count read from `count` (a 0-dim float32 tensor on the parameters'
+/// device: the kernel reads it, never writes it) and the learning rate `lr` either fixed in the
+/// call (a double) or read from a 0-dim float32 tensor on the device. Returns false (nothing
+/// done) where LibTorch has no fused update (before 2.4).
+template <class Lr>
+inline bool fused_adam_with(const std::vector<torch::Tensor>& params,
+                            const std::vector<torch::Tensor>& grads,
+                            const std::vector<torch::Tensor>& exp_avg,
+                            const std::vector<torch::Tensor>& exp_avg_sq,
+                            const torch::Tensor& count,
+                            const Lr& lr,
+                            double beta1,
+                            double beta2,
+                            double weight_decay,
+                            double eps,
+                            bool decoupled) {
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
-  if (params.empty()) {
-    return true;
-  }
-  // The kernel reads the step count (not writes it): one float tensor shared by all.
-  const auto count = torch::full({}, static_cast<double>(step),
-                                 params[0].options().dtype(torch::kFloat32));
-  const std::vector<torch::Tensor> steps(params.size(), count);
-  if (decoupled) {
-    at::_fused_adamw_(params, grads, exp_avg, exp_avg_sq, /*max_exp_avg_sqs=*/{}, steps, lr, beta1,
-                      beta2, weight_decay, eps, /*amsgrad=*/false, /*maximize=*/false);
-  } else {
-    at::_fused_adam_(params, grads, exp_avg, exp_avg_sq, /*max_exp_avg_sqs=*/{}, steps, lr, beta1,
-                     beta2, weight_decay, eps, /*amsgrad=*/false, /*maximize=*/false);
-  }
-  return true;
-#else
-  (void)params, (void)grads, (void)exp_avg, (void)exp_avg_sq, (void)step, (void)lr, (void)beta1,
-      (void)beta2, (void)weight_decay, (void)eps, (void)decoupled;
-  return false;
-#endif
-}
-
-/// The fused Adam(W) update with the learning rate and step count read from 0-dim float32
-/// tensors on the parameters' CUDA device (what a CUDA graph can replay with new values).
-/// Returns false (nothing done) where LibTorch lacks that form (before 2.4) or the
-/// parameters are not on CUDA.
-inline bool fused_adam_on_device(const std::vector<torch::Tensor>& params,
-                                 const std::vector<torch::Tensor>& grads,
-                                 const std::vector<torch::Tensor>& exp_avg,
-                                 const std::vector<torch::Tensor>& exp_avg_sq,
-                                 const torch::Tensor& count,
-                                 const torch::Tensor& lr,
-                                 double beta1,
-                                 double beta2,
-                                 double weight_decay,
-                                 double eps,
-                                 bool decoupled) {
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
-  if (params.empty() || !params[0].is_cuda()) {
-    return false;
-  }
   const std::vector<torch::Tensor> steps(params.size(), count);
   if (decoupled) {
     at::_fused_adamw_(params, grads, exp_avg, exp_avg_sq, /*max_exp_avg_sqs=*/{}, steps, lr, beta1,
@@ -152,6 +113,47 @@ inline bool fused_adam_on_device(const std::vector<torch::Tensor>& params,
       (void)beta2, (void)weight_decay, (void)eps, (void)decoupled;
   return false;
 #endif
+}
+
+/// fused_adam_with at step `step` with a learning rate fixed in the call: the same arithmetic
+/// as the multi-tensor update, in one kernel per group of tensors, on the CPU as on CUDA.
+inline bool fused_adam(const std::vector<torch::Tensor>& params,
+                       const std::vector<torch::Tensor>& grads,
+                       const std::vector<torch::Tensor>& exp_avg,
+                       const std::vector<torch::Tensor>& exp_avg_sq,
+                       int64_t step,
+                       double lr,
+                       double beta1,
+                       double beta2,
+                       double weight_decay,
+                       double eps,
+                       bool decoupled) {
+  if (params.empty()) {
+    return true;
+  }
+  const auto count = torch::full({}, static_cast<double>(step), params[0].options().dtype(torch::kFloat32));
+  return fused_adam_with(params, grads, exp_avg, exp_avg_sq, count, lr, beta1, beta2, weight_decay, eps,
+                         decoupled);
+}
+
+/// fused_adam_with with the learning rate read from a tensor, which a CUDA graph can replay with
+/// new values. Used on CUDA only (false elsewhere): the CPU takes the per-tensor form.
+inline bool fused_adam_on_device(const std::vector<torch::Tensor>& params,
+                                 const std::vector<torch::Tensor>& grads,
+                                 const std::vector<torch::Tensor>& exp_avg,
+                                 const std::vector<torch::Tensor>& exp_avg_sq,
+                                 const torch::Tensor& count,
+                                 const torch::Tensor& lr,
+                                 double beta1,
+                                 double beta2,
+                                 double weight_decay,
+                                 double eps,
+                                 bool decoupled) {
+  if (params.empty() || !params[0].is_cuda()) {
+    return false;
+  }
+  return fused_adam_with(params, grads, exp_avg, exp_avg_sq, count, lr, beta1, beta2, weight_decay, eps,
+                         decoupled);
 }
 
 /// RAII bfloat16 autocast on CUDA (no-op when autocast is unavailable or `enabled` false).

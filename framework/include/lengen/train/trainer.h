@@ -74,6 +74,13 @@ class LENGEN_API Optimizer {
   int64_t steps_taken() const { return t_; }
 
  private:
+  // The parameters that have a gradient this step, with their moments (the update skips the
+  // others).
+  struct Lists {
+    std::vector<torch::Tensor> params, grads, m, v;
+  };
+  Lists with_gradients() const;
+
   TrainConfig cfg_;
   std::vector<std::pair<std::string, torch::Tensor>> params_;
   std::vector<torch::Tensor> m_, v_;
