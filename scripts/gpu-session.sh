@@ -10,7 +10,7 @@
 #              LENGEN_GPU_SESSION_DRY=1 bash scripts/gpu-session.sh /tmp/gpu-session-dry
 #
 # Environment: DEADLINE (seconds from the start by which everything has stopped, default 560);
-# BENCH=0, QUICKSTART=0, TESTS=0 leave a part out; EXTRA="cmd" runs a command of your own after
+# BENCH=0, QUICKSTART=0, TESTS=0, CUDA_TESTS=0 leave a part out; EXTRA="cmd" runs a command of your own after
 # the quickstart, on the GPU while the tests finish
 # (LENGEN_BIN points at the build), its output in extra.log; QS_GRAPHS=0 trains the quickstart
 # without CUDA graphs (train.cuda_graphs); TEST_THREADS (default 2): threads
@@ -113,6 +113,13 @@ if [[ $dry != 1 && ${TESTS:-1} == 1 ]]; then
     -LE 'slurm|integration' > "$work/ctest.log" 2>&1 &
   pids+=($!)
   say "tests started: ${pids[*]}"
+fi
+
+# 2b. The GPU-only unit tests ([cuda]: skipped where no device is seen), first and whole: their
+#     messages name what differs, so they go back in full.
+if [[ ${CUDA_TESTS:-1} == 1 ]]; then
+  timeout "$(left 10)" "$build/bin/lengen_unit_tests" "[cuda]" > "$out/cuda-tests.txt" 2>&1
+  say "[cuda] tests: rc $? ($(grep -E 'test cases|All tests passed' "$out/cuda-tests.txt" | tail -1))"
 fi
 
 # 3. GPU figures --------------------------------------------------------------------------------
