@@ -12,8 +12,8 @@
 # Environment: DEADLINE (seconds from the start by which everything has stopped, default 560);
 # BENCH=0, QUICKSTART=0, TESTS=0, CUDA_TESTS=0 leave a part out; EXTRA="cmd" runs a command of your own after
 # the quickstart, on the GPU while the tests finish
-# (LENGEN_BIN points at the build), its output in extra.log; QS_GRAPHS=0 trains the quickstart
-# without CUDA graphs (train.cuda_graphs); TEST_THREADS (default 2): threads
+# (LENGEN_BIN points at the build), its output in extra.log; the quickstart trains twice, with
+# CUDA graphs (train.cuda_graphs) and eagerly, QS_GRAPHS=0 eagerly only; TEST_THREADS (default 2): threads
 # for each of the four integration shards, which run directly, not through CTest, so that the
 # longest (360 s on one core) fits a window.
 # The order puts the figures first: build, the launch-bound and the big-batch training steps,
@@ -49,7 +49,9 @@ trap pack EXIT
   g++ --version | head -1
   cmake --version | head -1
 } > "$work/machine.txt" 2>&1
-cp "$work/machine.txt" "$out/machine.txt"
+# (machine.txt travels in session.tgz; the card and the commit go into the log, so that the
+# files brought back stay within the device tool's eight.)
+say "machine: $(command -v nvidia-smi > /dev/null && nvidia-smi -L | head -1); tree $(git rev-parse --short HEAD 2> /dev/null)"
 
 # 1. Build ---------------------------------------------------------------------------------------
 if [[ $dry == 1 ]]; then
@@ -136,17 +138,22 @@ if [[ ${BENCH:-1} == 1 ]]; then
   cp "$bench_dir/summary.txt" "$out/bench-summary.txt" 2> /dev/null
 fi
 
-# 4. The quickstart on the GPU --------------------------------------------------------------------
+# 4. The quickstart on the GPU, with the training step as CUDA graphs and eagerly (QS_GRAPHS=0:
+#    eagerly only), so that their verdicts can be compared on one card ----------------------------
 if [[ ${QUICKSTART:-1} == 1 ]]; then
-  qs=(--set name=quickstart-cuda --set device=cuda)
-  [[ ${QS_GRAPHS:-1} == 1 ]] && qs+=(--set train.cuda_graphs=true)
-  [[ $dry == 1 ]] && qs=(--set name=quickstart-dry --set device=cpu --set train.steps=20 --set train.schedule.warmup_steps=2
-                         --set eval.samples=10 --set 'task.eval_digits=[1,12]')
-  timeout "$(left 15)" "$bin" run experiments/quickstart.yaml "${qs[@]}" \
-    --set "output_dir=$work/runs" > "$work/quickstart.log" 2>&1
-  say "quickstart: rc $?"
-  find "$work/runs" -name grid.csv -path '*eval*' -exec cp {} "$out/quickstart-grid.csv" \; 2> /dev/null
-  grep -iE 'ms/step|CUDA graph' "$work/quickstart.log" | tail -4 | tee -a "$log"
+  variants=(eager)
+  [[ ${QS_GRAPHS:-1} == 1 ]] && variants=(graphs eager)
+  for v in "${variants[@]}"; do
+    qs=(--set "name=quickstart-$v" --set device=cuda)
+    [[ $v == graphs ]] && qs+=(--set train.cuda_graphs=true)
+    [[ $dry == 1 ]] && qs=(--set "name=quickstart-$v" --set device=cpu --set train.steps=20
+                           --set train.schedule.warmup_steps=2 --set eval.samples=10 --set 'task.eval_digits=[1,12]')
+    timeout "$(left 15)" "$bin" run experiments/quickstart.yaml "${qs[@]}" \
+      --set "output_dir=$work/runs" > "$work/quickstart-$v.log" 2>&1
+    say "quickstart ($v): rc $?"
+    { echo "== quickstart, $v"; cat "$work/runs/quickstart-$v/0/eval/grid.csv"; } >> "$out/quickstart-grids.txt" 2> /dev/null
+    grep -iE 'ms/step|CUDA graph' "$work/quickstart-$v.log" | tail -3 | tee -a "$log"
+  done
 fi
 
 # 5. The caller's own command (on the GPU while the tests finish on the CPU), then the tests' verdicts
