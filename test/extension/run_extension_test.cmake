@@ -105,5 +105,36 @@ foreach(f attention.safetensors attention.json stage.json)
     message(FATAL_ERROR "the out-of-tree stage did not write ${f}:\n${last_output}")
   endif()
 endforeach()
-message(STATUS "out-of-tree plugins built (a position scheme and a stage kind), the installed CLI used them, "
-               "contract tests passed")
+# An optimizer built out of tree (docs/writing-a-plugin.md) passes the optimizer contract and
+# trains a model through the installed CLI.
+set(opt_src "${work}/optimizer-src")
+extract("${SOURCE_DIR}/docs/writing-a-plugin.md" "${opt_src}")
+if(NOT "lion.cpp" IN_LIST extracted OR NOT "CMakeLists.txt" IN_LIST extracted)
+  message(FATAL_ERROR "docs/writing-a-plugin.md must mark lion.cpp and CMakeLists.txt; found: ${extracted}")
+endif()
+run(${CMAKE_COMMAND} -S "${opt_src}" -B "${work}/optimizer-build" -G "${GENERATOR}"
+    -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release)
+run(${CMAKE_COMMAND} --build "${work}/optimizer-build")
+set(ENV{LENGEN_PLUGIN_PATH} "${work}/optimizer-build")
+run("${BINARY_DIR}/bin/lengen_unit_tests" "train contract*")
+if(NOT last_output MATCHES "All tests passed" OR NOT last_output MATCHES "assertions")
+  message(FATAL_ERROR "the optimizer contract did not pass with the plugin:\n${last_output}")
+endif()
+run("${BINARY_DIR}/bin/lengen_unit_tests" "train contract*" --list-tests)
+file(WRITE "${work}/lion.yaml" "name: lion
+seed: 1
+output_dir: ${work}/runs
+task: {name: addition, train_digits: [1, 2], eval_digits: [1, 2]}
+model: {layers: 1, heads: 2, d_model: 32, d_ff: 64}
+position: [{name: coupling, max_position: 16}]
+train: {steps: 60, batch_size: 32, optimizer: {name: lion, lr: 0.0003}, log_every: 20}
+eval: {samples: 10}
+")
+unset(ENV{LENGEN_PLUGIN_PATH})
+run("${prefix}/bin/lengen" run "${work}/lion.yaml" --plugin-path "${work}/optimizer-build")
+file(READ "${work}/runs/lion/1/config.yaml" resolved)
+if(NOT resolved MATCHES "name: lion" OR NOT resolved MATCHES "liblengen-optimizer-lion.so")
+  message(FATAL_ERROR "the run did not record the out-of-tree optimizer:\n${resolved}")
+endif()
+message(STATUS "out-of-tree plugins built (a position scheme, a stage kind and an optimizer), the installed CLI "
+               "used them, contract tests passed")

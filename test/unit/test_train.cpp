@@ -138,13 +138,63 @@ TEST_CASE("train: warm-up then cosine decay to the minimum ratio", "[train]") {
                     Contains("not both"));
 }
 
+TEST_CASE("train: SGD with and without momentum matches LibTorch's", "[train]") {
+  struct Case {
+    const char* yaml;
+    torch::optim::SGDOptions ref;
+  };
+  const std::vector<Case> cases = {
+      {"{name: sgd, lr: 0.05}", torch::optim::SGDOptions(0.05)},
+      {"{name: sgd, lr: 0.05, momentum: 0.9, weight_decay: 0.01}",
+       torch::optim::SGDOptions(0.05).momentum(0.9).weight_decay(0.01)},
+      {"{name: sgd, lr: 0.05, momentum: 0.8, nesterov: true}", torch::optim::SGDOptions(0.05).momentum(0.8).nesterov(true)},
+  };
+  for (const auto& c : cases) {
+    DYNAMIC_SECTION(c.yaml) {
+      torch::manual_seed(2);
+      auto w0 = torch::randn({4, 3}, torch::kFloat64);
+      auto a = w0.clone().set_requires_grad(true);
+      auto b = w0.clone().set_requires_grad(true);
+      auto mine = make_optimizer(load_config_string(c.yaml, "t.yaml"), {{"w", a}});
+      torch::optim::SGD ref(std::vector<torch::Tensor>{b}, c.ref);
+      auto target = torch::randn({4, 3}, torch::kFloat64);
+      for (int s = 0; s < 20; ++s) {
+        mine->zero_grad();
+        ref.zero_grad();
+        (a - target).pow(4).sum().backward();
+        (b - target).pow(4).sum().backward();
+        mine->step(0.05);
+        ref.step();
+      }
+      CHECK(test::max_abs_diff(a, w0) > 0.01);  // it moved
+      CHECK(test::max_abs_diff(a, b) < 1e-12);
+    }
+  }
+  CHECK_THROWS_WITH(make_optimizer(load_config_string("{name: sgd, nesterov: true}", "t.yaml"), {}),
+                    Contains("t.yaml") && Contains("needs momentum > 0"));
+}
+
+TEST_CASE("train: train.optimizer names a registered optimizer, checked when the file loads", "[train]") {
+  // A bare name, a map without name (adam), and the default.
+  CHECK(optimizer_name(TrainConfig::from_config(load_config_string("{optimizer: sgd}", "t.yaml")).optimizer) == "sgd");
+  auto c = TrainConfig::from_config(load_config_string("{optimizer: {lr: 0.02}}", "t.yaml"));
+  CHECK(optimizer_name(c.optimizer) == "adam");
+  CHECK(c.lr == 0.02);
+  CHECK(optimizer_name(TrainConfig{}.optimizer) == "adam");
+  CHECK(TrainConfig{}.to_yaml()["optimizer"]["beta2"].as<double>() == 0.999);  // defaults written out
+  CHECK_THROWS_WITH(TrainConfig::from_config(load_config_string("{optimizer: {name: adamm}}", "t.yaml")),
+                    Contains("t.yaml:1") && Contains("unknown optimizer 'adamm'") && Contains("did you mean 'adam'"));
+  CHECK_THROWS_WITH(TrainConfig::from_config(load_config_string("{optimizer: {name: sgd, beta1: 0.9}}", "t.yaml")),
+                    Contains("unknown option 'beta1'") && Contains("optimizer 'sgd'"));
+  CHECK_THROWS_WITH(TrainConfig::from_config(load_config_string("{schedule: {decay: cosin}}", "t.yaml")),
+                    Contains("t.yaml:1") && Contains("unknown decay 'cosin'") && Contains("did you mean 'cosine'"));
+  CHECK_THROWS_WITH(TrainConfig::from_config(load_config_string("{optimizer: {lr: 0}}", "t.yaml")),
+                    Contains("lr must be > 0"));
+}
+
 TEST_CASE("train: Adam and AdamW match LibTorch's implementations", "[train]") {
   for (const char* name : {"adam", "adamw"}) {
     DYNAMIC_SECTION(name) {
-      TrainConfig c;
-      c.optimizer = name;
-      c.lr = 0.01;
-      c.weight_decay = 0.1;
       torch::manual_seed(1);
       // Two parameters of different shapes updated together (the step is one multi-tensor
       // call per term, or on LibTorch >= 2.4 one fused kernel: compat::fused_adam), and a
@@ -156,7 +206,9 @@ TEST_CASE("train: Adam and AdamW match LibTorch's implementations", "[train]") {
       auto au = u0.clone().set_requires_grad(true);
       auto bu = u0.clone().set_requires_grad(true);
       auto idle = u0.clone().set_requires_grad(true);
-      Optimizer mine(c, {{"w", a}, {"idle", idle}, {"u", au}});
+      auto opt = make_optimizer(load_config_string(fmt::format("{{name: {}, lr: 0.01, weight_decay: 0.1}}", name), "t.yaml"),
+                                {{"w", a}, {"idle", idle}, {"u", au}});
+      Optimizer& mine = *opt;
       std::unique_ptr<torch::optim::Optimizer> ref;
       if (std::string(name) == "adam") {
         ref = std::make_unique<torch::optim::Adam>(
@@ -759,18 +811,19 @@ TEST_CASE("train: the Adam update with device-side learning rate and step count 
   // the host. The learning rate changes every step (warm-up, decay), as in training.
   for (const char* name : {"adam", "adamw"}) {
     DYNAMIC_SECTION(name) {
-      TrainConfig c;
-      c.optimizer = name;
-      c.lr = 0.02;
-      c.weight_decay = 0.1;
-      c.steps = 20;
-      c.warmup_steps = 5;
+      TrainConfig c = TrainConfig::from_config(load_config_string(
+          fmt::format("{{steps: 20, optimizer: {{name: {}, lr: 0.02, weight_decay: 0.1}}, schedule: {{warmup_steps: 5}}}}",
+                      name),
+          "t.yaml"));
       torch::manual_seed(4);
       auto w0 = torch::randn({4, 3}, torch::kFloat64);
       auto a = w0.clone().set_requires_grad(true);
       auto b = w0.clone().set_requires_grad(true);
-      Optimizer host(c, {{"w", a}});
-      Optimizer device(c, {{"w", b}});
+      auto host_opt = make_optimizer(c.optimizer, {{"w", a}});
+      auto device_opt = make_optimizer(c.optimizer, {{"w", b}});
+      Optimizer& host = *host_opt;
+      Optimizer& device = *device_opt;
+      REQUIRE(device.capturable());
       auto target = torch::randn({4, 3}, torch::kFloat64);
       auto lr = torch::zeros({}, torch::kFloat64);
       auto count = torch::zeros({}, torch::kFloat64);

@@ -8,14 +8,15 @@ namespace lengen {
 Activation::~Activation() = default;
 
 ActivationRegistry& activation_registry() {
-  static ActivationRegistry r = [] {
-    ActivationRegistry reg("activation");
-    register_relu(reg);
-    register_gelu(reg);
-    register_geglu(reg);
-    register_swiglu(reg);
-    return reg;
+  static ActivationRegistry r("activation", "activations", "model.activation");
+  static const bool registered = [] {
+    register_relu(r);
+    register_gelu(r);
+    register_geglu(r);
+    register_swiglu(r);
+    return true;
   }();
+  (void)registered;
   return r;
 }
 

@@ -8,14 +8,15 @@ namespace lengen {
 NormFunction::~NormFunction() = default;
 
 NormRegistry& norm_registry() {
-  static NormRegistry r = [] {
-    NormRegistry reg("norm");
-    register_layernorm(reg);
-    register_rmsnorm(reg);
-    register_taotp_layernorm(reg);
-    register_no_norm(reg);
-    return reg;
+  static NormRegistry r("norm", "norms", "model.norm");
+  static const bool registered = [] {
+    register_layernorm(r);
+    register_rmsnorm(r);
+    register_taotp_layernorm(r);
+    register_no_norm(r);
+    return true;
   }();
+  (void)registered;
   return r;
 }
 

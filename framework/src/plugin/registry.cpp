@@ -20,18 +20,38 @@ namespace fs = std::filesystem;
 
 namespace lengen {
 
+namespace {
+// Never destroyed: registries leave it from their destructors during static destruction.
+std::vector<RegistryBase*>& registries() {
+  static auto* all = new std::vector<RegistryBase*>;
+  return *all;
+}
+}  // namespace
+
+RegistryBase::RegistryBase(std::string kind, std::string title, std::string where)
+    : kind_(std::move(kind)), title_(std::move(title)), where_(std::move(where)) {
+  registries().push_back(this);
+}
+
+RegistryBase::~RegistryBase() {
+  auto& all = registries();
+  all.erase(std::remove(all.begin(), all.end(), this), all.end());
+}
+
+std::vector<RegistryBase*> all_registries() { return registries(); }
+
 PositionRegistry& position_registry() {
-  static PositionRegistry r("position");
+  static PositionRegistry r("position", "position schemes", "position[i]");
   return r;
 }
 
 TaskRegistry& task_registry() {
-  static TaskRegistry r("task");
+  static TaskRegistry r("task", "tasks", "task");
   return r;
 }
 
 StageRegistry& stage_registry() {
-  static StageRegistry r("stage");
+  static StageRegistry r("stage", "stage kinds", "stages[i].kind");
   return r;
 }
 
@@ -58,7 +78,7 @@ std::string exe_dir() {
 }
 
 std::string kind_from_filename(const std::string& file) {
-  for (const char* k : {"position", "task", "stage"}) {
+  for (const char* k : {"position", "task", "stage", "optimizer", "decay", "norm", "activation"}) {
     if (file.rfind(fmt::format("liblengen-{}-", k), 0) == 0) {
       return k;
     }
@@ -187,9 +207,7 @@ const LoadedPlugin& load_plugin(const std::string& path_in) {
   try {
     d->register_components(registrar);
   } catch (const std::exception& e) {
-    position_registry().remove_library(p);
-    task_registry().remove_library(p);
-    stage_registry().remove_library(p);
+    for (RegistryBase* r : all_registries()) r->remove_library(p);
     throw Error(fmt::format("plugin '{}' ({}): registration failed: {}", lp.origin.plugin, p,
                             e.what()));
   }

@@ -52,18 +52,15 @@ ComponentSpec TrainConfig::schema() {
                       "whole batch's. 1: one padded batch")
                .with_default(int64_t{1}).at_least(1),
            O::map("optimizer",
-                  "Adam (L2 weight decay) or AdamW (decoupled)",
-                  {O::string("name", "adam | adamw").with_default(std::string("adam")).one_of({"adam", "adamw"}),
-                   O::number("lr", "peak learning rate (> 0)").with_default(1e-3).at_least(0),
-                   O::number("beta1", "").with_default(0.9).at_least(0).at_most(1),
-                   O::number("beta2", "").with_default(0.999).at_least(0).at_most(1),
-                   O::number("eps", "").with_default(1e-8).at_least(0),
-                   O::number("weight_decay", "L2 for adam (coupled), decoupled for adamw").with_default(0.0).at_least(0)})
+                  "a registered optimizer (\"Optimizers\" below) and its options: {name: adamw, lr: 3e-4, "
+                  "weight_decay: 0.01}; default adam")
+               .any_keys()
                .scalar_means("name"),
            O::map("schedule", "linear warm-up from 0, then decay to lr * min_lr_ratio",
                   {O::integer("warmup_steps", "warm-up steps (or warmup_fraction, not both)").may_be_absent().at_least(0),
                    O::number("warmup_fraction", "warm-up as a fraction of steps").may_be_absent().at_least(0).at_most(1),
-                   O::string("decay", "after warm-up").with_default(std::string("cosine")).one_of({"cosine", "linear", "constant"}),
+                   O::string("decay", "a registered decay after the warm-up (\"Learning-rate decays\" below)")
+                       .with_default(std::string("cosine")),
                    O::number("min_lr_ratio", "final lr = lr * min_lr_ratio").with_default(0.0).at_least(0).at_most(1)}),
            O::number("grad_clip", "global L2 norm of the gradients; 0 disables").with_default(1.0).at_least(0),
            O::integer("dataset_size", "0: a fresh sample every step; N: a fixed training set of N examples, visited "
@@ -90,17 +87,36 @@ ComponentSpec TrainConfig::schema() {
 
 namespace {
 
+void read_optimizer(TrainConfig& c, const Options& train) { c.optimizer = train.node("optimizer"); }
+
+// The optimizer's name and every option, defaults filled in (the run's config.yaml).
+YAML::Node optimizer_yaml(const TrainConfig& c) {
+  YAML::Node out(YAML::NodeType::Map);
+  const std::string name = optimizer_name(c.optimizer);
+  out["name"] = name;
+  const auto& entry = optimizer_registry().lookup(name, c.optimizer);
+  const Options o = Options::validate(entry.spec, c.optimizer);
+  // Numbers are written from their values, as the section's own keys are ("0.003" and "3e-3"
+  // resolve alike), so a resolved file does not depend on how the YAML spelled them.
+  const YAML::Node as_written = o.to_yaml();
+  for (const auto& opt : entry.spec.options) {
+    switch (opt.type) {
+      case OptionType::kFloat: out[opt.key] = o.get_float(opt.key); break;
+      case OptionType::kInt: out[opt.key] = o.get_int(opt.key); break;
+      case OptionType::kBool: out[opt.key] = o.get_bool(opt.key); break;
+      default:
+        if (as_written[opt.key]) out[opt.key] = as_written[opt.key];
+    }
+  }
+  return out;
+}
+
 const Section<TrainConfig>& train_section() {
   static const Section<TrainConfig> s = Section<TrainConfig>(TrainConfig::schema())
                                             .bind("steps", &TrainConfig::steps)
                                             .bind("batch_size", &TrainConfig::batch_size)
                                             .bind("buckets", &TrainConfig::buckets)
-                                            .bind("optimizer.name", &TrainConfig::optimizer)
-                                            .bind("optimizer.lr", &TrainConfig::lr)
-                                            .bind("optimizer.beta1", &TrainConfig::beta1)
-                                            .bind("optimizer.beta2", &TrainConfig::beta2)
-                                            .bind("optimizer.eps", &TrainConfig::eps)
-                                            .bind("optimizer.weight_decay", &TrainConfig::weight_decay)
+                                            .bind_with("optimizer", read_optimizer, optimizer_yaml)
                                             .bind("schedule.warmup_steps", &TrainConfig::warmup_steps)
                                             .bind("schedule.decay", &TrainConfig::decay)
                                             .bind("schedule.min_lr_ratio", &TrainConfig::min_lr_ratio)
@@ -128,6 +144,14 @@ TrainConfig TrainConfig::from_config(const ConfigNode& node) {
     c.warmup_steps = static_cast<int64_t>(std::llround(sched.get_float("warmup_fraction") * static_cast<double>(c.steps)));
   }
   c.eval_grid = o.node("eval_grid");
+  {
+    // The optimizer and decay are checked here, when the file loads, not at the first step.
+    const std::string name = optimizer_name(c.optimizer);
+    const ConfigNode name_node = c.optimizer.is_map() ? c.optimizer.child("name") : c.optimizer;
+    const auto& entry = optimizer_registry().lookup(name, name_node.defined() ? name_node : node);
+    c.lr = Options::validate(entry.spec, c.optimizer).get_float("lr");
+    make_decay(c.decay, sched.node("decay").defined() ? sched.node("decay") : ConfigNode());
+  }
   auto require = [&](bool ok, const char* key, const std::string& msg) {
     if (!ok) {
       ConfigNode n = node.child(key);
@@ -151,151 +175,11 @@ YAML::Node TrainConfig::to_yaml() const {
   return n;
 }
 
-double TrainConfig::lr_at(int64_t step) const {
-  if (step < warmup_steps) {
-    return lr * static_cast<double>(step + 1) / static_cast<double>(warmup_steps);
-  }
-  const int64_t span = std::max<int64_t>(1, steps - warmup_steps);
-  const double t = std::min(1.0, static_cast<double>(step - warmup_steps) / static_cast<double>(span));
-  double shape = 1.0;
-  if (decay == "cosine") {
-    shape = 0.5 * (1.0 + std::cos(M_PI * t));
-  } else if (decay == "linear") {
-    shape = 1.0 - t;
-  }
-  return lr * (min_lr_ratio + (1.0 - min_lr_ratio) * shape);
+LearningRateSchedule TrainConfig::schedule() const {
+  return LearningRateSchedule{lr, steps, warmup_steps, min_lr_ratio, make_decay(decay)};
 }
 
-// ---------------------------------------------------------------------------------------
-// Optimizer
-
-Optimizer::Optimizer(const TrainConfig& cfg,
-                     std::vector<std::pair<std::string, torch::Tensor>> params)
-    : cfg_(cfg), params_(std::move(params)) {
-  for (const auto& [name, p] : params_) {
-    m_.push_back(torch::zeros_like(p));
-    v_.push_back(torch::zeros_like(p));
-  }
-}
-
-void Optimizer::zero_grad() {
-  // Unset, not zeroed (PyTorch's default since 2.0): the first backward then takes its
-  // gradient as it is instead of adding it to zeros, two kernels per parameter fewer. A
-  // parameter that gets no gradient in a step is left out of that step's update.
-  for (auto& [name, p] : params_) {
-    p.mutable_grad().reset();
-  }
-}
-
-Optimizer::Lists Optimizer::with_gradients() const {
-  Lists out;
-  for (size_t i = 0; i < params_.size(); ++i) {
-    const torch::Tensor& p = params_[i].second;
-    if (p.grad().defined()) {
-      out.params.push_back(p);
-      out.grads.push_back(p.grad());
-      out.m.push_back(m_[i]);
-      out.v.push_back(v_[i]);
-    }
-  }
-  return out;
-}
-
-void Optimizer::step(double lr) {
-  torch::NoGradGuard no_grad;
-  ++t_;
-  const double bc1 = 1.0 - std::pow(cfg_.beta1, static_cast<double>(t_));
-  const double bc2 = 1.0 - std::pow(cfg_.beta2, static_cast<double>(t_));
-  const bool decoupled = cfg_.optimizer == "adamw";
-  // One multi-tensor (foreach) call per update term for all parameters at once: on a GPU each
-  // is a handful of kernels instead of one per parameter and term; on the CPU the same
-  // per-tensor arithmetic in the same order, so results are unchanged bit for bit.
-  auto [params, grads, m, v] = with_gradients();
-  if (params.empty()) {
-    return;
-  }
-  // LibTorch 2.4 and later: one fused kernel for the whole update (the same formula).
-  if (compat::fused_adam(params, grads, m, v, t_, lr, cfg_.beta1, cfg_.beta2, cfg_.weight_decay,
-                         cfg_.eps, decoupled)) {
-    return;
-  }
-  if (cfg_.weight_decay != 0) {
-    if (decoupled) {
-      torch::_foreach_mul_(params, 1.0 - lr * cfg_.weight_decay);
-    } else {
-      grads = torch::_foreach_add(grads, params, cfg_.weight_decay);
-    }
-  }
-  torch::_foreach_mul_(m, cfg_.beta1);
-  torch::_foreach_add_(m, grads, 1.0 - cfg_.beta1);
-  torch::_foreach_mul_(v, cfg_.beta2);
-  torch::_foreach_addcmul_(v, grads, grads, 1.0 - cfg_.beta2);
-  auto denom = torch::_foreach_sqrt(v);
-  torch::_foreach_div_(denom, std::sqrt(bc2));
-  torch::_foreach_add_(denom, cfg_.eps);
-  torch::_foreach_addcdiv_(params, m, denom, -lr / bc1);
-}
-
-void Optimizer::step(const torch::Tensor& lr, const torch::Tensor& count) {
-  torch::NoGradGuard no_grad;
-  const bool decoupled = cfg_.optimizer == "adamw";
-  auto [params, grads, m, v] = with_gradients();
-  if (params.empty()) {
-    return;
-  }
-  if (compat::fused_adam_on_device(params, grads, m, v, count, lr, cfg_.beta1, cfg_.beta2,
-                                   cfg_.weight_decay, cfg_.eps, decoupled)) {
-    return;
-  }
-  // The same formula with the step's scalars as 0-dim tensors (one kernel chain per
-  // parameter: this form is for the CPU and LibTorch before 2.4, where speed is not the point).
-  const auto bc1 = 1.0 - torch::pow(cfg_.beta1, count);
-  const auto bc2_sqrt = (1.0 - torch::pow(cfg_.beta2, count)).sqrt();
-  const auto step_size = lr / bc1;
-  const auto shrink = 1.0 - lr * cfg_.weight_decay;
-  for (size_t i = 0; i < params.size(); ++i) {
-    torch::Tensor g = grads[i];
-    if (cfg_.weight_decay != 0) {
-      if (decoupled) {
-        params[i].mul_(shrink);
-      } else {
-        g = g + params[i] * cfg_.weight_decay;
-      }
-    }
-    m[i].mul_(cfg_.beta1).add_(g, 1.0 - cfg_.beta1);
-    v[i].mul_(cfg_.beta2).addcmul_(g, g, 1.0 - cfg_.beta2);
-    const auto denom = (v[i].sqrt() / bc2_sqrt).add_(cfg_.eps);
-    params[i].sub_(m[i] / denom * step_size);
-  }
-}
-
-std::vector<std::pair<std::string, torch::Tensor>> Optimizer::state() const {
-  std::vector<std::pair<std::string, torch::Tensor>> out;
-  for (size_t i = 0; i < params_.size(); ++i) {
-    out.emplace_back("optimizer.exp_avg." + params_[i].first, m_[i]);
-    out.emplace_back("optimizer.exp_avg_sq." + params_[i].first, v_[i]);
-  }
-  return out;
-}
-
-void Optimizer::load_state(const std::vector<std::pair<std::string, torch::Tensor>>& tensors,
-                           int64_t step) {
-  std::map<std::string, torch::Tensor> by_name(tensors.begin(), tensors.end());
-  torch::NoGradGuard no_grad;
-  for (size_t i = 0; i < params_.size(); ++i) {
-    for (auto [prefix, dst] : {std::pair<std::string, torch::Tensor*>{"optimizer.exp_avg.", &m_[i]},
-                               {"optimizer.exp_avg_sq.", &v_[i]}}) {
-      auto it = by_name.find(prefix + params_[i].first);
-      LENGEN_CHECK(it != by_name.end(), "checkpoint has no optimizer state '{}{}'", prefix,
-                   params_[i].first);
-      LENGEN_CHECK(it->second.sizes() == dst->sizes(),
-                   "checkpoint optimizer state '{}' has shape {} but the model needs {}",
-                   it->first, shape(it->second), shape(*dst));
-      dst->copy_(it->second);
-    }
-  }
-  t_ = step;
-}
+double TrainConfig::lr_at(int64_t step) const { return schedule().at(step); }
 
 torch::Tensor clip_grad_norm(const std::vector<torch::Tensor>& params, double max_norm) {
   torch::NoGradGuard no_grad;
@@ -403,7 +287,8 @@ Trainer::Trainer(TrainConfig cfg,
       model_(std::move(model)),
       device_(device),
       run_dir_(std::move(run_dir)),
-      optimizer_(cfg_, named_weights(model_)),
+      optimizer_(make_optimizer(cfg_.optimizer, named_weights(model_))),
+      schedule_(cfg_.schedule()),
       objective_(objective_for(model_)),
       // Not owned: the caller keeps the task alive for the trainer's lifetime.
       data_(std::shared_ptr<const Task>(&task_, [](const Task*) {}), cfg_.dataset_size, seed_) {
@@ -412,6 +297,10 @@ Trainer::Trainer(TrainConfig cfg,
                  "train.cuda_graphs: only the decoder's one-sequence layout pads to a fixed shape "
                  "without changing the loss; this model's layout is {}",
                  layout_name(objective_->layout()));
+    LENGEN_CHECK(optimizer_->capturable(),
+                 "train.cuda_graphs: optimizer '{}' has no device-scalar step to record; use adam or "
+                 "adamw, or set cuda_graphs: false",
+                 optimizer_name(cfg_.optimizer));
     if (device_.is_cuda()) {
       logger("train")->warn(
           "train.cuda_graphs is experimental: on an H100 its first version trained the quickstart "
@@ -436,7 +325,7 @@ void Trainer::load_optimizer_state(const std::string& checkpoint) {
   TensorFile file = load_safetensors(checkpoint);
   auto it = file.metadata.find("step");
   LENGEN_CHECK(it != file.metadata.end(), "{}: not a lengen training checkpoint (no step)", checkpoint);
-  optimizer_.load_state(file.tensors, std::stoll(it->second));
+  optimizer_->load_state(file.tensors, std::stoll(it->second));
 }
 
 std::vector<Batch> Trainer::batches_for_step(int64_t step_index) {
@@ -480,7 +369,7 @@ std::vector<Batch> Trainer::batches_for_step(int64_t step_index) {
 
 torch::Tensor Trainer::backward(const std::vector<Batch>& batches) {
   model_->train();
-  optimizer_.zero_grad();
+  optimizer_->zero_grad();
   // The whole batch's loss is the sum of its scored tokens' losses over their count; each
   // group contributes its share, so its gradients add up to the whole batch's. The counts
   // come from the host (Batch::scored), so this loop never waits for the device.
@@ -545,7 +434,7 @@ torch::Tensor Trainer::graph_body(const Batch& batch) {
     }
     clip_grad_norm(params, cfg_.grad_clip);
   }
-  optimizer_.step(graph_lr_, graph_count_);
+  optimizer_->step(graph_lr_, graph_count_);
   return loss;
 }
 
@@ -564,8 +453,8 @@ torch::Tensor Trainer::graphed_step(const Batch& batch, int64_t step_index) {
     graph_step_ = torch::zeros({}, on.dtype(torch::kInt64));
   }
   // What changes from step to step goes into tensors the recorded work reads: three fills.
-  graph_lr_.fill_(cfg_.lr_at(step_index));
-  graph_count_.fill_(static_cast<double>(optimizer_.steps_taken() + 1));
+  graph_lr_.fill_(schedule_.at(step_index));
+  graph_count_.fill_(static_cast<double>(optimizer_->steps_taken() + 1));
   graph_step_.fill_(step_index);
   torch::manual_seed(mix_seed(seed_, {static_cast<uint64_t>(step_index), 3}));
 
@@ -602,19 +491,19 @@ torch::Tensor Trainer::graphed_step(const Batch& batch, int64_t step_index) {
         logger("train")->warn("step {}: {}; training without CUDA graphs from here on",
                               step_index, e.what());
         graphs_off_ = true;
-        optimizer_.zero_grad();
+        optimizer_->zero_grad();
       }
     }
     if (g->graph.captured()) {
       g->graph.replay();
-      optimizer_.advance();
+      optimizer_->advance();
       return g->loss.clone();
     }
   }
   // The first step of a shape (a warm-up before its capture), every step on the CPU, and every
   // step after a failed capture: the same padded step, eagerly, on the batch's own tensors.
   torch::Tensor loss = graph_body(padded);
-  optimizer_.advance();
+  optimizer_->advance();
   return loss;
 }
 
@@ -646,7 +535,7 @@ torch::Tensor Trainer::step(const std::vector<Batch>& batches, int64_t step_inde
     }
     clip_grad_norm(params, cfg_.grad_clip);
   }
-  optimizer_.step(cfg_.lr_at(step_index));
+  optimizer_->step(schedule_.at(step_index));
   return loss;
 }
 
@@ -661,7 +550,7 @@ void Trainer::check_finite() const {
   throw Error(fmt::format("training diverged: loss is {} at step {} (lr {:.3g}); the last "
                           "checkpoint is kept. Lower train.optimizer.lr, raise the warm-up or "
                           "set train.grad_clip",
-                          first_bad_loss_.item<double>(), bad, cfg_.lr_at(bad)));
+                          first_bad_loss_.item<double>(), bad, schedule_.at(bad)));
 }
 
 std::string Trainer::latest_checkpoint() const {
@@ -683,7 +572,7 @@ std::string Trainer::latest_checkpoint() const {
 void Trainer::save_checkpoint(int64_t step) {
   fs::path dir = fs::path(run_dir_) / "checkpoints";
   auto tensors = named_weights(model_);
-  for (auto& s : optimizer_.state()) {
+  for (auto& s : optimizer_->state()) {
     tensors.push_back(s);
   }
   std::map<std::string, std::string> meta{{"format", "lengen-checkpoint-1"},
@@ -713,7 +602,7 @@ int64_t Trainer::load_checkpoint(const std::string& path) {
   LENGEN_CHECK(it != file.metadata.end(), "{}: not a lengen training checkpoint (no step)", path);
   const int64_t step = std::stoll(it->second);
   copy_weights(model_, file, path);
-  optimizer_.load_state(file.tensors, step);
+  optimizer_->load_state(file.tensors, step);
   return step;
 }
 
@@ -833,10 +722,10 @@ TrainResult Trainer::run(bool resume) {
       const double mean_loss = window_loss.item<double>() / static_cast<double>(window_steps);
       const double real = static_cast<double>(window_tokens) / static_cast<double>(std::max<int64_t>(window_padded, 1));
       log->info("step {:>6}/{} loss {:.4f} lr {:.2e} {:>7.0f} tok/s ({:.0f}% real) {:.1f} ms/step ETA {}", s + 1,
-                cfg_.steps, mean_loss, cfg_.lr_at(s), tps, 100.0 * real, 1000.0 * dt / window_steps,
+                cfg_.steps, mean_loss, schedule_.at(s), tps, 100.0 * real, 1000.0 * dt / window_steps,
                 format_duration(eta));
       nlohmann::json rec{{"step", s + 1},         {"loss", mean_loss},
-                         {"lr", cfg_.lr_at(s)},   {"tokens_per_s", tps},
+                         {"lr", schedule_.at(s)},   {"tokens_per_s", tps},
                          {"real_token_fraction", real},
                          {"elapsed_s", elapsed},  {"ms_per_step", 1000.0 * dt / window_steps}};
       metrics << rec.dump() << "\n" << std::flush;
@@ -844,7 +733,7 @@ TrainResult Trainer::run(bool resume) {
         tb = std::make_unique<EventWriter>((fs::path(run_dir_) / "tensorboard").string());
       }
       tb->scalar("train/loss", s + 1, mean_loss);
-      tb->scalar("train/lr", s + 1, cfg_.lr_at(s));
+      tb->scalar("train/lr", s + 1, schedule_.at(s));
       tb->scalar("train/tokens_per_s", s + 1, tps);
       window_start = now;
       window_loss = torch::Tensor();

@@ -1,5 +1,5 @@
-// `lengen plugins`: position schemes, tasks, stage kinds, norms, activations and architectures with
-// their options.
+// `lengen plugins`: every registered kind of component (position schemes, tasks, stage kinds,
+// norms, activations, optimizers, decays) and the architectures, with their options.
 #include "../cli.h"
 
 #include "lengen/config/section.h"
@@ -7,6 +7,10 @@
 #include "lengen/model/transformer.h"
 #include "lengen/plugin/loader.h"
 #include "lengen/registry/registry.h"
+#include "lengen/model/activation.h"
+#include "lengen/model/norm.h"
+#include "lengen/train/optimizer.h"
+#include "lengen/train/schedule.h"
 
 namespace lengen::cli {
 namespace {
@@ -14,7 +18,7 @@ namespace {
 class Plugins : public Command {
  public:
   CLI::App* add(CLI::App& app, Common& common) override {
-    auto* c = app.add_subcommand("plugins", "list position schemes, tasks, stage kinds, norms and activations with their options");
+    auto* c = app.add_subcommand("plugins", "list position schemes, tasks, stage kinds, norms, activations, optimizers and decays with their options");
     c->add_option("--describe", describe_, "print one component's options");
     c->add_flag("--markdown", markdown_, "print the config reference as Markdown");
     add_common(c, common, false);
@@ -25,26 +29,23 @@ class Plugins : public Command {
     std::vector<std::string> errors;
     load_all_plugins(&errors);
     for (const auto& e : errors) logger("plugin")->error("{}", e);
+    const std::vector<RegistryBase*> kinds = registries();
     if (!describe_.empty()) {
-      const auto* p = position_registry().find(describe_);
-      const auto* t = task_registry().find(describe_);
-      const auto* s = stage_registry().find(describe_);
-      const auto* nm = norm_registry().find(describe_);
-      const auto* a = activation_registry().find(describe_);
-      if (!p && !t && !s && !nm && !a) {
-        auto n = position_registry().names();
-        for (const auto& reg : {task_registry().names(), stage_registry().names(), norm_registry().names(),
-                                activation_registry().names()}) {
-          n.insert(n.end(), reg.begin(), reg.end());
+      bool found = false;
+      std::vector<std::string> names;
+      for (const RegistryBase* r : kinds) {
+        if (const ComponentEntry* e = r->entry(describe_)) {
+          print_entry(*e, true);
+          found = true;
         }
-        LENGEN_FAIL("no position scheme, task, stage kind, norm or activation named '{}'{}", describe_,
-                    did_you_mean(describe_, n));
+        for (const ComponentEntry* e : r->entries()) names.push_back(e->spec.name);
       }
-      if (p) print_entry(*p, true);
-      if (t) print_entry(*t, true);
-      if (s) print_entry(*s, true);
-      if (nm) print_entry(*nm, true);
-      if (a) print_entry(*a, true);
+      if (!found) {
+        std::vector<std::string> titles;
+        for (const RegistryBase* r : kinds) titles.push_back(r->title());
+        LENGEN_FAIL("no component named '{}' among the {}{}", describe_, join(titles, ", "),
+                    did_you_mean(describe_, names));
+      }
       return 0;
     }
     if (markdown_) {
@@ -56,16 +57,16 @@ class Plugins : public Command {
         fmt::print("\n");
       }
     }
-    fmt::print(markdown_ ? "## Position schemes\n\n" : "position schemes:\n");
-    for (const auto* e : position_registry().list()) print_entry(*e, markdown_);
-    fmt::print(markdown_ ? "## Tasks\n\n" : "tasks:\n");
-    for (const auto* e : task_registry().list()) print_entry(*e, markdown_);
-    fmt::print(markdown_ ? "## Stage kinds\n\n" : "stage kinds (stages[i].kind):\n");
-    for (const auto* e : stage_registry().list()) print_entry(*e, markdown_);
-    fmt::print(markdown_ ? "## Norms\n\n" : "norms (model.norm):\n");
-    for (const auto* e : norm_registry().list()) print_entry(*e, markdown_);
-    fmt::print(markdown_ ? "## Activations\n\n" : "activations (model.activation):\n");
-    for (const auto* e : activation_registry().list()) print_entry(*e, markdown_);
+    for (const RegistryBase* r : kinds) {
+      std::string title = r->title();
+      if (markdown_) {
+        title[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(title[0])));
+        fmt::print("## {}\n\n", title);
+      } else {
+        fmt::print("{} ({}):\n", title, r->where());
+      }
+      for (const ComponentEntry* e : r->entries()) print_entry(*e, markdown_);
+    }
     if (!markdown_) {
       fmt::print("architectures (model.arch):\n");
       for (const auto& a : architectures()) fmt::print("  {:<15} {}\n", a.name, a.summary);
@@ -104,8 +105,13 @@ class Plugins : public Command {
     }
   }
 
-  template <class Entry>
-  void print_entry(const Entry& e, bool full) const {
+  // Every kind of component, in the order the listing and the config reference show them.
+  static std::vector<RegistryBase*> registries() {
+    return {&position_registry(), &task_registry(),       &stage_registry(),     &norm_registry(),
+            &activation_registry(), &optimizer_registry(), &decay_registry()};
+  }
+
+  void print_entry(const ComponentEntry& e, bool full) const {
     const std::string kinds = e.spec.kind == "position" ? applies_in(e.spec.name) : "";
     if (markdown_) {
       fmt::print("### `{}` ({})\n\n{}\n\n", e.spec.name, e.spec.kind, e.spec.summary);

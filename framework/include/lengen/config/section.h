@@ -33,12 +33,7 @@ class Section {
   template <class M>
   Section&& bind(const std::string& path, M T::*member) && {
     Binding b;
-    for (size_t start = 0;;) {
-      const size_t dot = path.find('.', start);
-      b.path.push_back(path.substr(start, dot == std::string::npos ? std::string::npos : dot - start));
-      if (dot == std::string::npos) break;
-      start = dot + 1;
-    }
+    b.path = split(path);
     b.get = [member, key = b.path.back()](T& out, const Options& o) {
       if constexpr (std::is_same_v<M, bool>) {
         out.*member = o.get_bool(key);
@@ -56,6 +51,19 @@ class Section {
       }
     };
     b.put = [member](const T& in) { return YAML::Node(in.*member); };
+    bindings_.push_back(std::move(b));
+    return std::move(*this);
+  }
+
+  /// Binds the key at `path` to the owner's own reading and writing: `get` reads it from the
+  /// validated options of the map that holds it (only when it is written there), `put`
+  /// writes it (e.g. a registered component's resolved options).
+  Section&& bind_with(const std::string& path, std::function<void(T&, const Options&)> get,
+                      std::function<YAML::Node(const T&)> put) && {
+    Binding b;
+    b.path = split(path);
+    b.get = std::move(get);
+    b.put = std::move(put);
     bindings_.push_back(std::move(b));
     return std::move(*this);
   }
@@ -89,6 +97,16 @@ class Section {
   const ComponentSpec& spec() const { return spec_; }
 
  private:
+  static std::vector<std::string> split(const std::string& path) {
+    std::vector<std::string> out;
+    for (size_t start = 0;;) {
+      const size_t dot = path.find('.', start);
+      out.push_back(path.substr(start, dot == std::string::npos ? std::string::npos : dot - start));
+      if (dot == std::string::npos) return out;
+      start = dot + 1;
+    }
+  }
+
   struct Binding {
     std::vector<std::string> path;
     std::function<void(T&, const Options&)> get;

@@ -28,10 +28,8 @@ class LENGEN_API Activation {
   virtual torch::Tensor forward(const torch::Tensor& up) const = 0;
 };
 
-using ActivationRegistry = Registry<Activation, ActivationContext>;
-
-/// The activations (`model.activation`); the built-in ones are registered on first use.
-LENGEN_API ActivationRegistry& activation_registry();
+// activations: activation_registry() (lengen/registry/registry.h); the built-in ones are registered on
+// first use.
 
 /// Builds the registered activation `name`; an unknown name fails listing the registered ones.
 LENGEN_API std::shared_ptr<Activation> make_activation(const std::string& name);

@@ -32,10 +32,8 @@ class LENGEN_API NormFunction {
   virtual torch::Tensor forward(const torch::Tensor& x) = 0;
 };
 
-using NormRegistry = Registry<NormFunction, NormContext>;
-
-/// The norms (`model.norm`); the built-in ones are registered on first use.
-LENGEN_API NormRegistry& norm_registry();
+// norms: norm_registry() (lengen/registry/registry.h); the built-in ones are registered on
+// first use.
 
 /// The module a block or stack holds for one norm: it builds the registered norm `kind`,
 /// whose parameters it holds. An unknown kind fails listing the registered ones.

@@ -18,7 +18,9 @@
 // Task::from_labeled and the evaluation breakdown (EvalConfig::breakdown, CellResult::analysis);
 // 5 adds PositionScheme::position_ids (the shared `cyclic` transform), SchemeContext::run_dir,
 // AttentionContext::query_offset and undefined additive biases (no term); 6 adds the shared
-// `randomized` transform (PositionScheme::set_randomized).
+// `randomized` transform (PositionScheme::set_randomized); 7 adds optimizers and
+// learning-rate decays as components (Registrar::add_optimizer, add_decay; lengen/train/
+// optimizer.h, schedule.h) and makes norms and activations loadable (add_norm, add_activation).
 // ABI history: 1 first release; 2 (architectures) adds the virtual functions
 // PositionScheme::transform_ids_pair, Task::to_seq2seq and Task::to_labeled (vtables changed:
 // rebuild every plugin); 3 (stages) adds fields to OptionSpec and Options (map and list-of-map
@@ -26,12 +28,14 @@
 // the virtual Task::from_labeled (the inverse of to_labeled) and fields to EvalConfig and
 // CellResult (rebuild every plugin); 5 adds fields to PositionScheme, SchemeContext,
 // AttentionContext and Experiment (rebuild every plugin); 6 adds fields to PositionScheme
-// (randomized positions) and ConfigSource (the files an experiment extends).
+// (randomized positions) and ConfigSource (the files an experiment extends); 7 makes every
+// Registry a RegistryBase (vtables changed) and changes TrainConfig (the optimizer is a
+// component): rebuild every plugin.
 
 #include <cstdint>
 
-#define LENGEN_PLUGIN_ABI 6
-#define LENGEN_PLUGIN_API 6
+#define LENGEN_PLUGIN_ABI 7
+#define LENGEN_PLUGIN_API 7
 
 namespace lengen {
 class Registrar;

@@ -20,6 +20,14 @@ class Task;
 struct TaskContext;
 class Stage;
 struct StageInfo;
+class NormFunction;
+struct NormContext;
+class Activation;
+struct ActivationContext;
+class Optimizer;
+struct OptimizerContext;
+class Decay;
+struct DecayContext;
 
 /// Which library a component came from; recorded in every run's config.yaml.
 struct PluginOrigin {
@@ -38,35 +46,70 @@ LENGEN_API bool resolve_by_convention(const std::string& kind, const std::string
 /// name), so the message lists what is installed. Implemented by the plugin loader.
 LENGEN_API void resolve_all();
 
+/// What every registry knows of a component whatever its type: its schema and library.
+struct ComponentEntry {
+  ComponentSpec spec;
+  PluginOrigin origin;
+};
+
+/// The part of a registry that does not depend on the component's type, so that the loader
+/// and `lengen plugins` treat every kind alike. Each registry enters itself in
+/// all_registries() when it is built and leaves when destroyed.
+class LENGEN_API RegistryBase {
+ public:
+  /// kind: "norm" (also the plugin file's liblengen-<kind>-<name>.so); title: "norms"; where:
+  /// the YAML key that names one, "model.norm".
+  RegistryBase(std::string kind, std::string title, std::string where);
+  RegistryBase(const RegistryBase&) = delete;
+  RegistryBase& operator=(const RegistryBase&) = delete;
+  virtual ~RegistryBase();
+
+  const std::string& kind() const { return kind_; }
+  const std::string& title() const { return title_; }
+  const std::string& where() const { return where_; }
+  /// Every entry, sorted by name.
+  virtual std::vector<const ComponentEntry*> entries() const = 0;
+  virtual const ComponentEntry* entry(const std::string& name) const = 0;
+  /// Removes everything a library registered (rollback of a failed registration).
+  virtual void remove_library(const std::string& library) = 0;
+
+ private:
+  std::string kind_, title_, where_;
+};
+
+/// The registries built so far, in the order they were built. Call a registry's accessor
+/// (norm_registry(), ...) to make sure it is among them.
+LENGEN_API std::vector<RegistryBase*> all_registries();
+
 /// A registry of one kind of component ("position", "task"): name -> schema + factory.
 /// Components are created from their own YAML subtree: a map with `name:` plus options, or
 /// a bare string naming a component without required options.
 template <class Base, class Context>
-class Registry {
+class Registry final : public RegistryBase {
  public:
   using Factory = std::function<std::shared_ptr<Base>(const Options&, const Context&)>;
 
-  struct Entry {
-    ComponentSpec spec;
-    PluginOrigin origin;
+  struct Entry : ComponentEntry {
+    Entry(ComponentSpec s, PluginOrigin o, Factory f)
+        : ComponentEntry{std::move(s), std::move(o)}, make(std::move(f)) {}
     Factory make;
   };
 
-  explicit Registry(std::string kind) : kind_(std::move(kind)) {}
+  explicit Registry(std::string kind, std::string title = "", std::string where = "")
+      : RegistryBase(kind, title.empty() ? kind : title, std::move(where)) {}
 
   /// Adds a component. A name registered twice is an error naming both libraries.
   void add(ComponentSpec spec, PluginOrigin origin, Factory make) {
     if (auto it = entries_.find(spec.name); it != entries_.end()) {
       LENGEN_FAIL("{} '{}' is registered twice: by {} and by {}; remove one of the libraries",
-                  kind_, spec.name, it->second.origin.library, origin.library);
+                  kind(), spec.name, it->second.origin.library, origin.library);
     }
-    spec.kind = kind_;
+    spec.kind = kind();
     std::string name = spec.name;
     entries_.emplace(name, Entry{std::move(spec), std::move(origin), std::move(make)});
   }
 
-  /// Removes everything a library registered (rollback of a failed registration).
-  void remove_library(const std::string& library) {
+  void remove_library(const std::string& library) override {
     for (auto it = entries_.begin(); it != entries_.end();) {
       it = it->second.origin.library == library ? entries_.erase(it) : std::next(it);
     }
@@ -76,6 +119,12 @@ class Registry {
     auto it = entries_.find(name);
     return it == entries_.end() ? nullptr : &it->second;
   }
+  const ComponentEntry* entry(const std::string& name) const override { return find(name); }
+  std::vector<const ComponentEntry*> entries() const override {
+    std::vector<const ComponentEntry*> out;
+    for (const auto& [name, e] : entries_) out.push_back(&e);
+    return out;
+  }
 
   /// The entry for `name`, loading liblengen-<kind>-<name>.so by convention if needed;
   /// fails listing the known names and the closest match. `where` is a ConfigNode for the
@@ -84,7 +133,7 @@ class Registry {
     if (const Entry* e = find(name)) {
       return *e;
     }
-    if (resolve_by_convention(kind_, name)) {
+    if (resolve_by_convention(kind(), name)) {
       if (const Entry* e = find(name)) {
         return *e;
       }
@@ -94,8 +143,17 @@ class Registry {
     where.fail(fmt::format("unknown {} '{}'{}; known: {} (plugins are searched in the YAML "
                            "'plugins:' list, --plugin-path, LENGEN_PLUGIN_PATH and the "
                            "installed plugin folder)",
-                           kind_, name, did_you_mean(name, known),
+                           kind(), name, did_you_mean(name, known),
                            known.empty() ? "none" : join(known)));
+  }
+
+  /// Builds the component `name` from the options in `node` (a map, whose `name:` key if any
+  /// is skipped, or undefined for every default): for a section that names the component
+  /// apart from its options or has a default name.
+  std::shared_ptr<Base> create_named(const std::string& name, const ConfigNode& node, const Context& ctx,
+                                     const ConfigNode& where) const {
+    const Entry& entry = lookup(name, where);
+    return entry.make(Options::validate(entry.spec, node), ctx);
   }
 
   /// Validates `node` against the component's schema and builds it.
@@ -106,11 +164,11 @@ class Registry {
     } else if (node.is_map()) {
       ConfigNode n = node.child("name");
       if (!n.defined()) {
-        node.fail(fmt::format("a {} needs a 'name:' key", kind_));
+        node.fail(fmt::format("a {} needs a 'name:' key", kind()));
       }
       name = n.as_string();
     } else {
-      node.fail(fmt::format("expected a {} name or a map with 'name:', got {}", kind_,
+      node.fail(fmt::format("expected a {} name or a map with 'name:', got {}", kind(),
                             node.defined() ? "a list" : "nothing"));
     }
     const Entry& entry = lookup(name, node);
@@ -142,10 +200,8 @@ class Registry {
     return out;
   }
 
-  const std::string& kind() const { return kind_; }
 
  private:
-  std::string kind_;
   std::map<std::string, Entry> entries_;
 };
 
@@ -163,16 +219,32 @@ void add_builtin(Registry<Base, Context>& registry) {
 using PositionRegistry = Registry<PositionScheme, SchemeContext>;
 using TaskRegistry = Registry<Task, TaskContext>;
 using StageRegistry = Registry<Stage, StageInfo>;
+using NormRegistry = Registry<NormFunction, NormContext>;
+using ActivationRegistry = Registry<Activation, ActivationContext>;
+using OptimizerRegistry = Registry<Optimizer, OptimizerContext>;
+using DecayRegistry = Registry<Decay, DecayContext>;
 
 /// The process-wide registries (owned by liblengen).
 LENGEN_API PositionRegistry& position_registry();
 LENGEN_API TaskRegistry& task_registry();
 /// Stage kinds (`stages[i].kind`); see lengen/stage/stage.h.
 LENGEN_API StageRegistry& stage_registry();
+/// Norms (`model.norm`, lengen/model/norm.h) and feed-forward activations (`model.activation`,
+/// lengen/model/activation.h).
+LENGEN_API NormRegistry& norm_registry();
+LENGEN_API ActivationRegistry& activation_registry();
+/// Optimizers (`train.optimizer`, lengen/train/optimizer.h) and learning-rate decays after
+/// the warm-up (`train.schedule.decay`, lengen/train/schedule.h).
+LENGEN_API OptimizerRegistry& optimizer_registry();
+LENGEN_API DecayRegistry& decay_registry();
 
 /// Adds a position scheme to position_registry() with the options the framework gives every
 /// scheme (`cyclic`) appended to its spec and applied to what `make` builds.
 LENGEN_API void add_position_scheme(ComponentSpec spec, PluginOrigin origin, PositionRegistry::Factory make);
+
+/// Adds an optimizer to optimizer_registry() with the option the framework gives every
+/// optimizer (`lr`, the peak learning rate the schedule scales) put first in its spec.
+LENGEN_API void add_optimizer(ComponentSpec spec, PluginOrigin origin, OptimizerRegistry::Factory make);
 
 /// Handed to a plugin's register function; bound to the library being loaded so every
 /// component it adds records its origin.
@@ -208,9 +280,42 @@ class LENGEN_API Registrar {
     });
   }
 
+  /// Registers an optimizer with `static ComponentSpec spec()` and a constructor
+  /// `O(const Options&, const OptimizerContext&)` (include lengen/train/optimizer.h); its
+  /// options gain `lr`.
+  template <class O>
+  void add_optimizer() {
+    lengen::add_optimizer(O::spec(), origin_, [](const Options& o, const OptimizerContext& c) {
+      return std::make_shared<O>(o, c);
+    });
+  }
+
+  /// Registers a learning-rate decay (include lengen/train/schedule.h), a norm
+  /// (lengen/model/norm.h) or an activation (lengen/model/activation.h): a class with
+  /// `static ComponentSpec spec()` and a constructor `(const Options&, const Context&)`.
+  template <class D>
+  void add_decay() {
+    add_to<D>(decay_registry());
+  }
+  template <class N>
+  void add_norm() {
+    add_to<N>(norm_registry());
+  }
+  template <class A>
+  void add_activation() {
+    add_to<A>(activation_registry());
+  }
+
   const PluginOrigin& origin() const { return origin_; }
 
  private:
+  template <class T, class Base, class Context>
+  void add_to(Registry<Base, Context>& registry) {
+    registry.add(T::spec(), origin_, [](const Options& o, const Context& c) -> std::shared_ptr<Base> {
+      return std::make_shared<T>(o, c);
+    });
+  }
+
   PluginOrigin origin_;
 };
 

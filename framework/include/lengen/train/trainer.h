@@ -6,6 +6,8 @@
 #include "lengen/task/task.h"
 #include "lengen/train/batch.h"
 #include "lengen/train/data.h"
+#include "lengen/train/optimizer.h"
+#include "lengen/train/schedule.h"
 
 #include <torch/types.h>
 
@@ -25,12 +27,12 @@ struct LENGEN_API TrainConfig {
   int64_t steps = 1000;
   int64_t batch_size = 64;
   int64_t buckets = 1;             ///< length groups per step (1: one padded batch)
-  std::string optimizer = "adam";  ///< adam | adamw
-  double lr = 1e-3;
-  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
-  double weight_decay = 0.0;       ///< L2 for adam (coupled), decoupled for adamw
+  /// `train.optimizer` as written: a registered optimizer's name or its map of options
+  /// (lengen/train/optimizer.h); undefined for the default, adam.
+  ConfigNode optimizer;
+  double lr = 1e-3;                ///< the optimizer's `lr`: the peak the schedule scales
   int64_t warmup_steps = 0;        ///< linear warm-up from 0 to lr
-  std::string decay = "cosine";    ///< cosine | linear | constant, after warm-up
+  std::string decay = "cosine";    ///< a registered decay after the warm-up (lengen/train/schedule.h)
   double min_lr_ratio = 0.0;       ///< final lr = lr * min_lr_ratio
   double grad_clip = 1.0;          ///< global L2 norm; 0 disables
   int64_t dataset_size = 0;        ///< 0: fresh samples every step; N: fixed set of N examples
@@ -48,43 +50,10 @@ struct LENGEN_API TrainConfig {
   static TrainConfig from_config(const ConfigNode& node);
   YAML::Node to_yaml() const;
 
-  /// Learning rate at (0-based) step: linear warm-up then the chosen decay.
+  /// The learning rate of every step: linear warm-up then the chosen decay.
+  LearningRateSchedule schedule() const;
+  /// schedule().at(step), for one step.
   double lr_at(int64_t step) const;
-};
-
-/// Adam / AdamW with named state so it can be checkpointed next to the weights.
-class LENGEN_API Optimizer {
- public:
-  Optimizer(const TrainConfig& cfg, std::vector<std::pair<std::string, torch::Tensor>> params);
-  /// One update with learning rate `lr` using the parameters' .grad().
-  void step(double lr);
-  /// The same update with the learning rate and the 1-based step count read from 0-dim
-  /// float32 tensors on the parameters' device, so that the update can be recorded once in
-  /// a CUDA graph and replayed with new values (nothing of the step is fixed on the host).
-  /// Does not advance steps_taken(); advance() does.
-  void step(const torch::Tensor& lr, const torch::Tensor& count);
-  void advance() { ++t_; }
-  /// Unsets every gradient (set to none, as PyTorch 2.x does by default).
-  void zero_grad();
-  /// State tensors as "optimizer.exp_avg.<param>", "optimizer.exp_avg_sq.<param>".
-  std::vector<std::pair<std::string, torch::Tensor>> state() const;
-  /// Restores state written by state(); fails naming a missing or mis-shaped entry.
-  void load_state(const std::vector<std::pair<std::string, torch::Tensor>>& tensors,
-                  int64_t step);
-  int64_t steps_taken() const { return t_; }
-
- private:
-  // The parameters that have a gradient this step, with their moments (the update skips the
-  // others).
-  struct Lists {
-    std::vector<torch::Tensor> params, grads, m, v;
-  };
-  Lists with_gradients() const;
-
-  TrainConfig cfg_;
-  std::vector<std::pair<std::string, torch::Tensor>> params_;
-  std::vector<torch::Tensor> m_, v_;
-  int64_t t_ = 0;
 };
 
 /// Global L2 norm of all gradients; scales them by min(1, max_norm / (norm + 1e-6)) as
@@ -169,7 +138,8 @@ class LENGEN_API Trainer {
   Transformer model_;
   torch::Device device_;
   std::string run_dir_;
-  Optimizer optimizer_;
+  std::shared_ptr<Optimizer> optimizer_;  ///< from cfg_.optimizer
+  LearningRateSchedule schedule_;
   std::shared_ptr<const Objective> objective_;  ///< from the model's architecture
   bool bf16_autocast_ = false;
   TrainingData data_;
