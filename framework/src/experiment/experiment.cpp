@@ -518,13 +518,19 @@ void Experiment::parse_stages(const ConfigNode& stages) {
     for (const auto& opt : reg.spec.options) combined.options.push_back(opt);
     const Options all = Options::validate(combined, entry, {"position"});
     st.options = Options::validate(reg.spec, entry, kStageKeys);
-    reg.make(st.options, StageInfo{st.name});  // the kind's own checks, before anything runs
-    // init_from: an earlier stage by name, or a run directory. Stages other than `train`
-    // read the previous stage's model unless told otherwise.
+    {
+      // The kind's own checks, before anything runs, and what the framework needs to know of it.
+      const std::shared_ptr<Stage> made = reg.make(st.options, StageInfo{st.name});
+      st.trains = made->trains();
+      st.evaluates = made->evaluates();
+      st.reads_evaluations = made->reads_evaluations();
+    }
+    // init_from: an earlier stage by name, or a run directory. Stages that do not train read
+    // the previous stage's model unless told otherwise.
     ConfigNode init = entry.child("init_from");
     if (init.defined()) {
       st.init_from = init.as_string();
-    } else if (st.kind != "train" && i > 0) {
+    } else if (!st.trains && i > 0) {
       st.init_from = this->stages.back().name;
     }
     for (const auto& prev : this->stages) {
@@ -553,7 +559,7 @@ void Experiment::parse_stages(const ConfigNode& stages) {
     if (entry.child("seed").defined()) over["seed"] = entry.child("seed").yaml();
     // A stage that does not train (eval, calibrate) reads init_from's model as that stage built
     // it: its model and position sections, unless the entry gives its own.
-    if (st.kind != "train" && st.init_from_stage) {
+    if (!st.trains && st.init_from_stage) {
       for (const auto& prev : this->stages) {
         if (prev.name != st.init_from) continue;
         for (const char* sec : {"model", "position"}) {

@@ -29,6 +29,7 @@ class CompareStages : public Stage {
                  .at_least(1)}};
   }
   CompareStages(const Options& o, const StageInfo&) : stages_(o.get_string_list("stages")) {}
+  bool reads_evaluations() const override { return true; }
 
   void run(StageContext& ctx) override {
     std::vector<std::string> axes;

@@ -117,12 +117,12 @@ std::string StageContext::checkpoint_of(const std::string& from_in) const {
     if (!ckpt.empty()) {
       const int64_t step = checkpoint_step(ckpt);
       const int64_t want = stages_[j].experiment->train.steps;
-      LENGEN_CHECK(stages_[j].kind != "train" || step == want,
+      LENGEN_CHECK(!stages_[j].trains || step == want,
                    "stage '{}' starts from stage '{}', whose newest checkpoint is step {} of {} (it has not "
                    "finished)", spec().name, stages_[j].name, step, want);
       return ckpt;
     }
-    LENGEN_CHECK(stages_[j].kind != "train", "stage '{}' starts from stage '{}', which has no checkpoint yet",
+    LENGEN_CHECK(!stages_[j].trains, "stage '{}' starts from stage '{}', which has no checkpoint yet",
                  spec().name, stages_[j].name);
     from = stages_[j].init_from;
   }
@@ -172,6 +172,7 @@ class TrainStage : public Stage {
             {}};
   }
   TrainStage(const Options&, const StageInfo&) {}
+  bool trains() const override { return true; }
 
   void run(StageContext& ctx) override {
     const Experiment& exp = ctx.experiment();
@@ -224,6 +225,7 @@ class EvalStage : public Stage {
     return {"stage", "eval", "evaluate init_from's model (default: the previous stage's) on the stage's eval grid", {}};
   }
   EvalStage(const Options&, const StageInfo&) {}
+  bool evaluates() const override { return true; }
 
   void run(StageContext& ctx) override {
     const Experiment& exp = ctx.experiment();
@@ -318,10 +320,12 @@ void run_experiment(const Experiment& exp, const RunOptions& options) {
     StageSpec train;
     train.name = "train";
     train.kind = "train";
+    train.trains = true;
     train.experiment = self;
     StageSpec eval;
     eval.name = "eval";
     eval.kind = "eval";
+    eval.evaluates = true;
     eval.init_from = "train";
     eval.init_from_stage = true;
     eval.experiment = self;
@@ -338,9 +342,9 @@ void run_experiment(const Experiment& exp, const RunOptions& options) {
   std::string last_eval;
   for (size_t i = 0; i < stages.size(); ++i) {
     const StageSpec& st = stages[i];
-    if (options.no_eval && (st.kind == "eval" || st.kind == "compare_stages")) continue;  // compare_stages reads evaluations
+    if (options.no_eval && (st.evaluates || st.reads_evaluations)) continue;
     const fs::path sdir = implicit ? fs::path(dir) : fs::path(dir) / "stages" / st.name;
-    if (st.kind == "eval") last_eval = sdir.string();
+    if (st.evaluates) last_eval = sdir.string();
     if (!implicit && fs::exists(sdir / kMarker)) {
       log->info("stage {}/{} '{}' ({}) finished earlier; skipped", i + 1, stages.size(), st.name, st.kind);
       continue;
@@ -400,8 +404,8 @@ Experiment final_experiment(const Experiment& exp) {
   const StageSpec* trained = nullptr;
   const StageSpec* evaluated = nullptr;
   for (const auto& st : exp.stages) {
-    if (st.kind == "train") trained = &st;
-    if (st.kind == "eval") evaluated = &st;
+    if (st.trains) trained = &st;
+    if (st.evaluates) evaluated = &st;
   }
   Experiment out = trained ? *trained->experiment : exp;
   if (evaluated) out.eval = evaluated->experiment->eval;

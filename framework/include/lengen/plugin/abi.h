@@ -29,8 +29,9 @@
 // CellResult (rebuild every plugin); 5 adds fields to PositionScheme, SchemeContext,
 // AttentionContext and Experiment (rebuild every plugin); 6 adds fields to PositionScheme
 // (randomized positions) and ConfigSource (the files an experiment extends); 7 makes every
-// Registry a RegistryBase (vtables changed) and changes TrainConfig (the optimizer is a
-// component): rebuild every plugin.
+// Registry a RegistryBase (vtables changed), changes TrainConfig (the optimizer is a
+// component), and adds Stage::trains/evaluates/reads_evaluations and their StageSpec fields
+// (what the framework asked of a stage's kind name before): rebuild every plugin.
 
 #include <cstdint>
 

@@ -97,6 +97,17 @@ class LENGEN_API Stage {
  public:
   virtual ~Stage();
   virtual void run(StageContext& ctx) = 0;
+
+  /// What the framework asks of a kind (of the instance built when the file loads), instead
+  /// of its name. A stage that trains leaves the weights later stages start from: by default
+  /// it starts afresh (no init_from), it builds its own model and position sections, and a
+  /// later stage may start only from its finished checkpoint. The last one is the run's model.
+  virtual bool trains() const { return false; }
+  /// Writes eval/ (grid.csv, summary.json): the last such stage's is copied to the run's own
+  /// eval/ and plots/. Skipped by --no-eval.
+  virtual bool evaluates() const { return false; }
+  /// Reads other stages' evaluations (compare_stages): skipped by --no-eval too.
+  virtual bool reads_evaluations() const { return false; }
 };
 
 /// One entry of `stages:`, validated when the experiment loads.
@@ -106,6 +117,9 @@ struct LENGEN_API StageSpec {
 
   std::string name;
   std::string kind;                 ///< a registered stage component
+  bool trains = false;              ///< the kind's Stage::trains()
+  bool evaluates = false;           ///< the kind's Stage::evaluates()
+  bool reads_evaluations = false;   ///< the kind's Stage::reads_evaluations()
   std::string init_from;            ///< "" | an earlier stage's name | a run directory
   bool init_from_stage = false;     ///< init_from names a stage of this experiment
   InitRules init;                   ///< new_parameters / dropped_parameters
