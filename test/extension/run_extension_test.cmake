@@ -3,12 +3,12 @@
 # find_package(lengen), and checks that the installed lengen loads the plugin and that it
 # passes the position contract (full pass == KV-cached decoding; bidirectional attention).
 # Then does the same with the stage kind of docs/stages.md and runs a two-stage experiment
-# with it through the installed CLI.
+# with it through the installed CLI, and with the Lion optimizer of docs/writing-a-plugin.md,
+# which must pass the optimizer contract and train a model through the installed CLI.
 cmake_minimum_required(VERSION 3.25)
 set(work "${BINARY_DIR}/extension-test")
 file(REMOVE_RECURSE "${work}")
 set(prefix "${work}/prefix")
-set(src "${work}/src")
 
 # The examples live in the walk-throughs themselves: every fenced block preceded by a
 # `<!-- file: NAME -->` line becomes DEST/NAME, so the page and the tested code are one.
@@ -45,12 +45,6 @@ function(extract doc dest)
   set(extracted "${found}" PARENT_SCOPE)
 endfunction()
 
-set(doc "${SOURCE_DIR}/docs/writing-a-position-scheme.md")
-extract("${doc}" "${src}")
-if(NOT "kerple_log.cpp" IN_LIST extracted OR NOT "CMakeLists.txt" IN_LIST extracted)
-  message(FATAL_ERROR "${doc} must mark kerple_log.cpp and CMakeLists.txt; found: ${extracted}")
-endif()
-
 function(run)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   if(NOT rc EQUAL 0)
@@ -59,35 +53,38 @@ function(run)
   set(last_output "${out}${err}" PARENT_SCOPE)
 endfunction()
 
+# Extracts the example of `doc` (which must mark `source` and CMakeLists.txt) into
+# ${work}/<name>-src and builds it against the installed lengen in ${work}/<name>-build.
+function(build_example name doc source)
+  extract("${SOURCE_DIR}/${doc}" "${work}/${name}-src")
+  if(NOT "${source}" IN_LIST extracted OR NOT "CMakeLists.txt" IN_LIST extracted)
+    message(FATAL_ERROR "${doc} must mark ${source} and CMakeLists.txt; found: ${extracted}")
+  endif()
+  run(${CMAKE_COMMAND} -S "${work}/${name}-src" -B "${work}/${name}-build" -G "${GENERATOR}"
+      -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release)
+  run(${CMAKE_COMMAND} --build "${work}/${name}-build")
+endfunction()
+
 run(${CMAKE_COMMAND} --install "${BINARY_DIR}" --prefix "${prefix}")
-run(${CMAKE_COMMAND} -S "${src}" -B "${work}/build" -G "${GENERATOR}"
-    -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release)
-run(${CMAKE_COMMAND} --build "${work}/build")
-set(lib "${work}/build/liblengen-position-kerple_log.so")
+build_example(position docs/writing-a-position-scheme.md kerple_log.cpp)
+set(lib "${work}/position-build/liblengen-position-kerple_log.so")
 if(NOT EXISTS "${lib}")
   message(FATAL_ERROR "the out-of-tree build did not produce ${lib}")
 endif()
 # The installed CLI finds the plugin through --plugin-path and lists it.
-run("${prefix}/bin/lengen" plugins --plugin-path "${work}/build" --describe kerple_log)
+run("${prefix}/bin/lengen" plugins --plugin-path "${work}/position-build" --describe kerple_log)
 if(NOT last_output MATCHES "KERPLE log bias")
   message(FATAL_ERROR "installed lengen did not list the plugin:\n${last_output}")
 endif()
 # The in-tree contract suite runs over every scheme on the path, the new one included.
-set(ENV{LENGEN_PLUGIN_PATH} "${work}/build")
+set(ENV{LENGEN_PLUGIN_PATH} "${work}/position-build")
 run("${BINARY_DIR}/bin/lengen_unit_tests" "position contract*")
 if(NOT last_output MATCHES "All tests passed")
   message(FATAL_ERROR "contract tests did not pass with the plugin:\n${last_output}")
 endif()
 
 # A stage kind built out of tree (docs/stages.md) runs as the second stage of an experiment.
-set(stage_src "${work}/stage-src")
-extract("${SOURCE_DIR}/docs/stages.md" "${stage_src}")
-if(NOT "attention_snapshot.cpp" IN_LIST extracted OR NOT "CMakeLists.txt" IN_LIST extracted)
-  message(FATAL_ERROR "docs/stages.md must mark attention_snapshot.cpp and CMakeLists.txt; found: ${extracted}")
-endif()
-run(${CMAKE_COMMAND} -S "${stage_src}" -B "${work}/stage-build" -G "${GENERATOR}"
-    -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release)
-run(${CMAKE_COMMAND} --build "${work}/stage-build")
+build_example(stage docs/stages.md attention_snapshot.cpp)
 file(WRITE "${work}/snapshot.yaml" "name: snap
 seed: 1
 output_dir: ${work}/runs
@@ -107,14 +104,7 @@ foreach(f attention.safetensors attention.json stage.json)
 endforeach()
 # An optimizer built out of tree (docs/writing-a-plugin.md) passes the optimizer contract and
 # trains a model through the installed CLI.
-set(opt_src "${work}/optimizer-src")
-extract("${SOURCE_DIR}/docs/writing-a-plugin.md" "${opt_src}")
-if(NOT "lion.cpp" IN_LIST extracted OR NOT "CMakeLists.txt" IN_LIST extracted)
-  message(FATAL_ERROR "docs/writing-a-plugin.md must mark lion.cpp and CMakeLists.txt; found: ${extracted}")
-endif()
-run(${CMAKE_COMMAND} -S "${opt_src}" -B "${work}/optimizer-build" -G "${GENERATOR}"
-    -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release)
-run(${CMAKE_COMMAND} --build "${work}/optimizer-build")
+build_example(optimizer docs/writing-a-plugin.md lion.cpp)
 set(ENV{LENGEN_PLUGIN_PATH} "${work}/optimizer-build")
 # --success prints each passing check under its section, so the plugin's own section shows.
 run("${BINARY_DIR}/bin/lengen_unit_tests" "train contract: every registered optimizer" --success)
