@@ -75,7 +75,7 @@ TEST_CASE("model: RMSNorm's written-out gradient equals autograd's", "[model]") 
   const double eps = 1e-6;
   Norm rms("rmsnorm", 8, eps);
   rms->to(torch::kFloat64);
-  auto& w = rms->named_parameters()["weight"];
+  auto w = rms->named_parameters()["weight"];  // a handle: named_parameters() returns a temporary
   {
     torch::NoGradGuard no_grad;
     w.copy_(torch::randn({8}, torch::kFloat64));  // not all ones, so weight terms matter
