@@ -50,11 +50,6 @@ TaskRegistry& task_registry() {
   return r;
 }
 
-StageRegistry& stage_registry() {
-  static StageRegistry r("stage", "stage kinds", "stages[i].kind");
-  return r;
-}
-
 Registrar::~Registrar() = default;
 
 namespace {

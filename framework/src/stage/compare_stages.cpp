@@ -1,6 +1,8 @@
 // The compare_stages stage: the evaluations of earlier stages side by side, as one CSV and
 // one picture of accuracy along the task's first grid axis, a line per stage (the
 // self_improve entry ends with one: accuracy per length after every round).
+#include "builtin.h"
+
 #include "lengen/core/error.h"
 #include "lengen/core/log.h"
 #include "lengen/experiment/experiment.h"
@@ -72,6 +74,6 @@ class CompareStages : public Stage {
 
 }  // namespace
 
-void register_compare_stages_stage(Registrar& r) { r.add_stage<CompareStages>(); }
+void register_compare_stages_stage(StageRegistry& r) { add_builtin<CompareStages>(r); }
 
 }  // namespace lengen

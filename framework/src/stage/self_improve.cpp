@@ -10,6 +10,8 @@
 //   P<r>_eval   eval of P<r> (the entry's `eval:` over the file's)
 // then P0_eval (the starting model, first) and P_rounds (compare_stages: accuracy per length
 // after every round, one picture).
+#include "builtin.h"
+
 #include "lengen/core/error.h"
 #include "lengen/stage/stage.h"
 
@@ -158,8 +160,8 @@ std::vector<YAML::Node> expand(const Options& o, const ConfigNode& entry, const 
 
 }  // namespace
 
-void register_self_improve_stage(Registrar& r) {
-  r.add_stage<SelfImproveStage>();
+void register_self_improve_stage(StageRegistry& r) {
+  add_builtin<SelfImproveStage>(r);
   register_stage_expansion("self_improve", expand);
 }
 

@@ -4,6 +4,8 @@
 // pass the filters become training examples (RUN/stages/<name>/labels.jsonl) that a later
 // train stage reads as a mixture source (`from_stage: <name>`). The task's own answers are
 // never used for the labels; they only measure how many kept labels are right (summary.json).
+#include "builtin.h"
+
 #include "lengen/core/error.h"
 #include "lengen/core/log.h"
 #include "lengen/core/rng.h"
@@ -196,6 +198,6 @@ class SelfLabelStage : public Stage {
 
 }  // namespace
 
-void register_self_label_stage(Registrar& r) { r.add_stage<SelfLabelStage>(); }
+void register_self_label_stage(StageRegistry& r) { add_builtin<SelfLabelStage>(r); }
 
 }  // namespace lengen

@@ -1,5 +1,7 @@
 #include "lengen/stage/stage.h"
 
+#include "builtin.h"
+
 #include "lengen/core/error.h"
 #include "lengen/core/log.h"
 #include "lengen/experiment/experiment.h"
@@ -160,90 +162,21 @@ std::string StageContext::write_tensors(const std::string& file,
 }
 
 // ---------------------------------------------------------------------------------------
-// Built-in stages
+// The stage kinds' registry, with the built-in kinds (one file each in this folder)
 
-namespace {
-
-class TrainStage : public Stage {
- public:
-  static ComponentSpec spec() {
-    return {"stage", "train",
-            "train the model: from scratch, or fine-tune from init_from (an earlier stage or a run directory)",
-            {}};
-  }
-  TrainStage(const Options&, const StageInfo&) {}
-  bool trains() const override { return true; }
-
-  void run(StageContext& ctx) override {
-    const Experiment& exp = ctx.experiment();
-    const torch::Device device = ctx.device();
-    Transformer model = ctx.load_model();
-    logger()->info("{}: {} parameters, device {}, folder {}", exp.name, model->parameter_count(), device.str(),
-                   ctx.dir());
-    Trainer trainer(exp.train, exp.seed, *exp.task, model, device, ctx.dir());
-    trainer.set_bf16_autocast(exp.bf16_autocast(device));
-    trainer.set_data(exp.training_data(ctx.run_dir()));
-    if (ctx.spec().init_optimizer) {
-      trainer.load_optimizer_state(ctx.init_checkpoint());
-    }
-    const std::string curve = (fs::path(ctx.dir()) / "eval_curve.jsonl").string();
-    std::unique_ptr<EventWriter> tb;
-    if (exp.train.eval_every > 0) {
-      trainer.set_periodic(
-          exp.train.eval_every,
-          [&](int64_t step) {
-            auto results = evaluate_grid(model, *exp.task, exp.curve_eval, device);
-            if (!tb) tb = std::make_unique<EventWriter>((fs::path(ctx.dir()) / "tensorboard").string());
-            append_eval_curve(curve, step, results, tb.get());
-            std::string cells;
-            for (const auto& c : results) cells += fmt::format(" {}:{:.0f}%", cell_text(c.cell, ","), 100 * c.accuracy);
-            logger("eval")->info("step {}:{}", step, cells);
-          },
-          [&](int64_t start) {
-            if (start == 0) {
-              fs::remove(curve);
-            } else {
-              truncate_jsonl(curve, start);
-            }
-          });
-    }
-    TrainResult tr = trainer.run(ctx.resume());
-    if (tr.seconds > 0) {
-      logger("train")->info("trained {} steps in {:.1f}s ({:.0f} tokens/s), final loss {:.4f}", tr.steps, tr.seconds,
-                            tr.tokens_per_second, tr.final_loss);
-    }
-    if (exp.train.eval_every > 0 && fs::exists(curve)) {
-      plot_eval_curve(curve, (fs::path(ctx.dir()) / "plots" / "eval_curve.png").string(),
-                      fmt::format("{} / {} (seed {})", exp.name, ctx.spec().name, exp.seed));
-    }
-  }
-};
-
-class EvalStage : public Stage {
- public:
-  static ComponentSpec spec() {
-    return {"stage", "eval", "evaluate init_from's model (default: the previous stage's) on the stage's eval grid", {}};
-  }
-  EvalStage(const Options&, const StageInfo&) {}
-  bool evaluates() const override { return true; }
-
-  void run(StageContext& ctx) override {
-    const Experiment& exp = ctx.experiment();
-    if (ctx.spec().init_from.empty()) {
-      ctx.spec().node.fail(fmt::format("eval stage '{}' has no model to evaluate: give init_from (an earlier stage "
-                                       "or a run directory)", ctx.spec().name));
-    }
-    Transformer model = ctx.load_model();
-    model->eval();
-    evaluate_and_report(model, exp, exp.eval, ctx.device(), ctx.dir(), exp.train.steps);
-  }
-};
-
-}  // namespace
-
-void register_self_label_stage(Registrar& r);  // self_label.cpp
-void register_self_improve_stage(Registrar& r);  // self_improve.cpp
-void register_compare_stages_stage(Registrar& r);  // compare_stages.cpp
+StageRegistry& stage_registry() {
+  static StageRegistry r("stage", "stage kinds", "stages[i].kind");
+  static const bool registered = [] {
+    register_train_stage(r);
+    register_eval_stage(r);
+    register_self_label_stage(r);
+    register_self_improve_stage(r);
+    register_compare_stages_stage(r);
+    return true;
+  }();
+  (void)registered;
+  return r;
+}
 
 namespace {
 
@@ -259,21 +192,12 @@ void register_stage_expansion(const std::string& kind, StageExpansion expand) {
 }
 
 const StageExpansion* find_stage_expansion(const std::string& kind) {
+  (void)stage_registry();  // the built-in kinds register their expansions with themselves
   auto it = expansions().find(kind);
   return it == expansions().end() ? nullptr : &it->second;
 }
 
 namespace {
-
-const bool kRegistered = [] {
-  Registrar r(PluginOrigin{"<builtin>", "lengen", "builtin"});
-  r.add_stage<TrainStage>();
-  r.add_stage<EvalStage>();
-  register_self_label_stage(r);
-  register_self_improve_stage(r);
-  register_compare_stages_stage(r);
-  return true;
-}();
 
 // Copies a folder's files to another atomically, file by file (summary.json last: the
 // sweep reads it as "done").
@@ -302,7 +226,6 @@ void copy_results(const fs::path& from, const fs::path& to) {
 // Running an experiment
 
 void run_experiment(const Experiment& exp, const RunOptions& options) {
-  (void)kRegistered;
   auto log = logger("stage");
   const std::string dir = exp.run_dir();
   if (options.fresh) {
