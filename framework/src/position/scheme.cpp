@@ -8,6 +8,11 @@
 
 namespace lengen {
 
+PositionRegistry& position_registry() {
+  static PositionRegistry r("position", "position schemes", "position[i]");
+  return r;
+}
+
 // ---------------------------------------------------------------------------------------
 // PositionScheme defaults
 

@@ -1,9 +1,7 @@
-// The registries every component kind shares (RegistryBase, the list the loader and `lengen
-// plugins` walk) and the two owned by no layer above: position schemes and tasks.
+// What every component kind's registry shares: RegistryBase and the list of registries the
+// loader and `lengen plugins` walk. Each kind's registry lives with its kind (position_registry()
+// in position/scheme.cpp, task_registry() in task/task.cpp, norm_registry() in model/norm.cpp...).
 #include "lengen/registry/registry.h"
-
-#include "lengen/position/scheme.h"
-#include "lengen/task/task.h"
 
 #include <algorithm>
 #include <vector>
@@ -29,16 +27,6 @@ RegistryBase::~RegistryBase() {
 }
 
 std::vector<RegistryBase*> all_registries() { return registries(); }
-
-PositionRegistry& position_registry() {
-  static PositionRegistry r("position", "position schemes", "position[i]");
-  return r;
-}
-
-TaskRegistry& task_registry() {
-  static TaskRegistry r("task", "tasks", "task");
-  return r;
-}
 
 Registrar::~Registrar() = default;
 

@@ -1,8 +1,14 @@
 #include "lengen/task/task.h"
 
 #include "lengen/core/error.h"
+#include "lengen/registry/registry.h"
 
 namespace lengen {
+
+TaskRegistry& task_registry() {
+  static TaskRegistry r("task", "tasks", "task");
+  return r;
+}
 
 Vocabulary::Vocabulary(std::vector<std::string> tokens,
                        const std::string& pad,
