@@ -34,6 +34,7 @@ root=${LENGEN_TRIXIE_CUDA_ROOT:-/var/cache/lengen/trixie-cuda-root}
 cpu_root=${LENGEN_TRIXIE_ROOT:-/var/cache/lengen/trixie-root}
 mirror=${LENGEN_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 build=/build-cuda
+source "$repo/scripts/debian-root.sh"
 # What the CPU root has, less libtorch-dev (libtorch-cuda-dev replaces it) and the test-only
 # Python packages.
 base=(build-essential clang cmake ninja-build libopenblas0-openmp libyaml-cpp-dev libfmt-dev libspdlog-dev catch2
@@ -44,15 +45,12 @@ if [[ $(id -u) -ne 0 ]]; then
   echo "check-cuda-build: needs root (debootstrap, chroot, mount); run it with sudo" >&2
   exit 2
 fi
-in_root() { chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root "$@"; }
 if [[ ! -f $root/.lengen-ready ]]; then
   rm -rf "$root"
   mkdir -p "$(dirname "$root")"
   if [[ -f $cpu_root/.lengen-ready ]]; then
     echo "check-cuda-build: copying $cpu_root to $root"
-    for m in "$cpu_root/proc" "$cpu_root/src"; do
-      if mountpoint -q "$m"; then umount -l "$m"; fi
-    done
+    unmount_root "$cpu_root"
     cp -a "$cpu_root" "$root"
     rm -rf "$root/build" "$root/.lengen-ready"
   else
@@ -98,13 +96,8 @@ EOF
     echo "check-cuda-build: a link-time stub for libcudnn.so.9 ($(wc -l < symbols) functions)"' _ "${base[@]}" "${cuda[@]}"
   touch "$root/.lengen-ready"
 fi
-mkdir -p "$root/src" "$root$build"
-for m in "$root/proc" "$root/src"; do
-  if mountpoint -q "$m"; then umount -l "$m"; fi
-done
-mount --bind "$repo" "$root/src"
-mount -t proc proc "$root/proc"
-trap 'umount -l "$root/proc"; umount -l "$root/src"' EXIT
+mkdir -p "$root$build"
+enter_root "$repo"
 in_root /bin/bash -c "
   set -euo pipefail
   echo \"check-cuda-build: \$(dpkg-query -W -f='libtorch-cuda-dev \${Version}' libtorch-cuda-dev),\" \

@@ -13,6 +13,7 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 root=${LENGEN_TRIXIE_ROOT:-/var/cache/lengen/trixie-root}
 mirror=${LENGEN_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 build=${LENGEN_TRIXIE_BUILD:-/build}
+source "$repo/scripts/debian-root.sh"
 # setup.sh's packages (Slurm left out: its test reports itself skipped).
 packages=(build-essential clang cmake ninja-build ccache libtorch-dev libopenblas0-openmp libyaml-cpp-dev libfmt-dev
           libspdlog-dev catch2 libcli11-dev nlohmann-json3-dev python3-matplotlib python3-numpy)
@@ -31,15 +32,8 @@ if [[ ! -f $root/.lengen-ready ]]; then
   debootstrap --variant=minbase --include="$(IFS=,; echo "${packages[*]}")" trixie "$root" "$mirror"
   touch "$root/.lengen-ready"
 fi
-mkdir -p "$root/src" "$root$build"
-# Mounts left by an earlier run that was killed are taken down first.
-for m in "$root/proc" "$root/src"; do
-  if mountpoint -q "$m"; then umount -l "$m"; fi
-done
-mount --bind "$repo" "$root/src"
-mount -t proc proc "$root/proc"
-trap 'umount -l "$root/proc"; umount -l "$root/src"' EXIT
-in_root() { chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root CI="${CI:-}" "$@"; }
+mkdir -p "$root$build"
+enter_root "$repo"
 # A root made before a package joined the list gets it now (e.g. clang); the rest is kept.
 mapfile -t missing < <(in_root /bin/bash -c '
   for p in "$@"; do
