@@ -1,0 +1,216 @@
+// Aggregating a sweep: median / quartiles / fraction of seeds per configuration and cell, heatmaps, the paper comparison; compare over run folders.
+#include "lengen/sweep/sweep.h"
+
+#include "util.h"
+
+#include "lengen/config/node.h"
+#include "lengen/core/error.h"
+#include "lengen/core/log.h"
+#include "lengen/report/paper.h"
+#include "lengen/report/report.h"
+#include "lengen/train/checkpoint.h"
+
+#include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <set>
+
+namespace fs = std::filesystem;
+
+namespace lengen::sweep {
+
+using json = nlohmann::json;
+
+// ---------------------------------------------------------------------------------------
+// Aggregation
+
+bool is_eval_name(const std::string& name) {
+  return !name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos;
+}
+
+std::string aggregate_dir(const std::string& sweep_dir, const std::string& eval_name) {
+  const fs::path out = fs::path(sweep_dir) / "aggregate";
+  return (eval_name.empty() ? out : out / "evals" / eval_name).string();
+}
+
+int64_t aggregate(const std::string& sweep_dir, double threshold, const std::string& eval_name) {
+  const fs::path manifest_path = fs::path(sweep_dir) / "sweep.json";
+  LENGEN_CHECK(fs::exists(manifest_path), "{}: not a sweep folder (no sweep.json; run `lengen sweep FILE` first)",
+               sweep_dir);
+  LENGEN_CHECK(eval_name.empty() || is_eval_name(eval_name),
+               "aggregate --eval '{}': a name of RUN/evals/, not a path", eval_name);
+  // Each point's evaluation: its run's own (eval/), or the one `lengen eval RUN --set ...`
+  // wrote under evals/<name>/.
+  const fs::path eval_rel = eval_name.empty() ? fs::path("eval") : fs::path("evals") / eval_name / "eval";
+  json m = json::parse(read_text(manifest_path.string()));
+  if (threshold < 0) threshold = m.value("threshold", 0.9);
+  std::vector<std::string> axes = m["axes"].get<std::vector<std::string>>();
+  std::vector<std::string> varied_keys;
+  for (const auto& a : axes) {
+    if (a != "seed") varied_keys.push_back(a);
+  }
+  std::vector<std::string> cell_axes;
+  std::string results = "point,config,seed";
+  for (const auto& k : varied_keys) results += "," + csv_field(k);
+  bool header_done = false;
+  // config -> cell key -> accuracies over seeds; config -> varied values; cell order.
+  std::map<std::string, std::map<std::string, std::vector<double>>> acc;
+  std::map<std::string, std::vector<std::string>> config_values;
+  std::vector<std::string> config_order, cell_order;
+  std::map<std::string, std::vector<int64_t>> cell_values;
+  std::set<std::string> seen_points;
+  json trained = json::object();  // the first point's trained ranges (plots outline them)
+  int64_t read = 0;
+  std::vector<std::string> missing;  // finished points without the named evaluation
+  for (const auto& p : m["points"]) {
+    const fs::path run_dir = fs::path(sweep_dir) / p["run_dir"].get<std::string>();
+    const fs::path summary = run_dir / eval_rel / "summary.json";
+    if (!fs::exists(summary)) {
+      if (!eval_name.empty() && fs::exists(run_dir / "eval" / "summary.json")) missing.push_back(p["name"].get<std::string>());
+      continue;
+    }
+    const std::string name = p["name"];
+    LENGEN_CHECK(seen_points.insert(name).second, "point {} appears twice in {}", name, manifest_path.string());
+    json sj = json::parse(read_text(summary.string()));
+    if (!header_done) {
+      cell_axes = sj["axes"].get<std::vector<std::string>>();
+      trained = sj.value("trained", json::object());
+      for (const auto& a : cell_axes) results += "," + a;
+      results += ",samples,correct,accuracy,ci_low,ci_high\n";
+      header_done = true;
+    }
+    const std::string config = p["config"];
+    if (!acc.count(config)) {
+      config_order.push_back(config);
+      std::vector<std::string> vals;
+      for (const auto& k : varied_keys) vals.push_back(p["varied"].value(k, std::string()));
+      config_values[config] = vals;
+    }
+    std::string prefix = fmt::format("{},{},{}", csv_field(name), csv_field(config), p["seed"].get<int64_t>());
+    for (const auto& k : varied_keys) prefix += "," + csv_field(p["varied"].value(k, std::string()));
+    for (const auto& c : sj["cells"]) {
+      std::vector<int64_t> coords;
+      std::string key;
+      for (const auto& a : cell_axes) {
+        coords.push_back(c[a].get<int64_t>());
+        key += (key.empty() ? "" : ",") + std::to_string(coords.back());
+      }
+      if (!cell_values.count(key)) {
+        cell_order.push_back(key);
+        cell_values[key] = coords;
+      }
+      const double a = c["accuracy"].get<double>();
+      acc[config][key].push_back(a);
+      results += fmt::format("{},{},{},{},{:.6f},{:.6f},{:.6f}\n", prefix, key, c["samples"].get<int64_t>(),
+                             c["correct"].get<int64_t>(), a, c["ci95"][0].get<double>(), c["ci95"][1].get<double>());
+    }
+    ++read;
+  }
+  if (!eval_name.empty()) {
+    LENGEN_CHECK(read > 0, "{}: no point has evals/{}/eval/summary.json; write it for each run with `lengen eval "
+                 "RUN --out {} --set ...`", sweep_dir, eval_name, eval_name);
+    if (!missing.empty()) {
+      logger("sweep")->warn("{} finished point(s) have no evals/{} and are left out: {}", missing.size(), eval_name,
+                            fmt::format("{}", fmt::join(missing, "; ")));
+    }
+  }
+  const fs::path out = aggregate_dir(sweep_dir, eval_name);
+  fs::create_directories(out);
+  if (!header_done) {
+    results += ",samples,correct,accuracy,ci_low,ci_high\n";
+  }
+  write_file_atomic((out / "results.csv").string(), results);
+  std::string summary = "config";
+  for (const auto& k : varied_keys) summary += "," + csv_field(k);
+  for (const auto& a : cell_axes) summary += "," + a;
+  summary += ",seeds,median,q25,q75,iqr,frac_above,min,max\n";
+  for (const auto& config : config_order) {
+    for (const auto& key : cell_order) {
+      auto it = acc[config].find(key);
+      if (it == acc[config].end()) continue;
+      const auto& v = it->second;
+      const double above = static_cast<double>(std::count_if(v.begin(), v.end(), [&](double x) {
+                             return x >= threshold;
+                           })) / static_cast<double>(v.size());
+      std::string row = csv_field(config);
+      for (const auto& val : config_values[config]) row += "," + csv_field(val);
+      summary += fmt::format("{},{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f}\n", row, key, v.size(),
+                             quantile(v, 0.5), quantile(v, 0.25), quantile(v, 0.75),
+                             quantile(v, 0.75) - quantile(v, 0.25), above, *std::min_element(v.begin(), v.end()),
+                             *std::max_element(v.begin(), v.end()));
+    }
+  }
+  write_file_atomic((out / "summary.csv").string(), summary);
+  if (m.contains("paper") && read > 0) {
+    const PaperReference paper = PaperReference::from_json(m["paper"]);
+    std::vector<ConfigFigures> figures;
+    for (const auto& config : config_order) figures.push_back({config, acc[config]});
+    report_paper(paper, compare_with_paper(paper, figures, cell_order), cell_axes, out.string(), "");
+  }
+  json meta{{"threshold", threshold}, {"cell_axes", cell_axes}, {"varied", varied_keys},
+            {"configs", config_order}, {"trained", trained}, {"points_read", read}, {"points", m["points"].size()}};
+  write_file_atomic((out / "aggregate.json").string(), meta.dump(2) + "\n");
+  return read;
+}
+
+int64_t compare_runs(const std::vector<std::string>& run_dirs, const std::string& out_dir, double threshold) {
+  LENGEN_CHECK(!run_dirs.empty(), "compare: no run directories given");
+  json points = json::array();
+  std::set<std::string> names;
+  std::vector<std::string> first_axes;
+  PaperReference paper;  // the runs' `paper:` blocks, a row per configuration that has one
+  std::set<std::string> paper_configs;
+  for (const auto& dir : run_dirs) {
+    const fs::path run = fs::absolute(dir).lexically_normal();
+    const fs::path config = run / "config.yaml", summary = run / "eval" / "summary.json";
+    LENGEN_CHECK(fs::exists(config), "{}: not a run directory (no config.yaml)", dir);
+    LENGEN_CHECK(fs::exists(summary), "{}: has not been evaluated (no eval/summary.json; run `lengen eval {}`)",
+                 dir, dir);
+    YAML::Node c = YAML::LoadFile(config.string());
+    const std::string name = c["name"] ? c["name"].as<std::string>() : run.parent_path().filename().string();
+    const int64_t seed = c["seed"] ? c["seed"].as<int64_t>() : 0;
+    const auto axes = json::parse(read_text(summary.string()))["axes"].get<std::vector<std::string>>();
+    if (first_axes.empty()) first_axes = axes;
+    LENGEN_CHECK(axes == first_axes, "{}: evaluated over ({}) but {} over ({}); compare runs of one grid", dir,
+                 fmt::format("{}", fmt::join(axes, ", ")), run_dirs.front(),
+                 fmt::format("{}", fmt::join(first_axes, ", ")));
+    if (c["paper"]) {
+      const ConfigNode node = load_config_file(config.string()).child("paper");
+      PaperReference theirs = PaperReference::from_config(node, axes, false);
+      if (paper.empty()) {
+        paper.cite = theirs.cite;
+        paper.table = theirs.table;
+        paper.note = theirs.note;
+      }
+      if (theirs.cite != paper.cite || theirs.table != paper.table) {
+        logger("sweep")->warn("{}: its paper: block cites '{}, {}', the first run's '{}, {}'; only the first's "
+                              "figures are compared", dir, theirs.cite, theirs.table, paper.cite, paper.table);
+      } else if (paper_configs.insert(name).second) {
+        PaperRow row = theirs.rows.front();
+        row.label = row.label.empty() ? name : row.label;
+        row.configs = {name};
+        paper.rows.push_back(row);
+      }
+    }
+    std::string point = fmt::format("{},seed={}", name, seed);
+    LENGEN_CHECK(names.insert(point).second, "{}: a second run of '{}' with seed {}; give each run once", dir, name,
+                 seed);
+    points.push_back({{"index", points.size()},
+                      {"name", point},
+                      {"config", name},
+                      {"seed", seed},
+                      {"run_dir", run.string()},
+                      {"varied", {{"run", name}}}});
+  }
+  json manifest{{"name", "compare"}, {"axes", {"run", "seed"}}, {"threshold", threshold}, {"points", points}};
+  if (!paper.empty()) manifest["paper"] = paper.to_json();
+  fs::create_directories(out_dir);
+  write_file_atomic((fs::path(out_dir) / "sweep.json").string(), manifest.dump(2) + "\n");
+  return aggregate(out_dir, threshold);
+}
+
+}  // namespace lengen::sweep

@@ -1,0 +1,346 @@
+// Planning a sweep: the sweep file -> validated points (grid x zip + points), their names and folders, plan.json.
+#include "lengen/sweep/sweep.h"
+
+#include "util.h"
+
+#include "lengen/config/node.h"
+#include "lengen/core/error.h"
+#include "lengen/experiment/experiment.h"
+#include "lengen/report/paper.h"
+#include "lengen/report/report.h"
+#include "lengen/train/checkpoint.h"
+
+#include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <unistd.h>
+
+namespace fs = std::filesystem;
+
+namespace lengen::sweep {
+
+namespace {
+
+using json = nlohmann::json;
+
+// Whether a point's values satisfy a paper row's `where:`: each key is a sweep axis whose value
+// is the one written (compared as YAML) or, for a scalar, the value's component label
+// (`coupling` for `[{name: coupling, max_position: 101}]`).
+bool paper_row_matches(const PaperRow& row, const std::vector<std::pair<std::string, YAML::Node>>& values,
+                       const std::vector<std::string>& axes, const ConfigNode& row_node) {
+  for (const auto& kw : row.where) {
+    const std::string& k = kw.first;
+    const YAML::Node& want = kw.second;
+    if (std::find(axes.begin(), axes.end(), k) == axes.end()) {
+      row_node.child("where").key_node(k).fail(
+          fmt::format("paper row '{}': '{}' is not an axis of this sweep (axes: {})", row.label, k, join(axes, ", ")));
+    }
+    auto it = std::find_if(values.begin(), values.end(), [&](const auto& kv) { return kv.first == k; });
+    if (it == values.end()) return false;  // an explicit point that does not set this key
+    const YAML::Node& have = it->second;
+    const bool same = flow(want) == flow(have) ||
+                      (want.IsScalar() && (want.as<std::string>() == label(have, false) ||
+                                           want.as<std::string>() == label(have, true)));
+    if (!same) return false;
+  }
+  return true;
+}
+
+// The short form of a key for names: its last component.
+std::string short_key(const std::string& key) {
+  auto dot = key.rfind('.');
+  return dot == std::string::npos ? key : key.substr(dot + 1);
+}
+
+// One axis: a key (or several, for a zip group) and its values.
+struct Axis {
+  std::vector<std::string> keys;
+  std::vector<std::vector<YAML::Node>> values;  // values[i][k]: i-th value of keys[k]
+  ConfigNode where;
+};
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------
+// Planning
+
+Sweep load_sweep(const std::string& path, const std::vector<std::string>& overrides) {
+  Sweep s;
+  s.file = fs::absolute(path).string();
+  ConfigNode root = apply_overrides(load_config_file(path), overrides);
+  MapReader r(root);
+  s.name = r.get_string("name", fs::path(path).stem().string());
+  ConfigNode base = r.child("base");
+  ConfigNode extends = r.child("extends");
+  if (base.defined() == extends.defined()) {
+    root.fail("a sweep needs exactly one of 'base:' or 'extends:' (the experiment file it varies)");
+  }
+  const ConfigNode& base_node = base.defined() ? base : extends;
+  fs::path bp = base_node.as_string();
+  if (bp.is_relative()) bp = fs::path(s.file).parent_path() / bp;
+  if (!fs::exists(bp)) base_node.fail(fmt::format("no such experiment file: {}", bp.string()));
+  s.base = fs::weakly_canonical(bp).string();
+  fs::path out = r.get_string("output_dir", "sweeps");
+  s.dir = fs::absolute(out / sanitize(s.name)).lexically_normal().string();
+
+  // Overrides for every point.
+  std::vector<std::string> common;
+  ConfigNode set = r.child("set");
+  if (set.defined()) {
+    if (!set.is_map()) set.fail("'set:' is a map of key: value applied to every point");
+    for (const auto& k : set.keys()) common.push_back(k + "=" + flow(set.child(k).yaml()));
+  }
+
+  // Axes: grid keys, then zip groups.
+  std::vector<Axis> axes;
+  ConfigNode grid = r.child("grid");
+  if (grid.defined()) {
+    if (!grid.is_map()) grid.fail("'grid:' is a map of key: [values]");
+    for (const auto& k : grid.keys()) {
+      ConfigNode v = grid.child(k);
+      if (!v.is_sequence() || v.size() == 0) v.fail("a grid axis is a non-empty list of values");
+      Axis a{{k}, {}, v};
+      for (size_t i = 0; i < v.size(); ++i) a.values.push_back({v.at(i).yaml()});
+      axes.push_back(std::move(a));
+    }
+  }
+  ConfigNode zip = r.child("zip");
+  if (zip.defined()) {
+    if (!zip.is_sequence()) zip.fail("'zip:' is a list of groups, each a map of key: [values] of one length");
+    for (size_t g = 0; g < zip.size(); ++g) {
+      ConfigNode group = zip.at(g);
+      if (!group.is_map() || group.size() == 0) group.fail("a zip group is a map of key: [values]");
+      Axis a{group.keys(), {}, group};
+      size_t n = 0;
+      for (const auto& k : a.keys) {
+        ConfigNode v = group.child(k);
+        if (!v.is_sequence() || v.size() == 0) v.fail("a zip member is a non-empty list of values");
+        if (n == 0) n = v.size();
+        if (v.size() != n) {
+          v.fail(fmt::format("zip members vary together and need equal lengths: {} has {} values, "
+                             "the first member {}", k, v.size(), n));
+        }
+      }
+      for (size_t i = 0; i < n; ++i) {
+        std::vector<YAML::Node> row;
+        for (const auto& k : a.keys) row.push_back(group.child(k).at(i).yaml());
+        a.values.push_back(row);
+      }
+      axes.push_back(std::move(a));
+    }
+  }
+  std::set<std::string> seen_keys;
+  for (const auto& a : axes) {
+    for (const auto& k : a.keys) {
+      if (!seen_keys.insert(k).second) a.where.fail(fmt::format("the key '{}' is varied twice", k));
+      s.axes.push_back(k);
+    }
+  }
+
+  // Cartesian product (first axis slowest), then explicit points.
+  struct Raw {
+    std::vector<std::pair<std::string, YAML::Node>> values;
+    ConfigNode where;
+    bool explicit_point = false;  // from `points:`: named by all of its keys
+  };
+  std::vector<Raw> raws;
+  if (!axes.empty()) {
+    std::vector<size_t> idx(axes.size(), 0);
+    while (true) {
+      Raw raw{{}, axes.front().where};
+      for (size_t a = 0; a < axes.size(); ++a) {
+        for (size_t k = 0; k < axes[a].keys.size(); ++k) {
+          raw.values.emplace_back(axes[a].keys[k], axes[a].values[idx[a]][k]);
+        }
+      }
+      raws.push_back(std::move(raw));
+      size_t a = axes.size();
+      while (a > 0) {
+        --a;
+        if (++idx[a] < axes[a].values.size()) break;
+        idx[a] = 0;
+        if (a == 0) {
+          a = axes.size() + 1;
+          break;
+        }
+      }
+      if (a == axes.size() + 1) break;
+    }
+  }
+  ConfigNode points = r.child("points");
+  if (points.defined()) {
+    if (!points.is_sequence()) points.fail("'points:' is a list of maps of key: value");
+    for (size_t i = 0; i < points.size(); ++i) {
+      ConfigNode p = points.at(i);
+      if (!p.is_map()) p.fail("a point is a map of key: value");
+      Raw raw{{}, p, true};
+      for (const auto& k : p.keys()) {
+        raw.values.emplace_back(k, p.child(k).yaml());
+        if (std::find(s.axes.begin(), s.axes.end(), k) == s.axes.end()) s.axes.push_back(k);
+      }
+      raws.push_back(std::move(raw));
+    }
+  }
+
+  // Executors and aggregation.
+  ConfigNode ex = r.child("executor");
+  if (ex.defined()) {
+    MapReader er(ex);
+    s.workers = er.get_int("workers", s.workers);
+    s.threads_per_run = er.get_int("threads_per_run", s.threads_per_run);
+    s.points_per_gpu = er.get_int("points_per_gpu", s.points_per_gpu);
+    er.finish();
+    if (s.workers < 1) ex.child("workers").fail("executor.workers must be >= 1");
+    if (s.points_per_gpu < 1) ex.child("points_per_gpu").fail("executor.points_per_gpu must be >= 1");
+  }
+  ConfigNode sl = r.child("slurm");
+  if (sl.defined()) {
+    MapReader sr(sl);
+    s.slurm.partition = sr.get_string("partition", "");
+    s.slurm.time = sr.get_string("time", "");
+    s.slurm.account = sr.get_string("account", "");
+    s.slurm.qos = sr.get_string("qos", "");
+    s.slurm.mem = sr.get_string("mem", "");
+    s.slurm.cpus_per_task = sr.get_int("cpus_per_task", 0);
+    s.slurm.gpus_per_task = sr.get_int("gpus_per_task", 0);
+    s.slurm.array_limit = sr.get_int("array_limit", 0);
+    s.slurm.setup = sr.get_string("setup", "");
+    ConfigNode extra = sr.child("extra");
+    if (extra.defined()) s.slurm.extra = extra.as_string_list();
+    sr.finish();
+  }
+  const ConfigNode paper = r.child("paper");
+  ConfigNode ag = r.child("aggregate");
+  if (ag.defined()) {
+    MapReader ar(ag);
+    s.threshold = ar.get_float("threshold", s.threshold);
+    ar.finish();
+  }
+  r.finish();
+  if (raws.empty()) root.fail("the sweep varies nothing: give 'grid:', 'zip:' or 'points:'");
+
+  // Name, validate and place every point. Names use the keys that actually vary.
+  // Short labels (component names only) where they tell a key's values apart.
+  std::map<std::string, std::set<std::string>> distinct, short_labels;
+  for (const auto& raw : raws) {
+    for (const auto& [k, v] : raw.values) {
+      distinct[k].insert(flow(v));
+      short_labels[k].insert(label(v, false));
+    }
+  }
+  std::set<std::string> names;
+  std::vector<std::vector<std::string>> row_configs;  // paper row -> configurations it matches
+  for (size_t i = 0; i < raws.size(); ++i) {
+    Point p;
+    p.index = static_cast<int64_t>(i);
+    std::vector<std::string> parts, config_parts;
+    for (const auto& [k, v] : raws[i].values) {
+      p.varied.emplace_back(k, flow(v));
+      if (k == "seed") continue;
+      if (distinct[k].size() > 1 || raws.size() == 1 || raws[i].explicit_point) {
+        const bool detailed = short_labels[k].size() < distinct[k].size();
+        config_parts.push_back(short_key(k) + "=" + label(v, detailed));
+      }
+    }
+    p.config_name = sanitize(config_parts.empty() ? s.name : join(config_parts, ","));
+    std::vector<std::string> ov = common;
+    for (const auto& [k, v] : raws[i].values) ov.push_back(k + "=" + flow(v));
+    ov.push_back("output_dir=" + (fs::path(s.dir) / "runs").string());
+    ov.push_back("name=" + p.config_name);
+    Experiment e;
+    try {
+      e = Experiment::load(s.base, ov);
+    } catch (const Error& err) {
+      raws[i].where.fail(fmt::format("point {} ({}) is not a valid experiment: {}", i,
+                                     join(config_parts, ","), err.what()));
+    }
+    p.seed = static_cast<int64_t>(e.seed);
+    p.name = fmt::format("{},seed={}", p.config_name, p.seed);
+    if (!names.insert(p.name).second) {
+      raws[i].where.fail(fmt::format("two points are the same experiment '{}'; vary something else or "
+                                     "drop one", p.name));
+    }
+    p.overrides = ov;
+    p.run_dir = e.run_dir();
+    if (i == 0) {
+      // The sweep's `paper:` rows, or the base experiment's values beside every configuration.
+      s.paper = paper.defined() ? PaperReference::from_config(paper, e.eval.axes(), true) : e.paper;
+      row_configs.resize(s.paper.rows.size());
+    }
+    for (size_t ri = 0; ri < s.paper.rows.size(); ++ri) {
+      if (paper_row_matches(s.paper.rows[ri], raws[i].values, s.axes, paper.child("rows").at(ri)) &&
+          std::find(row_configs[ri].begin(), row_configs[ri].end(), p.config_name) == row_configs[ri].end()) {
+        row_configs[ri].push_back(p.config_name);
+      }
+    }
+    s.points.push_back(std::move(p));
+  }
+  std::map<std::string, std::string> row_of;
+  for (size_t ri = 0; ri < s.paper.rows.size(); ++ri) {
+    PaperRow& row = s.paper.rows[ri];
+    if (row.where.empty()) continue;  // beside every configuration
+    const ConfigNode where = paper.child("rows").at(ri).child("where");
+    if (row_configs[ri].empty()) {
+      where.fail(fmt::format("paper row '{}' matches no configuration of the sweep (a value is matched as "
+                             "written on the axis, or by its component name)", row.label));
+    }
+    for (const auto& c : row_configs[ri]) {
+      if (!row_of.emplace(c, row.label).second) {
+        where.fail(fmt::format("configuration {} matches two paper rows: '{}' and '{}'", c, row_of[c], row.label));
+      }
+    }
+    row.configs = row_configs[ri];
+  }
+  return s;
+}
+
+void write_plan(const Sweep& s) {
+  fs::create_directories(s.dir);
+  json points = json::array();
+  for (const auto& p : s.points) {
+    Experiment e = Experiment::load(s.base, p.overrides);
+    fs::create_directories(p.run_dir);
+    const fs::path cfg = fs::path(p.run_dir) / "config.yaml";
+    const std::string text = e.resolved_yaml();
+    if (fs::exists(cfg)) {
+      // What defines the experiment: not the provenance, not the executor's thread count.
+      // Nor the paper's reference figures (`paper:` and its indented lines).
+      auto body = [](const std::string& y) {
+        std::istringstream in(y.substr(0, y.find("provenance:")));
+        std::string out;
+        bool in_paper = false;
+        for (std::string line; std::getline(in, line);) {
+          if (!line.empty() && line[0] != ' ' && line[0] != '-') in_paper = line.rfind("paper:", 0) == 0;
+          if (!in_paper && line.rfind("threads:", 0) != 0) out += line + "\n";
+        }
+        return out;
+      };
+      if (body(read_text(cfg.string())) != body(text) && fs::exists(fs::path(p.run_dir) / "checkpoints")) {
+        throw Error(fmt::format("{}: point '{}' already ran with a different config ({}); move its run "
+                                "directory away or restore the sweep file",
+                                s.file, p.name, cfg.string()));
+      }
+    }
+    write_file_atomic(cfg.string(), text);
+    json varied = json::object();
+    for (const auto& [k, v] : p.varied) varied[k] = v;
+    points.push_back({{"index", p.index},
+                      {"name", p.name},
+                      {"config", p.config_name},
+                      {"seed", p.seed},
+                      {"varied", varied},
+                      {"run_dir", fs::relative(p.run_dir, s.dir).string()}});
+  }
+  json manifest{{"name", s.name},      {"file", s.file},           {"base", s.base},
+                {"axes", s.axes},      {"threshold", s.threshold}, {"points", points}};
+  if (!s.paper.empty()) manifest["paper"] = s.paper.to_json();
+  write_file_atomic((fs::path(s.dir) / "sweep.json").string(), manifest.dump(2) + "\n");
+}
+
+}  // namespace lengen::sweep
