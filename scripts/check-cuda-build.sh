@@ -35,10 +35,8 @@ cpu_root=${LENGEN_TRIXIE_ROOT:-/var/cache/lengen/trixie-root}
 mirror=${LENGEN_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 build=/build-cuda
 source "$repo/scripts/debian-root.sh"
-# What the CPU root has, less libtorch-dev (libtorch-cuda-dev replaces it) and the test-only
-# Python packages.
-base=(build-essential clang cmake ninja-build libopenblas0-openmp libyaml-cpp-dev libfmt-dev libspdlog-dev catch2
-      libcli11-dev nlohmann-json3-dev)
+# The build packages without libtorch-dev (libtorch-cuda-dev replaces it) or the tests' Python.
+base=("${build_packages[@]}")
 cuda=(libtorch-cuda-dev nvidia-cuda-toolkit clang-17)
 
 if [[ $(id -u) -ne 0 ]]; then

@@ -15,8 +15,7 @@ mirror=${LENGEN_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 build=${LENGEN_TRIXIE_BUILD:-/build}
 source "$repo/scripts/debian-root.sh"
 # setup.sh's packages (Slurm left out: its test reports itself skipped).
-packages=(build-essential clang cmake ninja-build ccache libtorch-dev libopenblas0-openmp libyaml-cpp-dev libfmt-dev
-          libspdlog-dev catch2 libcli11-dev nlohmann-json3-dev python3-matplotlib python3-numpy)
+packages=("${build_packages[@]}" libtorch-dev python3-matplotlib python3-numpy)
 
 if [[ $(id -u) -ne 0 ]]; then
   echo "test-libtorch2: needs root (debootstrap, chroot, mount); run it with sudo" >&2

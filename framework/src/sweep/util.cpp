@@ -1,6 +1,8 @@
 // The sweep's shared helpers (util.h).
 #include "util.h"
 
+#include "lengen/core/error.h"
+
 #include <sys/wait.h>
 
 #include <cctype>
@@ -8,8 +10,6 @@
 #include <fstream>
 #include <sstream>
 #include <vector>
-
-#include "lengen/core/error.h"
 
 namespace lengen::sweep {
 
