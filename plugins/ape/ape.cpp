@@ -37,6 +37,10 @@ class LearnedApe final : public lengen::SourcedPositionScheme {
 
   torch::Tensor embed(const torch::Tensor& ids) override { return tables_.embed(ids); }
 
+  std::vector<lengen::LearnedPositionTable> learned_tables() const override {
+    return {source_.table(tables_.weight(0))};
+  }
+
  private:
   lengen::PositionTables tables_;
 };

@@ -111,17 +111,25 @@ class Construct final : public lengen::Stage {
     const lengen::Vocabulary& vocab = task.vocabulary();
     require(task.position_levels() == 2 && vocab.contains(">"), "task",
             "addition with scratchpad: true (bi-level IDs and the '>' separator)");
-    require(exp.position_nodes.size() == 1 && exp.position_nodes[0].child("name").as_string() == "coupling",
-            "position", "one coupling scheme with both levels");
 
     lengen::Transformer model = exp.build_model(torch::kCPU);
+    // The position tables are found by what they index (learned tables over levels 0 and 1 of
+    // the task's IDs, e.g. Position Coupling's), never by a scheme's name.
+    const auto& schemes = model->schemes();
+    const auto tables = schemes.size() == 1 ? schemes[0]->learned_tables()
+                                            : std::vector<lengen::LearnedPositionTable>{};
+    require(schemes.size() == 1 && schemes[0]->hooks() == lengen::kHookInputEmbedding && tables.size() == 2 &&
+                !tables[0].sequence_index && tables[0].level == 0 && !tables[1].sequence_index &&
+                tables[1].level == 1,
+            "position",
+            "one scheme that adds only learned tables over both levels of the task's IDs (e.g. coupling)");
     auto params = model->named_parameters();
     auto param = [&](const std::string& name) -> torch::Tensor {
       auto* p = params.find(name);
       LENGEN_CHECK(p != nullptr, "{}: {}: the model has no parameter '{}'", exp.file, where, name);
       return *p;
     };
-    const torch::Tensor level0 = param("position.0.level0"), level1 = param("position.0.level1");
+    const torch::Tensor level0 = tables[0].weight, level1 = tables[1].weight;
     const int64_t P1 = bits_for(level0.size(0)), P2 = bits_for(level1.size(0)), P = P1 + P2;
     const int64_t pos1 = kFixed, pos1n = pos1 + P1, pos2 = pos1n + P1, pos2n = pos2 + P2, need_c = pos2n + P2;
     const torch::Tensor qkv = param("blocks.0.attn.qkv.weight");

@@ -92,4 +92,9 @@ TEST_CASE("construct: a model the construction cannot be set in is refused namin
   refused("d_model: 51", "d_model: 40", "model.d_model needs at least 45");
   refused("d_ff: 160", "d_ff: 100", "model.d_ff needs at least");
   refused("heads: 4", "heads: 2", "model.heads needs 4");
+  // The tables are found by what indexes them: an APE over one level of the IDs is not enough,
+  // and coupling over one level is refused the same way.
+  const std::string tables = "position needs one scheme that adds only learned tables over both levels";
+  refused("{name: coupling, max_position: [100, 40]}", "{name: ape, ids: task, level: 0, max_position: 100}", tables);
+  refused("{name: coupling, max_position: [100, 40]}", "{name: coupling, levels: 1, max_position: 100}", tables);
 }

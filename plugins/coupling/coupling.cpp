@@ -86,6 +86,14 @@ class Coupling final : public lengen::PositionScheme {
     return tables_.embed(ids);  // [B, T, C]
   }
 
+  std::vector<lengen::LearnedPositionTable> learned_tables() const override {
+    std::vector<lengen::LearnedPositionTable> out;
+    for (int64_t l = 0; l < tables_.levels(); ++l) {
+      out.push_back({tables_.weight(l), false, l});  // level l of the task's IDs
+    }
+    return out;
+  }
+
  private:
   bool random_offset_;
   lengen::PositionTables tables_;

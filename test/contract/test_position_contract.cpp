@@ -7,6 +7,8 @@
 #include "lengen/plugin/loader.h"
 #include "lengen/train/batch.h"
 
+#include <algorithm>
+
 using namespace lengen;
 using Schemes = std::vector<std::shared_ptr<PositionScheme>>;
 
@@ -263,6 +265,51 @@ TEST_CASE("position contract: bidirectional self-attention and cross-attention",
       CHECK(test::max_abs_diff(y.select(1, 0), y2.select(1, 0)) > 1e-9);
       // The explicit path (weights requested) and the default path agree.
       CHECK(test::max_abs_diff(y, attn->forward(x, in)) < 1e-12);
+    }
+  }
+}
+
+TEST_CASE("position contract: learned_tables() are what the input embedding adds", "[contract][position]") {
+  // TAOTP and the addition construction set position tables through learned_tables(): each
+  // described table must be a parameter of the scheme, and for a scheme whose only hook is the
+  // input embedding, evaluation must add exactly the described rows.
+  load_all_plugins();
+  auto task = test::make_task("{name: addition, scratchpad: true, pad_to: answer}");  // two levels of IDs
+  const int64_t C = 16;
+  SchemeContext sc{C, 2, 8, 2, task->position_levels(), ""};
+  REQUIRE(task->position_levels() == 2);
+  Batch b = make_batch(examples(*task, 6), task->vocabulary().pad());
+  const int64_t B = b.ids.size(1), T = b.ids.size(2);
+  int describing = 0;
+  for (const auto* entry : position_registry().list()) {
+    describing += test::make_scheme(test::scheme_yaml(*entry), sc)->learned_tables().empty() ? 0 : 1;
+  }
+  CHECK(describing >= 1);  // the property below is exercised
+  for (const auto* entry : position_registry().list()) {
+    DYNAMIC_SECTION(entry->spec.name) {
+      torch::manual_seed(0);
+      auto scheme = test::make_scheme(test::scheme_yaml(*entry), sc);
+      const auto tables = scheme->learned_tables();
+      const auto params = scheme->parameters();
+      for (const auto& t : tables) {
+        REQUIRE(t.weight.dim() == 2);
+        CHECK(t.weight.size(1) == C);
+        CHECK(std::any_of(params.begin(), params.end(),
+                          [&](const torch::Tensor& p) { return p.is_same(t.weight); }));
+        if (!t.sequence_index) CHECK(t.level < task->position_levels());
+      }
+      if (scheme->hooks() == kHookInputEmbedding && !tables.empty()) {
+        scheme->eval();
+        torch::NoGradGuard ng;
+        for (const auto& t : tables) t.weight.normal_();  // distinct tables (coupling's start equal)
+        auto got = scheme->embed(scheme->position_ids(b.ids, 0, false)).expand({B, T, C});
+        auto want = torch::zeros({B, T, C});
+        for (const auto& t : tables) {
+          auto rows = t.sequence_index ? torch::arange(T).expand({B, T}) : b.ids[t.level];
+          want += torch::embedding(t.weight, rows);
+        }
+        CHECK(test::max_abs_diff(got, want) < 1e-6);
+      }
     }
   }
 }

@@ -151,6 +151,8 @@ torch::Tensor PositionScheme::relative_values(const torch::Tensor&, const Attent
   missing_hook("relative_values");
 }
 
+std::vector<LearnedPositionTable> PositionScheme::learned_tables() const { return {}; }
+
 torch::Tensor sinusoidal_table(int64_t rows, int64_t dim, double base) {
   LENGEN_CHECK(base > 1.0, "the sinusoidal base must be > 1, got {}", base);
   auto pos = torch::arange(rows, torch::kFloat64).unsqueeze(1);                        // [P, 1]

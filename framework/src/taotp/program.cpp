@@ -505,6 +505,21 @@ torch::Tensor per_channel(const torch::Tensor& t, int64_t C) {
 
 bool any_nonzero(const torch::Tensor& t) { return t.numel() > 0 && t.ne(0).any().item<bool>(); }
 
+// The format's pos_emb: one table over sequence indices, added to the token embedding.
+class ProgramPositions final : public PositionScheme {
+ public:
+  explicit ProgramPositions(const torch::Tensor& table) : table_(register_parameter("level0", table.clone())) {}
+  uint32_t hooks() const override { return kHookInputEmbedding; }
+  torch::Tensor transform_ids(const torch::Tensor& ids, int64_t offset, bool /*training*/) override {
+    return torch::arange(offset, offset + ids.size(2), ids.options()).view({1, 1, -1});  // [1, 1, T]
+  }
+  torch::Tensor embed(const torch::Tensor& ids) override { return torch::embedding(table_, ids[0]); }
+  std::vector<LearnedPositionTable> learned_tables() const override { return {{table_, true, 0}}; }
+
+ private:
+  torch::Tensor table_;
+};
+
 }  // namespace
 
 Built build_model(const Program& p, torch::Dtype dtype) {
@@ -536,10 +551,8 @@ Built build_model(const Program& p, torch::Dtype dtype) {
   cfg.ff_bias = ff_bias;
   cfg.tie_embeddings = p.tied();
 
-  SchemeContext sc{C, cfg.heads, cfg.head_dim(), cfg.layers, 1, ""};
-  auto ape = position_registry().create(
-      load_config_string(fmt::format("{{name: ape, max_position: {}}}", p.block_size() - 1), "<taotp>"), sc);
-  Built b{cfg, Transformer(cfg, p.vocab_size(), std::vector<std::shared_ptr<PositionScheme>>{ape})};
+  auto positions = std::make_shared<ProgramPositions>(p.pos_emb);  // set here, not by name
+  Built b{cfg, Transformer(cfg, p.vocab_size(), std::vector<std::shared_ptr<PositionScheme>>{positions})};
   b.model->to(torch::kFloat64);
   b.model->eval();
 
@@ -557,7 +570,6 @@ Built build_model(const Program& p, torch::Dtype dtype) {
     set(name + ".bias", per_channel(n.beta, C));
   };
   set("tok_emb.weight", p.tok_emb);
-  set("position.0.level0", p.pos_emb);
   if (!p.tied()) set("lm_head.weight", p.out_emb);
   set_norm("norm_final", p.lnf);
   const int64_t H = cfg.heads, D = cfg.head_dim(), F = cfg.d_ff;
@@ -602,16 +614,27 @@ Program export_program(const Experiment& exp, Transformer& model) {
   auto refuse = [&](const std::string& what) {
     throw Error(fmt::format("{}: cannot export as a TAOTP program: {}", exp.file, what));
   };
-  if (exp.position_nodes.size() != 1) {
+  // The scheme is found by what it adds, not by its name: exactly one learned table over
+  // sequence indices and nothing else positional.
+  const auto& schemes = model->schemes();
+  if (schemes.size() != 1) {
     refuse(fmt::format("the format has one learned position table; this model has {} position schemes",
-                       exp.position_nodes.size()));
+                       schemes.size()));
   }
-  Options po = position_registry().options_of(exp.position_nodes[0]);
-  const std::string scheme = exp.position_nodes[0].is_scalar() ? exp.position_nodes[0].as_string()
+  const PositionScheme& scheme = *schemes[0];
+  const auto tables = scheme.learned_tables();
+  const bool one_index_table = tables.size() == 1 && tables[0].sequence_index;
+  if (scheme.hooks() != kHookInputEmbedding || !one_index_table || scheme.cyclic() != 0) {
+    const std::string name = exp.position_nodes[0].is_scalar() ? exp.position_nodes[0].as_string()
                                                                : exp.position_nodes[0].child("name").as_string();
-  if (scheme != "ape" || po.get_string("ids") != "index") {
-    refuse(fmt::format("position[0] is '{}'{}; the format needs `ape` over sequence indices (ids: index)",
-                       scheme, scheme == "ape" ? " with ids: task" : ""));
+    const std::string what =
+        scheme.hooks() != kHookInputEmbedding ? "acts inside attention"
+        : tables.empty()                      ? "adds no learned table"
+        : !one_index_table ? fmt::format("adds {} learned table(s) over the task's IDs", tables.size())
+                           : "indexes its table cyclically";
+    refuse(fmt::format("position[0] is '{}', which {}; the format needs one learned table over "
+                       "sequence indices and nothing else positional (e.g. `ape` with ids: index)",
+                       name, what));
   }
   if (cfg.norm == "rmsnorm") refuse("model.norm is rmsnorm; the format has LayerNorm only");
   if (cfg.norm_position != "pre") refuse(fmt::format("model.norm_position is {}; the format is pre-norm", cfg.norm_position));
@@ -631,7 +654,7 @@ Program export_program(const Experiment& exp, Transformer& model) {
   const int64_t C = cfg.d_model, H = cfg.heads, D = cfg.head_dim(), F = cfg.d_ff;
   Program p;
   p.tok_emb = get("tok_emb.weight");
-  p.pos_emb = get("position.0.level0");
+  p.pos_emb = tables[0].weight.detach().to(torch::kCPU, torch::kFloat64).clone();
   if (!cfg.tie_embeddings) p.out_emb = get("lm_head.weight");
   p.lnf = norm("norm_final");
   for (int64_t l = 0; l < cfg.layers; ++l) {

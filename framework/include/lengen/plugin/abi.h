@@ -20,7 +20,8 @@
 // AttentionContext::query_offset and undefined additive biases (no term); 6 adds the shared
 // `randomized` transform (PositionScheme::set_randomized); 7 adds optimizers and
 // learning-rate decays as components (Registrar::add_optimizer, add_decay; lengen/train/
-// optimizer.h, schedule.h) and makes norms and activations loadable (add_norm, add_activation).
+// optimizer.h, schedule.h) and makes norms and activations loadable (add_norm, add_activation);
+// 8 adds PositionScheme::learned_tables and LearnedPositionTable.
 // ABI history: 1 first release; 2 (architectures) adds the virtual functions
 // PositionScheme::transform_ids_pair, Task::to_seq2seq and Task::to_labeled (vtables changed:
 // rebuild every plugin); 3 (stages) adds fields to OptionSpec and Options (map and list-of-map
@@ -31,12 +32,14 @@
 // (randomized positions) and ConfigSource (the files an experiment extends); 7 makes every
 // Registry a RegistryBase (vtables changed), changes TrainConfig (the optimizer is a
 // component), and adds Stage::trains/evaluates/reads_evaluations and their StageSpec fields
-// (what the framework asked of a stage's kind name before): rebuild every plugin.
+// (what the framework asked of a stage's kind name before): rebuild every plugin; 8 adds the
+// virtual PositionScheme::learned_tables (the tables a scheme adds, found by what indexes them
+// instead of by the scheme's name; vtable changed): rebuild every plugin.
 
 #include <cstdint>
 
-#define LENGEN_PLUGIN_ABI 7
-#define LENGEN_PLUGIN_API 7
+#define LENGEN_PLUGIN_ABI 8
+#define LENGEN_PLUGIN_API 8
 
 namespace lengen {
 class Registrar;

@@ -26,6 +26,15 @@ enum Hook : uint32_t {
   kHookRelativeValues = 1u << 4,  ///< relative_values(): a term added to each query's output
 };
 
+/// A learned table of position vectors that a scheme adds to the token embedding, described by
+/// what indexes it: code that sets weights by hand (TAOTP programs, the addition construction)
+/// finds the tables it needs through this capability, never through a scheme's name.
+struct LearnedPositionTable {
+  torch::Tensor weight;         ///< [rows, C], one of the scheme's parameters: row p is added at position p
+  bool sequence_index = false;  ///< indexed by the sequence index 0..T-1; else by `level` of the task's IDs
+  int64_t level = 0;            ///< the level of the task's IDs (when !sequence_index)
+};
+
 /// Framework facts a scheme may need at construction (never the global config).
 struct SchemeContext {
   int64_t d_model = 0;          ///< C
@@ -123,6 +132,12 @@ class LENGEN_API PositionScheme : public torch::nn::Module {
   /// are merged (Shaw et al.'s sum_j a_ij w^V_{ij}).
   virtual torch::Tensor relative_values(const torch::Tensor& probs, const AttentionContext& ctx);
 
+  /// The learned tables embed() adds, in evaluation summed as they are: embed(position_ids(ids,
+  /// 0, false)) is the sum over the tables of weight[position] (checked by the contract test for
+  /// schemes whose only hook is the input embedding). Training-time transforms (random offsets)
+  /// may differ. Default: none. (ABI >= 8.)
+  virtual std::vector<LearnedPositionTable> learned_tables() const;
+
  private:
   /// `sides` are the IDs of one forward ([L', B|1, T] each, one per attention side); a
   /// randomized map is drawn per sample and shared by the sides.
@@ -146,6 +161,8 @@ class LENGEN_API PositionSource {
   /// ids [L, B, T] -> [1, B, T] (ids: task) or [1, 1, T] (ids: index, the same for every
   /// sample); `offset` is the absolute index of column 0.
   torch::Tensor select(const torch::Tensor& ids, int64_t offset) const;
+  /// The table of `weight` over the positions this source selects.
+  LearnedPositionTable table(const torch::Tensor& weight) const { return {weight, index_, level_}; }
 
  private:
   bool index_ = true;
@@ -198,6 +215,8 @@ class LENGEN_API PositionTables {
                                                               const torch::Tensor& target) const;
 
   int64_t levels() const { return static_cast<int64_t>(tables_.size()); }
+  /// Table l, [max_position_l + 1, C] (the parameter "level<l>").
+  const torch::Tensor& weight(int64_t level) const { return tables_.at(static_cast<size_t>(level)); }
   const std::vector<int64_t>& max_position() const { return max_position_; }
 
  private:
