@@ -4,7 +4,7 @@
 // a definition nobody here wrote.
 #include "helpers.h"
 #include "lengen/experiment/experiment.h"
-#include "lengen/taotp/program.h"
+#include "lengen/taotp/model.h"
 #include "lengen/train/evaluator.h"
 #include "lengen/train/trainer.h"
 

@@ -2,8 +2,8 @@
 // Programming): run one, count its parameters, or write a trained run as one.
 #include "../cli.h"
 
+#include "lengen/taotp/model.h"
 #include "lengen/train/checkpoint.h"
-#include "lengen/taotp/program.h"
 
 #include <nlohmann/json.hpp>
 
