@@ -5,17 +5,15 @@
 namespace lengen {
 namespace {
 
-class Geglu final : public Activation {
+class Geglu final : public GatedActivation {
  public:
   static ComponentSpec spec() {
     return {"activation", "geglu", "GEGLU (Shazeer 2020): gelu(gate) * linear, two inputs per hidden unit", {}};
   }
   Geglu(const Options&, const ActivationContext&) {}
-  int64_t inputs() const override { return 2; }
-  torch::Tensor forward(const torch::Tensor& up) const override {
-    auto parts = up.chunk(2, -1);            // gate [..., F], linear [..., F]
-    return torch::gelu(parts[0]) * parts[1];  // [..., F]
-  }
+
+ protected:
+  torch::Tensor gate(const torch::Tensor& x) const override { return torch::gelu(x); }
 };
 
 }  // namespace

@@ -5,17 +5,15 @@
 namespace lengen {
 namespace {
 
-class Swiglu final : public Activation {
+class Swiglu final : public GatedActivation {
  public:
   static ComponentSpec spec() {
     return {"activation", "swiglu", "SwiGLU (Shazeer 2020): silu(gate) * linear, two inputs per hidden unit", {}};
   }
   Swiglu(const Options&, const ActivationContext&) {}
-  int64_t inputs() const override { return 2; }
-  torch::Tensor forward(const torch::Tensor& up) const override {
-    auto parts = up.chunk(2, -1);            // gate [..., F], linear [..., F]
-    return torch::silu(parts[0]) * parts[1];  // [..., F]
-  }
+
+ protected:
+  torch::Tensor gate(const torch::Tensor& x) const override { return torch::silu(x); }
 };
 
 }  // namespace
