@@ -5,7 +5,8 @@
 // materialised for its own rows and keys with each direction's anchor, merged by maximum, a
 // head with no kept line transparent (0). Rows are absolute (the KV cache's query_offset), so
 // decoding with a cache gives the full forward's logits. Encoder self-attention is unbiased.
-#include "lengen/analysis/abc.h"
+#include "lines.h"
+
 #include "lengen/core/error.h"
 #include "lengen/plugin/plugin.h"
 #include "lengen/position/scheme.h"

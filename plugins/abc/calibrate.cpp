@@ -9,7 +9,8 @@
 //   abc.json         the same for plotting, and abc.png (scripts/plot_abc.py): per head the
 //                    averaged attention and the extended bias, like the paper's Figures 3-4.
 // Options follow the paper's text; the released code's choices are documented in docs/abc.md.
-#include "lengen/analysis/abc.h"
+#include "lines.h"
+
 #include "lengen/analysis/attention.h"
 #include "lengen/core/error.h"
 #include "lengen/core/log.h"

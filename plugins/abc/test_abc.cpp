@@ -1,7 +1,9 @@
 // The `abc` scheme: biases materialised from a calibration file per head, rows by absolute
 // position (KV cache), right-anchored lines at each sample's last real key, layer selection,
-// refusals. (The line arithmetic itself: test/unit/test_abc.cpp; the pipeline end to end:
+// refusals. (The line arithmetic itself: test_lines.cpp; the pipeline end to end:
 // test/integration/test_abc_pipeline.cpp.)
+#include "lines.h"
+
 #include "helpers.h"
 
 using lengen::test::make_scheme;

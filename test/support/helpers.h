@@ -3,7 +3,6 @@
 // Helpers shared by the tests: building components through the registries (never through
 // plugin symbols), temporary directories, tensor comparison with a useful message.
 
-#include "lengen/analysis/abc.h"
 #include "lengen/config/node.h"
 #include "lengen/position/scheme.h"
 #include "lengen/registry/registry.h"
@@ -16,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <set>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -55,28 +55,31 @@ inline std::shared_ptr<PositionScheme> make_scheme(const std::string& yaml, Sche
   return position_registry().create(load_config_string(yaml, "<test>"), ctx);
 }
 
-/// An ABC calibration file with random maps (m x n = 4 x 6, low threshold so that lines are
-/// kept) for `heads` heads: self lines anchored left, cross lines with the default anchors.
+/// An ABC calibration file in the format the `calibrate` stage writes (docs/abc.md: per kind and
+/// direction, "<kind>.<direction>.mean" and ".bias" [heads, lines], ".info" (m, n, anchor, 0),
+/// ".stats" [heads, 4]) with random lines, about half of them kept, for `heads` heads: a 4 x 4
+/// self map anchored left, a 4 x 6 cross map anchored left on the diagonal and right elsewhere.
+/// Written here, not by the plugin's arithmetic, so that the contract tests need no plugin code.
 inline std::string synthetic_calibration(int64_t heads) {
   const auto path = std::filesystem::temp_directory_path() /
                     ("lengen-test-abc-" + std::to_string(heads) + "-" + std::to_string(::getpid()) + ".safetensors");
   torch::manual_seed(42);
   std::vector<std::pair<std::string, torch::Tensor>> tensors;
   for (const std::string kind : {"self", "cross"}) {
-    const bool self = kind == "self";
-    abc::KindLines kl;
-    for (int64_t h = 0; h < heads; ++h) {
-      auto mean = torch::softmax(3 * torch::randn({4, self ? 4 : 6}, torch::kFloat64), -1);
-      auto visible = self ? torch::ones({4, 4}, torch::kBool).tril() : torch::Tensor();
-      std::vector<abc::Lines> dirs;
-      for (auto d : {abc::Direction::kDiagonal, abc::Direction::kAntiDiagonal, abc::Direction::kVertical}) {
-        const auto anchor = self || d == abc::Direction::kDiagonal ? abc::Anchor::kLeft : abc::Anchor::kRight;
-        dirs.push_back(abc::average_lines(mean, visible, d, anchor, 0.5));
-      }
-      kl.heads.push_back(dirs);
+    const int64_t m = 4, n = kind == "self" ? 4 : 6;
+    for (const std::string direction : {"diagonal", "anti_diagonal", "vertical"}) {
+      const int64_t lines = direction == "vertical" ? n : m + n - 1;
+      const int64_t right = kind == "cross" && direction != "diagonal" ? 1 : 0;
+      auto mean = torch::rand({heads, lines}, torch::kFloat64);
+      auto kept = torch::rand({heads, lines}, torch::kFloat64) < 0.5;
+      auto bias = torch::where(kept, mean - std::get<0>(mean.max(1, true)),
+                               torch::full_like(mean, -std::numeric_limits<double>::infinity()));
+      const std::string name = kind + "." + direction;
+      tensors.emplace_back(name + ".mean", mean);
+      tensors.emplace_back(name + ".bias", bias);
+      tensors.emplace_back(name + ".info", torch::tensor({m, n, right, int64_t{0}}, torch::kInt64));
+      tensors.emplace_back(name + ".stats", torch::zeros({heads, 4}, torch::kFloat64));
     }
-    auto t = abc::to_tensors(kind, kl);
-    tensors.insert(tensors.end(), t.begin(), t.end());
   }
   save_safetensors(path.string(), tensors);
   return path.string();

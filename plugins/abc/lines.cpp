@@ -1,4 +1,4 @@
-#include "lengen/analysis/abc.h"
+#include "lines.h"
 
 #include "lengen/core/error.h"
 

@@ -11,8 +11,9 @@
 //   (1,-1)  anti-diagonal  l = (n + 1) - (i+j)  l in [-(m-1), n-1]
 // Rows are anchored at the top. Columns are anchored left (the small matrix shares the big
 // one's top-left corner) or right (top-right corners aligned: columns shifted by N - n).
-
-#include "lengen/core/export.h"
+//
+// Private to the plugin (compiled into the `abc` scheme, the `calibrate` stage and their
+// tests); the file format to_tensors writes is documented in docs/abc.md.
 
 #include <torch/types.h>
 
@@ -26,16 +27,16 @@ enum class Direction { kDiagonal, kAntiDiagonal, kVertical };
 enum class Anchor { kLeft, kRight };
 
 /// "diagonal", "anti_diagonal", "vertical".
-LENGEN_API const char* direction_name(Direction d);
+const char* direction_name(Direction d);
 /// The inverse of direction_name; fails naming the known ones.
-LENGEN_API Direction parse_direction(const std::string& s);
+Direction parse_direction(const std::string& s);
 
 /// The lines of one direction of one averaged m x n map (one head), with the threshold
 /// decision: seed 002's eq. (1) (d_l = mean of the line's cells) and eq. (2) (kept lines get
 /// d_l - d_max; a line is kept iff d_l > mu + sigmas * sigma over all lines of the direction,
 /// sigma the population standard deviation; abc.md section 4's resolution of the printed
 /// "dropoff(d_l - d_max)", which would drop every line).
-struct LENGEN_API Lines {
+struct Lines {
   Direction direction = Direction::kDiagonal;
   Anchor anchor = Anchor::kLeft;
   int64_t rows = 0, cols = 0;  ///< m, n of the averaged map
@@ -55,7 +56,7 @@ struct LENGEN_API Lines {
 /// The lines of `mean` [m, n] (float64) in one direction. `visible` [m, n] bool marks the cells
 /// that carry attention (a causal map's upper triangle does not); undefined: all. Cells that
 /// are not finite count as invisible too.
-LENGEN_API Lines average_lines(const torch::Tensor& mean,
+Lines average_lines(const torch::Tensor& mean,
                                const torch::Tensor& visible,
                                Direction direction,
                                Anchor anchor,
@@ -68,12 +69,12 @@ LENGEN_API Lines average_lines(const torch::Tensor& mean,
 /// defined). `causal`: row r may attend to columns <= r only (decoder self-attention; the
 /// fallback then does not depend on later keys, so KV-cached decoding sees the same rows).
 /// -> [M, N] float64.
-LENGEN_API torch::Tensor extend(const std::vector<Lines>& head, int64_t row0, int64_t M, int64_t N,
+torch::Tensor extend(const std::vector<Lines>& head, int64_t row0, int64_t M, int64_t N,
                                 bool causal = false);
 
 /// What calibration produces for one attention kind: per head, the lines of each searched
 /// direction.
-struct LENGEN_API KindLines {
+struct KindLines {
   std::vector<std::vector<Lines>> heads;  ///< [head][direction]
   bool empty() const { return heads.empty(); }
 };
@@ -81,11 +82,11 @@ struct LENGEN_API KindLines {
 /// The tensors that store `lines` under `prefix` (e.g. "cross"): "<prefix>.<direction>.mean"
 /// and ".bias" [H, lines] float64, ".info" [4] int64 (m, n, anchor 0 left / 1 right, 0) and
 /// ".stats" [H, 4] float64 (mu, sigma, threshold, d_max).
-LENGEN_API std::vector<std::pair<std::string, torch::Tensor>> to_tensors(const std::string& prefix,
+std::vector<std::pair<std::string, torch::Tensor>> to_tensors(const std::string& prefix,
                                                                         const KindLines& lines);
 /// The inverse of to_tensors: the lines under `prefix` in `tensors` (empty when there are none).
 /// Fails naming the tensor when one is malformed.
-LENGEN_API KindLines from_tensors(const std::string& prefix,
+KindLines from_tensors(const std::string& prefix,
                                   const std::vector<std::pair<std::string, torch::Tensor>>& tensors);
 
 }  // namespace lengen::abc

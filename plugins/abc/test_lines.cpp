@@ -1,7 +1,8 @@
-// Attention Bias Calibration's arithmetic (lengen/analysis/abc.h) on the spec's worked examples
+// Attention Bias Calibration's arithmetic (plugins/abc/lines.h) on the spec's worked examples
 // (docs/abc.md; ../shared/spec/abc.md section 7, values computed by hand and with numpy).
+#include "lines.h"
+
 #include "helpers.h"
-#include "lengen/analysis/abc.h"
 
 #include <cmath>
 
