@@ -26,6 +26,7 @@
 #include "lengen/stage/stage.h"
 #include "lengen/task/task.h"
 #include "lengen/train/checkpoint.h"
+#include "lengen/train/weights.h"
 
 #include <nlohmann/json.hpp>
 

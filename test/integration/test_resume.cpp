@@ -4,6 +4,7 @@
 #include "lengen/experiment/experiment.h"
 #include "lengen/train/checkpoint.h"
 #include "lengen/train/trainer.h"
+#include "lengen/train/weights.h"
 
 #include <filesystem>
 

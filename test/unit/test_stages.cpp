@@ -8,6 +8,7 @@
 #include "lengen/train/checkpoint.h"
 #include "lengen/train/data.h"
 #include "lengen/train/trainer.h"
+#include "lengen/train/weights.h"
 
 #include <cmath>
 #include <numeric>

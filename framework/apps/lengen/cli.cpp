@@ -3,6 +3,7 @@
 #include "lengen/core/error.h"
 #include "lengen/stage/stage.h"
 #include "lengen/train/trainer.h"
+#include "lengen/train/weights.h"
 
 #include <filesystem>
 #include <sstream>

@@ -9,6 +9,7 @@
 #include "lengen/report/report.h"
 #include "lengen/train/checkpoint.h"
 #include "lengen/train/tensorboard.h"
+#include "lengen/train/weights.h"
 
 #include <nlohmann/json.hpp>
 

@@ -10,6 +10,7 @@
 #include "lengen/train/checkpoint.h"
 #include "lengen/train/objective.h"
 #include "lengen/train/tensorboard.h"
+#include "lengen/train/weights.h"
 
 #include <nlohmann/json.hpp>
 
@@ -30,156 +31,10 @@ namespace lengen {
 
 namespace {
 std::atomic<bool> g_stop{false};
-
-std::string shape(const torch::Tensor& t) {
-  return fmt::format("[{}]", fmt::join(t.sizes().begin(), t.sizes().end(), ", "));
-}
 }  // namespace
 
 void request_stop() { g_stop.store(true); }
 bool stop_requested() { return g_stop.load(); }
-
-// ---------------------------------------------------------------------------------------
-// Config and schedule
-
-ComponentSpec TrainConfig::schema() {
-  using O = OptionSpec;
-  return {"section", "train", "optimisation: steps, batch, optimizer, schedule, data, logging, checkpoints",
-          {O::integer("steps", "optimisation steps").with_default(int64_t{1000}).at_least(1),
-           O::integer("batch_size", "sequences per step").with_default(int64_t{64}).at_least(1),
-           O::integer("buckets", "split each step's batch by length into up to N groups, each padded only to "
-                      "its own longest sample (less compute on padding); the loss and gradients are the "
-                      "whole batch's. 1: one padded batch")
-               .with_default(int64_t{1}).at_least(1),
-           O::map("optimizer",
-                  "a registered optimizer (\"Optimizers\" below) and its options: {name: adamw, lr: 3e-4, "
-                  "weight_decay: 0.01}; default adam")
-               .any_keys()
-               .scalar_means("name"),
-           O::map("schedule", "linear warm-up from 0, then decay to lr * min_lr_ratio",
-                  {O::integer("warmup_steps", "warm-up steps (or warmup_fraction, not both)").may_be_absent().at_least(0),
-                   O::number("warmup_fraction", "warm-up as a fraction of steps").may_be_absent().at_least(0).at_most(1),
-                   O::string("decay", "a registered decay after the warm-up (\"Learning-rate decays\" below)")
-                       .with_default(std::string("cosine")),
-                   O::number("min_lr_ratio", "final lr = lr * min_lr_ratio").with_default(0.0).at_least(0).at_most(1)}),
-           O::number("grad_clip", "global L2 norm of the gradients; 0 disables").with_default(1.0).at_least(0),
-           O::integer("dataset_size", "0: a fresh sample every step; N: a fixed training set of N examples, visited "
-                      "in seeded epochs (with task.mixture each source has its own)")
-               .with_default(int64_t{0}).at_least(0),
-           O::integer("log_every", "progress line and metrics.jsonl record period; a non-finite loss is "
-                      "reported at the next one (or evaluation, checkpoint)")
-               .with_default(int64_t{100}).at_least(1),
-           O::integer("checkpoint_every", "0: only the final checkpoint").with_default(int64_t{1000}).at_least(0),
-           O::integer("keep_checkpoints", "newest N kept").with_default(int64_t{1}).at_least(1),
-           O::integer("eval_every", "evaluate every N steps (and at step 0 and the last) into eval_curve.jsonl; 0: never")
-               .with_default(int64_t{0}).at_least(0),
-           O::map("eval_grid", "eval: keys laid over eval: for those evaluations, e.g. {samples: 100}").any_keys(),
-           O::boolean("cuda_graphs", "on CUDA, capture the whole training step (forward, backward, clipping, "
-                      "the fused Adam update) once per padded batch shape and replay it, one launch a step "
-                      "instead of hundreds; lengths are padded up to graph_length_multiple (the loss is "
-                      "unchanged: padding is masked and after every real token). Decoder layout, buckets: 1. "
-                      "On the CPU the same padded step runs eagerly")
-               .with_default(false),
-           O::integer("graph_length_multiple", "with cuda_graphs: pad each step's length up to a multiple of N "
-                      "(fewer shapes to capture, more padding)")
-               .with_default(int64_t{16}).at_least(1)}};
-}
-
-namespace {
-
-void read_optimizer(TrainConfig& c, const Options& train) { c.optimizer = train.node("optimizer"); }
-
-// The optimizer's name and every option, defaults filled in (the run's config.yaml).
-YAML::Node optimizer_yaml(const TrainConfig& c) {
-  YAML::Node out(YAML::NodeType::Map);
-  const std::string name = optimizer_name(c.optimizer);
-  out["name"] = name;
-  const auto& entry = optimizer_registry().lookup(name, c.optimizer);
-  const Options o = Options::validate(entry.spec, c.optimizer);
-  // Numbers are written from their values, as the section's own keys are ("0.003" and "3e-3"
-  // resolve alike), so a resolved file does not depend on how the YAML spelled them.
-  const YAML::Node as_written = o.to_yaml();
-  for (const auto& opt : entry.spec.options) {
-    switch (opt.type) {
-      case OptionType::kFloat: out[opt.key] = o.get_float(opt.key); break;
-      case OptionType::kInt: out[opt.key] = o.get_int(opt.key); break;
-      case OptionType::kBool: out[opt.key] = o.get_bool(opt.key); break;
-      default:
-        if (as_written[opt.key]) out[opt.key] = as_written[opt.key];
-    }
-  }
-  return out;
-}
-
-const Section<TrainConfig>& train_section() {
-  static const Section<TrainConfig> s = Section<TrainConfig>(TrainConfig::schema())
-                                            .bind("steps", &TrainConfig::steps)
-                                            .bind("batch_size", &TrainConfig::batch_size)
-                                            .bind("buckets", &TrainConfig::buckets)
-                                            .bind_with("optimizer", read_optimizer, optimizer_yaml)
-                                            .bind("schedule.warmup_steps", &TrainConfig::warmup_steps)
-                                            .bind("schedule.decay", &TrainConfig::decay)
-                                            .bind("schedule.min_lr_ratio", &TrainConfig::min_lr_ratio)
-                                            .bind("grad_clip", &TrainConfig::grad_clip)
-                                            .bind("dataset_size", &TrainConfig::dataset_size)
-                                            .bind("log_every", &TrainConfig::log_every)
-                                            .bind("checkpoint_every", &TrainConfig::checkpoint_every)
-                                            .bind("keep_checkpoints", &TrainConfig::keep_checkpoints)
-                                            .bind("eval_every", &TrainConfig::eval_every)
-                                            .bind("cuda_graphs", &TrainConfig::cuda_graphs)
-                                            .bind("graph_length_multiple", &TrainConfig::graph_length_multiple);
-  return s;
-}
-
-}  // namespace
-
-TrainConfig TrainConfig::from_config(const ConfigNode& node) {
-  TrainConfig c;
-  Options o = train_section().read(node, c);
-  Options sched = o.get_map("schedule");
-  if (sched.given("warmup_fraction")) {
-    if (sched.given("warmup_steps")) {
-      sched.fail("warmup_steps", "give either warmup_steps or warmup_fraction, not both");
-    }
-    c.warmup_steps = static_cast<int64_t>(std::llround(sched.get_float("warmup_fraction") * static_cast<double>(c.steps)));
-  }
-  c.eval_grid = o.node("eval_grid");
-  {
-    // The optimizer and decay are checked here, when the file loads, not at the first step.
-    const std::string name = optimizer_name(c.optimizer);
-    const ConfigNode name_node = c.optimizer.is_map() ? c.optimizer.child("name") : c.optimizer;
-    const auto& entry = optimizer_registry().lookup(name, name_node.defined() ? name_node : node);
-    c.lr = Options::validate(entry.spec, c.optimizer).get_float("lr");
-    make_decay(c.decay, sched.node("decay").defined() ? sched.node("decay") : ConfigNode());
-  }
-  auto require = [&](bool ok, const char* key, const std::string& msg) {
-    if (!ok) {
-      ConfigNode n = node.child(key);
-      (n.defined() ? n : node).fail(msg);
-    }
-  };
-  require(c.lr > 0, "optimizer", fmt::format("train.optimizer.lr must be > 0, got {}", c.lr));
-  require(c.warmup_steps >= 0 && c.warmup_steps <= c.steps, "schedule",
-          fmt::format("warm-up of {} steps does not fit in {} steps", c.warmup_steps, c.steps));
-  require(c.eval_every > 0 || !c.eval_grid.defined(), "eval_grid",
-          "train.eval_grid is used only with train.eval_every > 0");
-  require(!c.cuda_graphs || c.buckets == 1, "cuda_graphs",
-          fmt::format("train.cuda_graphs replays one padded shape per step and needs buckets: 1, got "
-                      "buckets: {}", c.buckets));
-  return c;
-}
-
-YAML::Node TrainConfig::to_yaml() const {
-  YAML::Node n = train_section().write(*this);
-  if (eval_grid.defined()) n["eval_grid"] = YAML::Clone(eval_grid.yaml());
-  return n;
-}
-
-LearningRateSchedule TrainConfig::schedule() const {
-  return LearningRateSchedule{lr, steps, warmup_steps, min_lr_ratio, make_decay(decay)};
-}
-
-double TrainConfig::lr_at(int64_t step) const { return schedule().at(step); }
 
 torch::Tensor clip_grad_norm(const std::vector<torch::Tensor>& params, double max_norm) {
   torch::NoGradGuard no_grad;
@@ -205,75 +60,6 @@ torch::Tensor clip_grad_norm(const std::vector<torch::Tensor>& params, double ma
   return total;
 }
 
-// ---------------------------------------------------------------------------------------
-// Weights
-
-std::vector<std::pair<std::string, torch::Tensor>> named_weights(Transformer& model) {
-  std::vector<std::pair<std::string, torch::Tensor>> out;
-  for (const auto& item : model->named_parameters()) {
-    out.emplace_back(item.key(), item.value());
-  }
-  return out;
-}
-
-namespace {
-
-void copy_weights(Transformer& model, const TensorFile& file, const std::string& path) {
-  torch::NoGradGuard no_grad;
-  for (auto& [name, p] : named_weights(model)) {
-    const torch::Tensor* t = file.find(name);
-    LENGEN_CHECK(t != nullptr, "{}: no tensor '{}' (is this a checkpoint of the same model?)",
-                 path, name);
-    LENGEN_CHECK(t->sizes() == p.sizes(), "{}: tensor '{}' has shape {} but the model needs {}",
-                 path, name, shape(*t), shape(p));
-    p.copy_(*t);
-  }
-}
-
-}  // namespace
-
-void load_weights(Transformer& model, const std::string& path) {
-  copy_weights(model, load_safetensors(path), path);
-}
-
-std::vector<std::string> load_weights_by_name(Transformer& model, const std::string& path,
-                                              const InitRules& rules) {
-  TensorFile file = load_safetensors(path);
-  torch::NoGradGuard no_grad;
-  std::vector<std::string> problems, fresh;
-  std::set<std::string> used;
-  for (auto& [name, p] : named_weights(model)) {
-    const torch::Tensor* t = file.find(name);
-    if (t == nullptr) {
-      if (rules.init_new) {
-        fresh.push_back(name);
-      } else {
-        problems.push_back(fmt::format("parameter '{}' {} is new (not in the checkpoint); set "
-                                       "new_parameters: init to initialise it fresh", name, shape(p)));
-      }
-      continue;
-    }
-    used.insert(name);
-    if (t->sizes() != p.sizes()) {
-      problems.push_back(fmt::format("parameter '{}': the model needs {} but the checkpoint has {}", name,
-                                     shape(p), shape(*t)));
-      continue;
-    }
-    p.copy_(*t);
-  }
-  for (const auto& [name, t] : file.tensors) {
-    if (name.rfind("optimizer.", 0) == 0 || used.count(name)) continue;
-    if (!rules.drop_unused) {
-      problems.push_back(fmt::format("checkpoint parameter '{}' {} is not in this model; set "
-                                     "dropped_parameters: ignore to leave it out", name, shape(t)));
-    }
-  }
-  LENGEN_CHECK(problems.empty(), "init_from {}:\n  {}", path, join(problems, "\n  "));
-  return fresh;
-}
-
-// ---------------------------------------------------------------------------------------
-// Trainer
 
 Trainer::Trainer(TrainConfig cfg,
                  uint64_t seed,
@@ -396,117 +182,6 @@ torch::Tensor Trainer::backward(const std::vector<Batch>& batches) {
   return total.defined() ? total : torch::zeros({}, torch::TensorOptions().device(device_));
 }
 
-// ---------------------------------------------------------------------------------------
-// The step as one CUDA graph per padded shape (train.cuda_graphs)
-
-struct Trainer::GraphedStep {
-  Batch batch;         // static inputs: each step's batch is copied into these tensors
-  CudaGraph graph;
-  torch::Tensor loss;  // static output, rewritten by every replay
-  int64_t seen = 0;    // steps of this shape so far (the first runs eagerly, as a warm-up)
-};
-
-std::array<int64_t, 3> Trainer::graph_key(const Batch& b) const {
-  const int64_t m = cfg_.graph_length_multiple, T = b.inputs.size(1);
-  return {b.inputs.size(0), (T + m - 1) / m * m, b.first_scored / m * m};
-}
-
-bool Trainer::will_capture(const std::vector<Batch>& batches) const {
-  if (!cfg_.cuda_graphs || !device_.is_cuda() || graphs_off_ || batches.size() != 1) {
-    return false;
-  }
-  auto it = graphs_.find(graph_key(batches[0]));
-  return it != graphs_.end() && it->second->seen >= 1 && !it->second->graph.captured();
-}
-
-torch::Tensor Trainer::graph_body(const Batch& batch) {
-  torch::Tensor loss = backward({batch});
-  {
-    torch::NoGradGuard no_grad;
-    auto first = torch::isfinite(loss).logical_not().logical_and(first_bad_step_.lt(0));
-    first_bad_step_.copy_(torch::where(first, graph_step_, first_bad_step_));
-    first_bad_loss_.copy_(torch::where(first, loss.to(torch::kFloat64), first_bad_loss_));
-  }
-  if (cfg_.grad_clip > 0) {
-    std::vector<torch::Tensor> params;
-    for (auto& [n, p] : named_weights(model_)) {
-      params.push_back(p);
-    }
-    clip_grad_norm(params, cfg_.grad_clip);
-  }
-  optimizer_->step(graph_lr_, graph_count_);
-  return loss;
-}
-
-torch::Tensor Trainer::graphed_step(const Batch& batch, int64_t step_index) {
-  const auto on = torch::TensorOptions().device(device_);
-  if (!first_bad_step_.defined()) {
-    first_bad_step_ = torch::full({}, -1, on.dtype(torch::kInt64));
-    first_bad_loss_ = torch::zeros({}, on.dtype(torch::kFloat64));
-  }
-  if (!graph_lr_.defined()) {
-    // The fused CUDA update reads float32 scalars (the learning rate rounded to 7 digits);
-    // elsewhere they are float64, so that the step equals the plain one to rounding.
-    const auto scalar = on.dtype(device_.is_cuda() ? torch::kFloat32 : torch::kFloat64);
-    graph_lr_ = torch::zeros({}, scalar);
-    graph_count_ = torch::zeros({}, scalar);
-    graph_step_ = torch::zeros({}, on.dtype(torch::kInt64));
-  }
-  // What changes from step to step goes into tensors the recorded work reads: three fills.
-  graph_lr_.fill_(schedule_.at(step_index));
-  graph_count_.fill_(static_cast<double>(optimizer_->steps_taken() + 1));
-  graph_step_.fill_(step_index);
-  torch::manual_seed(mix_seed(seed_, {static_cast<uint64_t>(step_index), 3}));
-
-  const auto key = graph_key(batch);
-  Batch padded = pad_sequence_batch(batch, key[1], key[2]);
-  padded.scored = 1;  // a count the host never needs here (the loss divides on the device)
-  auto& g = graphs_[key];
-  if (!g) {
-    g = std::make_shared<GraphedStep>();
-  }
-  const bool graphed = device_.is_cuda() && !graphs_off_ && g->seen++ >= 1;
-  if (graphed) {
-    // The recorded work reads these tensors: each step's batch is copied into them. Only the
-    // graph ever reads them; an eager forward on memory rewritten in place could be handed a
-    // remembered result for it (PositionMemo matches the same view of the same memory).
-    if (!g->batch.inputs.defined()) {
-      g->batch = padded;
-      for (torch::Tensor* t : {&g->batch.inputs, &g->batch.targets, &g->batch.mask, &g->batch.ids}) {
-        *t = t->clone();
-      }
-    } else {
-      g->batch.inputs.copy_(padded.inputs, /*non_blocking=*/true);
-      g->batch.targets.copy_(padded.targets, /*non_blocking=*/true);
-      g->batch.mask.copy_(padded.mask, /*non_blocking=*/true);
-      g->batch.ids.copy_(padded.ids, /*non_blocking=*/true);
-    }
-    if (!g->graph.captured()) {
-      try {
-        g->graph.capture([&] { g->loss = graph_body(g->batch); });
-        logger("train")->info("step {}: captured the training step as a CUDA graph for batches of "
-                              "{} x {} (scored from {}); {} shape(s) so far",
-                              step_index, key[0], key[1], key[2], graphs_.size());
-      } catch (const Error& e) {
-        logger("train")->warn("step {}: {}; training without CUDA graphs from here on",
-                              step_index, e.what());
-        graphs_off_ = true;
-        optimizer_->zero_grad();
-      }
-    }
-    if (g->graph.captured()) {
-      g->graph.replay();
-      optimizer_->advance();
-      return g->loss.clone();
-    }
-  }
-  // The first step of a shape (a warm-up before its capture), every step on the CPU, and every
-  // step after a failed capture: the same padded step, eagerly, on the batch's own tensors.
-  torch::Tensor loss = graph_body(padded);
-  optimizer_->advance();
-  return loss;
-}
-
 torch::Tensor Trainer::step(const std::vector<Batch>& batches, int64_t step_index) {
   if (cfg_.cuda_graphs) {
     LENGEN_CHECK(batches.size() == 1, "internal: train.cuda_graphs with {} length groups", batches.size());
@@ -601,7 +276,7 @@ int64_t Trainer::load_checkpoint(const std::string& path) {
   auto it = file.metadata.find("step");
   LENGEN_CHECK(it != file.metadata.end(), "{}: not a lengen training checkpoint (no step)", path);
   const int64_t step = std::stoll(it->second);
-  copy_weights(model_, file, path);
+  load_weights(model_, file, path);
   optimizer_->load_state(file.tensors, step);
   return step;
 }
@@ -758,3 +433,4 @@ TrainResult Trainer::run(bool resume) {
 }
 
 }  // namespace lengen
+

@@ -23,6 +23,7 @@
 #include "lengen/model/transformer.h"
 #include "lengen/registry/registry.h"
 #include "lengen/train/trainer.h"
+#include "lengen/train/weights.h"
 
 #include <torch/types.h>
 

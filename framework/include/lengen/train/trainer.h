@@ -1,10 +1,10 @@
 #pragma once
 
-#include "lengen/config/node.h"
 #include "lengen/core/export.h"
 #include "lengen/model/transformer.h"
 #include "lengen/task/task.h"
 #include "lengen/train/batch.h"
+#include "lengen/train/config.h"
 #include "lengen/train/data.h"
 #include "lengen/train/optimizer.h"
 #include "lengen/train/schedule.h"
@@ -21,40 +21,6 @@
 namespace lengen {
 
 class Objective;
-
-/// The `train:` section of an experiment.
-struct LENGEN_API TrainConfig {
-  int64_t steps = 1000;
-  int64_t batch_size = 64;
-  int64_t buckets = 1;             ///< length groups per step (1: one padded batch)
-  /// `train.optimizer` as written: a registered optimizer's name or its map of options
-  /// (lengen/train/optimizer.h); undefined for the default, adam.
-  ConfigNode optimizer;
-  double lr = 1e-3;                ///< the optimizer's `lr`: the peak the schedule scales
-  int64_t warmup_steps = 0;        ///< linear warm-up from 0 to lr
-  std::string decay = "cosine";    ///< a registered decay after the warm-up (lengen/train/schedule.h)
-  double min_lr_ratio = 0.0;       ///< final lr = lr * min_lr_ratio
-  double grad_clip = 1.0;          ///< global L2 norm; 0 disables
-  int64_t dataset_size = 0;        ///< 0: fresh samples every step; N: fixed set of N examples
-  int64_t log_every = 100;         ///< metrics.jsonl / progress line period
-  int64_t checkpoint_every = 1000; ///< 0: only the final checkpoint
-  int64_t keep_checkpoints = 1;    ///< newest N kept
-  int64_t eval_every = 0;          ///< evaluate the `eval_grid` every N steps (0: never)
-  ConfigNode eval_grid;            ///< overrides of `eval:` for those evaluations (map)
-  bool cuda_graphs = false;        ///< replay each padded shape's captured step (CUDA)
-  int64_t graph_length_multiple = 16;  ///< with cuda_graphs: lengths padded up to a multiple
-
-  /// The section's schema (validation and docs/config-reference.md).
-  static ComponentSpec schema();
-  /// Reads and validates `train:`; warmup may be given as warmup_steps or warmup_fraction.
-  static TrainConfig from_config(const ConfigNode& node);
-  YAML::Node to_yaml() const;
-
-  /// The learning rate of every step: linear warm-up then the chosen decay.
-  LearningRateSchedule schedule() const;
-  /// schedule().at(step), for one step.
-  double lr_at(int64_t step) const;
-};
 
 /// Global L2 norm of all gradients; scales them by min(1, max_norm / (norm + 1e-6)) as
 /// PyTorch's clip_grad_norm_ does. Returns the norm before clipping as a 0-dim tensor on the
@@ -167,29 +133,8 @@ class LENGEN_API Trainer {
 LENGEN_API void request_stop();
 LENGEN_API bool stop_requested();
 
-/// Loads only the model weights from a checkpoint file (strict: every parameter must be
-/// present with the right shape).
-LENGEN_API void load_weights(Transformer& model, const std::string& path);
-
-/// How `init_from` maps a checkpoint onto a (possibly different) model, by parameter name.
-struct InitRules {
-  bool init_new = false;      ///< new_parameters: init keeps the model's fresh initialisation
-  bool drop_unused = false;   ///< dropped_parameters: ignore skips checkpoint tensors the model lacks
-};
-
-/// Loads weights by name under `rules`: shapes must agree; a model parameter the checkpoint
-/// lacks is an error unless rules.init_new, a checkpoint parameter the model lacks is an
-/// error unless rules.drop_unused. Every problem is listed, with both shapes. Returns the
-/// names that kept their fresh initialisation.
-LENGEN_API std::vector<std::string> load_weights_by_name(Transformer& model,
-                                                         const std::string& path,
-                                                         const InitRules& rules);
-
 /// Keeps the JSON-lines records of a file whose "step" is <= `step` (a resumed run rewrites
 /// what follows); a torn last line is dropped. Atomic.
 LENGEN_API void truncate_jsonl(const std::string& path, int64_t step);
-
-/// Model parameters by their documented names (see TransformerImpl).
-LENGEN_API std::vector<std::pair<std::string, torch::Tensor>> named_weights(Transformer& model);
 
 }  // namespace lengen

@@ -1,0 +1,150 @@
+// The `train:` section: TrainConfig's schema, reading, writing and learning-rate schedule.
+#include "lengen/train/config.h"
+
+#include "lengen/config/section.h"
+#include "lengen/core/error.h"
+#include "lengen/train/optimizer.h"
+
+namespace lengen {
+
+ComponentSpec TrainConfig::schema() {
+  using O = OptionSpec;
+  return {"section", "train", "optimisation: steps, batch, optimizer, schedule, data, logging, checkpoints",
+          {O::integer("steps", "optimisation steps").with_default(int64_t{1000}).at_least(1),
+           O::integer("batch_size", "sequences per step").with_default(int64_t{64}).at_least(1),
+           O::integer("buckets", "split each step's batch by length into up to N groups, each padded only to "
+                      "its own longest sample (less compute on padding); the loss and gradients are the "
+                      "whole batch's. 1: one padded batch")
+               .with_default(int64_t{1}).at_least(1),
+           O::map("optimizer",
+                  "a registered optimizer (\"Optimizers\" below) and its options: {name: adamw, lr: 3e-4, "
+                  "weight_decay: 0.01}; default adam")
+               .any_keys()
+               .scalar_means("name"),
+           O::map("schedule", "linear warm-up from 0, then decay to lr * min_lr_ratio",
+                  {O::integer("warmup_steps", "warm-up steps (or warmup_fraction, not both)").may_be_absent().at_least(0),
+                   O::number("warmup_fraction", "warm-up as a fraction of steps").may_be_absent().at_least(0).at_most(1),
+                   O::string("decay", "a registered decay after the warm-up (\"Learning-rate decays\" below)")
+                       .with_default(std::string("cosine")),
+                   O::number("min_lr_ratio", "final lr = lr * min_lr_ratio").with_default(0.0).at_least(0).at_most(1)}),
+           O::number("grad_clip", "global L2 norm of the gradients; 0 disables").with_default(1.0).at_least(0),
+           O::integer("dataset_size", "0: a fresh sample every step; N: a fixed training set of N examples, visited "
+                      "in seeded epochs (with task.mixture each source has its own)")
+               .with_default(int64_t{0}).at_least(0),
+           O::integer("log_every", "progress line and metrics.jsonl record period; a non-finite loss is "
+                      "reported at the next one (or evaluation, checkpoint)")
+               .with_default(int64_t{100}).at_least(1),
+           O::integer("checkpoint_every", "0: only the final checkpoint").with_default(int64_t{1000}).at_least(0),
+           O::integer("keep_checkpoints", "newest N kept").with_default(int64_t{1}).at_least(1),
+           O::integer("eval_every", "evaluate every N steps (and at step 0 and the last) into eval_curve.jsonl; 0: never")
+               .with_default(int64_t{0}).at_least(0),
+           O::map("eval_grid", "eval: keys laid over eval: for those evaluations, e.g. {samples: 100}").any_keys(),
+           O::boolean("cuda_graphs", "on CUDA, capture the whole training step (forward, backward, clipping, "
+                      "the fused Adam update) once per padded batch shape and replay it, one launch a step "
+                      "instead of hundreds; lengths are padded up to graph_length_multiple (the loss is "
+                      "unchanged: padding is masked and after every real token). Decoder layout, buckets: 1. "
+                      "On the CPU the same padded step runs eagerly")
+               .with_default(false),
+           O::integer("graph_length_multiple", "with cuda_graphs: pad each step's length up to a multiple of N "
+                      "(fewer shapes to capture, more padding)")
+               .with_default(int64_t{16}).at_least(1)}};
+}
+
+namespace {
+
+void read_optimizer(TrainConfig& c, const Options& train) { c.optimizer = train.node("optimizer"); }
+
+// The optimizer's name and every option, defaults filled in (the run's config.yaml).
+YAML::Node optimizer_yaml(const TrainConfig& c) {
+  YAML::Node out(YAML::NodeType::Map);
+  const std::string name = optimizer_name(c.optimizer);
+  out["name"] = name;
+  const auto& entry = optimizer_registry().lookup(name, c.optimizer);
+  const Options o = Options::validate(entry.spec, c.optimizer);
+  // Numbers are written from their values, as the section's own keys are ("0.003" and "3e-3"
+  // resolve alike), so a resolved file does not depend on how the YAML spelled them.
+  const YAML::Node as_written = o.to_yaml();
+  for (const auto& opt : entry.spec.options) {
+    switch (opt.type) {
+      case OptionType::kFloat: out[opt.key] = o.get_float(opt.key); break;
+      case OptionType::kInt: out[opt.key] = o.get_int(opt.key); break;
+      case OptionType::kBool: out[opt.key] = o.get_bool(opt.key); break;
+      default:
+        if (as_written[opt.key]) out[opt.key] = as_written[opt.key];
+    }
+  }
+  return out;
+}
+
+const Section<TrainConfig>& train_section() {
+  static const Section<TrainConfig> s = Section<TrainConfig>(TrainConfig::schema())
+                                            .bind("steps", &TrainConfig::steps)
+                                            .bind("batch_size", &TrainConfig::batch_size)
+                                            .bind("buckets", &TrainConfig::buckets)
+                                            .bind_with("optimizer", read_optimizer, optimizer_yaml)
+                                            .bind("schedule.warmup_steps", &TrainConfig::warmup_steps)
+                                            .bind("schedule.decay", &TrainConfig::decay)
+                                            .bind("schedule.min_lr_ratio", &TrainConfig::min_lr_ratio)
+                                            .bind("grad_clip", &TrainConfig::grad_clip)
+                                            .bind("dataset_size", &TrainConfig::dataset_size)
+                                            .bind("log_every", &TrainConfig::log_every)
+                                            .bind("checkpoint_every", &TrainConfig::checkpoint_every)
+                                            .bind("keep_checkpoints", &TrainConfig::keep_checkpoints)
+                                            .bind("eval_every", &TrainConfig::eval_every)
+                                            .bind("cuda_graphs", &TrainConfig::cuda_graphs)
+                                            .bind("graph_length_multiple", &TrainConfig::graph_length_multiple);
+  return s;
+}
+
+}  // namespace
+
+TrainConfig TrainConfig::from_config(const ConfigNode& node) {
+  TrainConfig c;
+  Options o = train_section().read(node, c);
+  Options sched = o.get_map("schedule");
+  if (sched.given("warmup_fraction")) {
+    if (sched.given("warmup_steps")) {
+      sched.fail("warmup_steps", "give either warmup_steps or warmup_fraction, not both");
+    }
+    c.warmup_steps = static_cast<int64_t>(std::llround(sched.get_float("warmup_fraction") * static_cast<double>(c.steps)));
+  }
+  c.eval_grid = o.node("eval_grid");
+  {
+    // The optimizer and decay are checked here, when the file loads, not at the first step.
+    const std::string name = optimizer_name(c.optimizer);
+    const ConfigNode name_node = c.optimizer.is_map() ? c.optimizer.child("name") : c.optimizer;
+    const auto& entry = optimizer_registry().lookup(name, name_node.defined() ? name_node : node);
+    c.lr = Options::validate(entry.spec, c.optimizer).get_float("lr");
+    make_decay(c.decay, sched.node("decay").defined() ? sched.node("decay") : ConfigNode());
+  }
+  auto require = [&](bool ok, const char* key, const std::string& msg) {
+    if (!ok) {
+      ConfigNode n = node.child(key);
+      (n.defined() ? n : node).fail(msg);
+    }
+  };
+  require(c.lr > 0, "optimizer", fmt::format("train.optimizer.lr must be > 0, got {}", c.lr));
+  require(c.warmup_steps >= 0 && c.warmup_steps <= c.steps, "schedule",
+          fmt::format("warm-up of {} steps does not fit in {} steps", c.warmup_steps, c.steps));
+  require(c.eval_every > 0 || !c.eval_grid.defined(), "eval_grid",
+          "train.eval_grid is used only with train.eval_every > 0");
+  require(!c.cuda_graphs || c.buckets == 1, "cuda_graphs",
+          fmt::format("train.cuda_graphs replays one padded shape per step and needs buckets: 1, got "
+                      "buckets: {}", c.buckets));
+  return c;
+}
+
+YAML::Node TrainConfig::to_yaml() const {
+  YAML::Node n = train_section().write(*this);
+  if (eval_grid.defined()) n["eval_grid"] = YAML::Clone(eval_grid.yaml());
+  return n;
+}
+
+LearningRateSchedule TrainConfig::schedule() const {
+  return LearningRateSchedule{lr, steps, warmup_steps, min_lr_ratio, make_decay(decay)};
+}
+
+double TrainConfig::lr_at(int64_t step) const { return schedule().at(step); }
+
+
+}  // namespace lengen
