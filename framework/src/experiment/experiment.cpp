@@ -1,5 +1,7 @@
 #include "lengen/experiment/experiment.h"
 
+#include "util.h"
+
 #include "lengen/config/section.h"
 #include "lengen/core/error.h"
 #include "lengen/core/log.h"
@@ -120,91 +122,12 @@ std::vector<torch::Tensor> layout_ids(const Task& task, Layout layout, const std
 
 }  // namespace
 
-namespace {
-
+// `task:`'s name: a bare name or the map's `name` (declared in util.h).
 std::string task_name_of(const ConfigNode& n) {
   return n.is_scalar() ? n.as_string() : n.child("name").as_string();
 }
 
-// `base` less every key that `own` sets to null (`paper: ~` drops the base's paper block;
-// `train: {eval_every: ~}` one key of a section), at any depth of maps.
-// With `self` (base == own) the null keys themselves are dropped.
-ConfigNode without_nulled(const YAML::Node& base, const YAML::Node& own, const ConfigNode& like,
-                          bool self = false) {
-  std::function<YAML::Node(const YAML::Node&, const YAML::Node&)> strip = [&](const YAML::Node& b,
-                                                                               const YAML::Node& o) {
-    if (!b.IsMap() || !o.IsMap()) return b;
-    YAML::Node out(YAML::NodeType::Map);
-    for (const auto& kv : b) {
-      const YAML::Node mine = o[kv.first.as<std::string>()];
-      if (mine.IsDefined() && mine.IsNull()) continue;
-      // force_insert keeps the nodes themselves: errors still name the base's file and line.
-      out.force_insert(kv.first, mine.IsDefined() && (self || mine.IsMap()) ? strip(kv.second, mine) : kv.second);
-    }
-    return out;
-  };
-  return ConfigNode(strip(base, own), like.source(), like.path());
-}
-
-// An experiment file with `extends: BASE` is BASE with this file's keys on top: maps merge
-// key by key, anything else (lists, scalars) replaces; a `task:` naming another task and a
-// `paper:` block replace the base's whole; a key set to null removes the base's; `name` is
-// never inherited (a file without one is named by its stem). Bases may extend further; a
-// cycle is an error. Each base's nodes keep their file, so errors name the file that wrote
-// the key.
-ConfigNode load_extending(const std::string& path, std::vector<std::string>& chain) {
-  ConfigNode root = load_config_file(path);
-  const ConfigNode ext = root.child("extends");
-  if (!ext.defined()) {
-    return root;
-  }
-  fs::path base_path = ext.as_string();
-  if (base_path.is_relative()) {
-    base_path = fs::path(path).parent_path() / base_path;
-  }
-  if (!fs::exists(base_path)) {
-    ext.fail(fmt::format("no such experiment file: {}", base_path.string()));
-  }
-  const std::string canonical = fs::weakly_canonical(base_path).string();
-  if (std::find(chain.begin(), chain.end(), canonical) != chain.end()) {
-    chain.push_back(canonical);
-    ext.fail(fmt::format("'extends:' makes a cycle: {}", fmt::join(chain, " -> ")));
-  }
-  chain.push_back(canonical);
-  const ConfigNode base = load_extending(base_path.string(), chain);
-  const ConfigNode own = without_keys(root, {"extends"});
-  std::vector<std::string> replace{"paper"};
-  const ConfigNode own_task = own.child("task"), base_task = base.child("task");
-  const bool own_names_task = own_task.is_scalar() || own_task.child("name").defined();
-  if (own_names_task && base_task.defined() && task_name_of(own_task) != task_name_of(base_task)) {
-    replace.push_back("task");
-  }
-  const ConfigNode merged = merge_config(without_nulled(without_keys(base, {"name"}).yaml(), own.yaml(), base),
-                                         without_nulled(own.yaml(), own.yaml(), own, true), replace);
-  auto source = std::make_shared<ConfigSource>(*root.source());
-  source->bases = base.source()->bases;
-  source->bases.emplace_back(base.source()->file, base.yaml());
-  return ConfigNode(merged.yaml(), source, "");
-}
-
-}  // namespace
-
-ConfigNode load_experiment_file(const std::string& path) {
-  std::vector<std::string> chain{fs::weakly_canonical(path).string()};
-  return load_extending(path, chain);
-}
-
-Experiment Experiment::load(const std::string& path, const std::vector<std::string>& overrides) {
-  return from_node(apply_overrides(load_experiment_file(path), overrides), path);
-}
-
 namespace {
-
-// The keys of a stage entry that the framework reads; the rest are the kind's own options.
-const std::vector<std::string> kStageKeys = {"name", "kind", "init_from", "new_parameters", "dropped_parameters",
-                                             "init_optimizer", "seed", "task", "model", "position", "train", "eval"};
-const std::vector<std::string> kStageSections = {"task", "model", "position", "train", "eval"};
-
 
 // `task:` as a map (a bare name becomes {name: ...}).
 ConfigNode task_map(const ConfigNode& n) {
@@ -462,123 +385,6 @@ Experiment Experiment::from_node(const ConfigNode& root_in, const std::string& p
   return e;
 }
 
-void Experiment::parse_stages(const ConfigNode& stages) {
-  if (!stages.is_sequence() || stages.size() == 0) {
-    stages.fail("stages: must be a non-empty list of {name, kind, ...} entries");
-  }
-  const ConfigNode base = without_keys(root, {"stages"});
-  // Compact entries (`kind: self_improve`) stand for several stages: expand them first.
-  std::vector<ConfigNode> entries;
-  for (size_t i = 0; i < stages.size(); ++i) {
-    ConfigNode entry = stages.at(i);
-    const ConfigNode kind = entry.is_map() ? entry.child("kind") : ConfigNode();
-    const StageExpansion* expand = kind.defined() ? find_stage_expansion(kind.as_string()) : nullptr;
-    if (expand == nullptr) {
-      entries.push_back(entry);
-      continue;
-    }
-    const auto& reg = stage_registry().lookup(kind.as_string(), kind);
-    ComponentSpec combined = reg.spec;
-    combined.name = fmt::format("stages[{}]", i);
-    for (const auto& opt : StageSpec::schema().options) {
-      if (opt.key == "name" || opt.key == "kind" || opt.key == "init_from" || opt.key == "seed") {
-        combined.options.push_back(opt);
-      }
-    }
-    const Options opts = Options::validate(combined, entry, {"task", "model", "position", "train", "eval"});
-    StageExpansionContext context;
-    if (!entries.empty() && entries.back().child("name").defined()) {
-      context.previous = entries.back().child("name").as_string();
-    }
-    context.seed = opts.given("seed") ? static_cast<uint64_t>(opts.get_int("seed")) : seed;
-    size_t k = 0;
-    for (const YAML::Node& y : (*expand)(opts, entry, context)) {
-      entries.emplace_back(y, root.source(), fmt::format("stages[{}] ({} stage {})", i, kind.as_string(), ++k));
-    }
-  }
-  for (size_t i = 0; i < entries.size(); ++i) {
-    ConfigNode entry = entries[i];
-    if (!entry.is_map()) entry.fail("a stage is a map with at least name: and kind:");
-    StageSpec st;
-    st.node = entry;
-    if (!entry.child("name").defined()) entry.fail("a stage needs a name: (its folder is RUN/stages/<name>)");
-    st.name = entry.child("name").as_string();
-    if (st.name.empty() || st.name.find_first_of("/\\ ") != std::string::npos || st.name == "." || st.name == "..") {
-      entry.child("name").fail(fmt::format("'{}' cannot name a folder; use letters, digits, - and _", st.name));
-    }
-    for (const auto& prev : this->stages) {
-      if (prev.name == st.name) entry.child("name").fail(fmt::format("two stages are named '{}'", st.name));
-    }
-    ConfigNode kind = entry.child("kind");
-    st.kind = kind.defined() ? kind.as_string() : "train";
-    const auto& reg = stage_registry().lookup(st.kind, kind.defined() ? kind : entry);
-    // Every key at once: the framework's and the kind's (an unknown key lists both).
-    ComponentSpec combined = StageSpec::schema();
-    combined.name = fmt::format("stages[{}]", i);
-    for (const auto& opt : reg.spec.options) combined.options.push_back(opt);
-    const Options all = Options::validate(combined, entry, {"position"});
-    st.options = Options::validate(reg.spec, entry, kStageKeys);
-    {
-      // The kind's own checks, before anything runs, and what the framework needs to know of it.
-      const std::shared_ptr<Stage> made = reg.make(st.options, StageInfo{st.name});
-      st.trains = made->trains();
-      st.evaluates = made->evaluates();
-      st.reads_evaluations = made->reads_evaluations();
-    }
-    // init_from: an earlier stage by name, or a run directory. Stages that do not train read
-    // the previous stage's model unless told otherwise.
-    ConfigNode init = entry.child("init_from");
-    if (init.defined()) {
-      st.init_from = init.as_string();
-    } else if (!st.trains && i > 0) {
-      st.init_from = this->stages.back().name;
-    }
-    for (const auto& prev : this->stages) {
-      if (prev.name == st.init_from) st.init_from_stage = true;
-    }
-    if (init.defined() && !st.init_from_stage) {
-      for (size_t j = i; j < entries.size(); ++j) {
-        ConfigNode later = entries[j].child("name");
-        if (later.defined() && later.as_string() == st.init_from) {
-          init.fail(fmt::format("stage '{}' starts from '{}', which runs {}; init_from names an earlier stage "
-                                "or a run directory", st.name, st.init_from, j == i ? "as itself" : "after it"));
-        }
-      }
-    }
-    st.init.init_new = all.get_string("new_parameters") == "init";
-    st.init.drop_unused = all.get_string("dropped_parameters") == "ignore";
-    st.init_optimizer = all.get_bool("init_optimizer");
-    if (st.init_from.empty() && (st.init_optimizer || entry.child("new_parameters").defined())) {
-      entry.fail(fmt::format("stage '{}' sets init rules but has no init_from", st.name));
-    }
-    // The stage's experiment: the file's sections with the stage's laid over them.
-    YAML::Node over(YAML::NodeType::Map);
-    for (const auto& sec : kStageSections) {
-      if (entry.child(sec).defined()) over[sec] = entry.child(sec).yaml();
-    }
-    if (entry.child("seed").defined()) over["seed"] = entry.child("seed").yaml();
-    // A stage that does not train (eval, calibrate) reads init_from's model as that stage built
-    // it: its model and position sections, unless the entry gives its own.
-    if (!st.trains && st.init_from_stage) {
-      for (const auto& prev : this->stages) {
-        if (prev.name != st.init_from) continue;
-        for (const char* sec : {"model", "position"}) {
-          if (!entry.child(sec).defined()) over[sec] = prev.experiment->root.child(sec).yaml();
-        }
-      }
-    }
-    ConfigNode over_node(over, root.source(), "");
-    std::vector<std::string> replace = {"position"};
-    const ConfigNode st_task = entry.child("task");
-    if (st_task.defined() && (st_task.is_scalar() || (st_task.child("name").defined() &&
-                                                      st_task.child("name").as_string() != task_name_of(task_node)))) {
-      replace.push_back("task");  // another task: none of the file's task options apply
-    }
-    ConfigNode merged = merge_config(base, over_node, replace);
-    st.experiment = std::make_shared<const Experiment>(from_node(merged, file, /*allow_stages=*/false));
-    this->stages.push_back(std::move(st));
-  }
-}
 
 std::vector<ComponentSpec> framework_sections() {
   return {ModelConfig::schema(), TrainConfig::schema(), EvalConfig::schema(), StageSpec::schema()};
