@@ -66,6 +66,16 @@ function(build_example name doc source)
 endfunction()
 
 run(${CMAKE_COMMAND} --install "${BINARY_DIR}" --prefix "${prefix}")
+# An installed lengen searches its own plugin folder, never the build tree it came from: a
+# frozen install must not load plugins rebuilt since (a newer ABI would be refused).
+unset(ENV{LENGEN_PLUGIN_PATH})
+run("${prefix}/bin/lengen" plugins)
+string(REGEX MATCH "plugin search path: [^\n]*" search_line "${last_output}")
+string(FIND "${search_line}" "${prefix}/lib/lengen/plugins" own)
+string(FIND "${search_line}" "${BINARY_DIR}/lib/lengen/plugins" build_tree)
+if(own EQUAL -1 OR NOT build_tree EQUAL -1)
+  message(FATAL_ERROR "installed lengen's plugin search path should be its own folder only:\n${search_line}")
+endif()
 build_example(position docs/writing-a-position-scheme.md kerple_log.cpp)
 set(lib "${work}/position-build/liblengen-position-kerple_log.so")
 if(NOT EXISTS "${lib}")

@@ -22,9 +22,6 @@ int main(int argc, char** argv) {
   cli::Common common;
   app.add_flag("--debug", common.debug, "verbose logging");
   app.set_version_flag("--version", fmt::format("lengen {} (LibTorch {})", kVersion, torch_version()));
-#ifdef LENGEN_BUILD_PLUGIN_DIR
-  set_build_plugin_dir(LENGEN_BUILD_PLUGIN_DIR);
-#endif
   auto commands = cli::all_commands();
   std::vector<CLI::App*> subs;
   for (auto& c : commands) subs.push_back(c->add(app, common));

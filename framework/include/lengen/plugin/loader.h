@@ -21,11 +21,12 @@ struct LoadedPlugin {
 ///   1. files from the YAML `plugins:` list (loaded explicitly with load_plugin)
 ///   2. --plugin-path DIR (add_plugin_dir)
 ///   3. LENGEN_PLUGIN_PATH (colon-separated)
-///   4. the build tree's plugin folder (for build-tree executables)
+///   4. the build tree's plugin folder (set by the test executables)
 ///   5. <exe_dir>/../lib/lengen/plugins (installed)
 /// The current directory is never searched.
 LENGEN_API void add_plugin_dir(const std::string& dir);
-/// Sets the build-tree plugin folder (step 4); called by build-tree executables.
+/// Sets the build-tree plugin folder (step 4); called by the test executables only: the CLI
+/// finds its plugins through step 5, so an installed copy never reads the build tree.
 LENGEN_API void set_build_plugin_dir(const std::string& dir);
 LENGEN_API std::vector<std::string> plugin_search_path();
 
