@@ -1,4 +1,4 @@
-// The command line end to end: run, eval, decode, example, plugins, logits, bench; errors
+// The command line end to end: run, config, eval, decode, example, plugins, logits, bench; errors
 // exit non-zero with file/line; a run killed with SIGKILL resumes to the same final weights.
 #include "helpers.h"
 #include "lengen/core/error.h"
@@ -266,6 +266,28 @@ TEST_CASE("cli: example, plugins and bench need no trained model", "[cli]") {
   CHECK(e["seconds"].get<double>() > 0);
   // Tokens of the 100 sequences: 1+L+1+L+1+(L+1)+1 per sample of L digits, 20 of each L.
   CHECK(e["tokens"] == 20 * (5 * 5 + 3 * (1 + 2 + 3 + 4 + 5)));
+}
+
+TEST_CASE("cli: config prints the resolved experiment without running it", "[cli]") {
+  test::TempDir tmp;
+  test::write_text(tmp.file("cli.yaml"), kCli);
+  test::write_text(tmp.file("child.yaml"),
+                   fmt::format("extends: cli.yaml\nname: child\nmodel: {{d_model: 48}}\noutput_dir: {}\n",
+                               tmp.file("runs")));
+  int rc = 0;
+  const std::string text = sh(fmt::format("config {} --set train.steps=7", tmp.file("child.yaml")), &rc);
+  REQUIRE(rc == 0);
+  // The chain merged (this file's keys over the base's), --set applied, defaults filled in.
+  CHECK_THAT(text, Contains("name: child") && Contains("d_model: 48") && Contains("heads: 2") &&
+                       Contains("steps: 7") && Contains("dtype: float32"));
+  CHECK_THAT(text, !Contains("extends") && !Contains("d_model: 32") && !Contains("steps: 40"));
+  CHECK_FALSE(fs::exists(tmp.file("runs")));  // nothing ran
+  // What it prints is a complete experiment: loading it again prints the same configuration.
+  test::write_text(tmp.file("resolved.yaml"), text);
+  auto body = [](const std::string& y) { return y.substr(0, y.find("provenance:")); };
+  CHECK(body(sh(fmt::format("config {}", tmp.file("resolved.yaml")))) == body(text));
+  CHECK_THAT(sh(fmt::format("config {}", tmp.file("missing.yaml")), &rc), Contains("missing.yaml: cannot open"));
+  CHECK(rc == 1);
 }
 
 TEST_CASE("cli: bad input exits 1 with a clear message", "[cli]") {

@@ -4,6 +4,7 @@
 namespace lengen::cli {
 
 std::unique_ptr<Command> make_run();
+std::unique_ptr<Command> make_config();
 std::unique_ptr<Command> make_eval();
 std::unique_ptr<Command> make_decode();
 std::unique_ptr<Command> make_example();
@@ -18,7 +19,7 @@ std::unique_ptr<Command> make_compare();
 
 std::vector<std::unique_ptr<Command>> all_commands() {
   std::vector<std::unique_ptr<Command>> out;
-  for (auto make : {make_run, make_eval, make_decode, make_example, make_plugins, make_logits, make_bench,
+  for (auto make : {make_run, make_config, make_eval, make_decode, make_example, make_plugins, make_logits, make_bench,
                     make_attention, make_taotp, make_sweep, make_aggregate, make_compare}) {
     out.push_back(make());
   }
