@@ -5,7 +5,7 @@
 #include "util.h"
 
 #include "lengen/core/error.h"
-#include "lengen/stage/stage.h"
+#include "lengen/experiment/stage_spec.h"
 
 namespace lengen {
 

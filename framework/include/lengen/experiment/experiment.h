@@ -4,7 +4,7 @@
 #include "lengen/core/export.h"
 #include "lengen/model/transformer.h"
 #include "lengen/experiment/paper.h"
-#include "lengen/stage/stage.h"
+#include "lengen/experiment/stage_spec.h"
 #include "lengen/task/task.h"
 #include "lengen/train/data.h"
 #include "lengen/train/evaluator.h"
