@@ -2,7 +2,7 @@
 // position schemes' hooks inside it; the inputs are one AttentionInputs struct.
 #include "lengen/core/error.h"
 #include "lengen/core/torch_compat.h"
-#include "lengen/model/transformer.h"
+#include "lengen/model/attention.h"
 
 #include <cmath>
 #include <limits>

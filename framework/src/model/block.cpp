@@ -1,5 +1,5 @@
 // The residual block: self-attention, cross-attention (encoder-decoder), feed-forward.
-#include "lengen/model/transformer.h"
+#include "lengen/model/block.h"
 
 namespace lengen {
 

@@ -1,5 +1,5 @@
 // The feed-forward branch: down(act(up(x))) with the registered activation.
-#include "lengen/model/transformer.h"
+#include "lengen/model/feed_forward.h"
 
 namespace lengen {
 

@@ -1,9 +1,19 @@
 #pragma once
 
+// The model: a Transformer over a task's vocabulary in one of the registered architectures, with
+// pluggable position schemes; what it reads (ModelInputs) and the KV cache of incremental
+// decoding. Its parts have their own headers, included here: config.h (ModelConfig),
+// architecture.h, attention.h, feed_forward.h, block.h. src/model/transformer.cpp.
+
 #include "lengen/config/node.h"
 #include "lengen/config/schema.h"
 #include "lengen/core/export.h"
 #include "lengen/model/activation.h"
+#include "lengen/model/architecture.h"
+#include "lengen/model/attention.h"
+#include "lengen/model/block.h"
+#include "lengen/model/config.h"
+#include "lengen/model/feed_forward.h"
 #include "lengen/model/norm.h"
 #include "lengen/position/scheme.h"
 #include "lengen/task/example.h"
@@ -22,76 +32,6 @@
 #include <vector>
 
 namespace lengen {
-
-/// The model section of an experiment. Every field is a YAML key of `model:`; the key `bias`
-/// sets attention_bias and ff_bias together.
-struct LENGEN_API ModelConfig {
-  std::string arch = "decoder";        ///< a registered architecture (architectures())
-  int64_t layers = 2;                  ///< decoder layers; the encoder's for `encoder`; 0 allowed
-  int64_t encoder_layers = -1;         ///< encoder_decoder: encoder depth (-1: same as layers)
-  int64_t heads = 4;
-  int64_t d_model = 128;               ///< C
-  int64_t d_head = 0;                  ///< D; 0 means d_model / heads
-  int64_t d_ff = 512;                  ///< hidden width of the feed-forward (per gate input)
-  std::string norm = "layernorm";      ///< a registered norm (norm_registry())
-  std::string norm_position = "pre";   ///< pre | post | pre_post
-  std::string activation = "gelu";     ///< a registered activation (activation_registry())
-  double dropout = 0.0;
-  double norm_eps = 1e-5;
-  double softmax_eps = 0.0;            ///< exp(s - max) / (sum + eps); TAOTP's Figure 1.1: 1e-10
-  bool attention_bias = false;         ///< biases in the q/k/v and output projections
-  bool ff_bias = false;                ///< biases in the feed-forward projections
-  bool tie_embeddings = false;         ///< LM head shares the token embedding
-  bool head_bias = false;              ///< a bias in the output head (BERT's classifier)
-  bool embedding_norm = false;         ///< a norm over token + position embeddings (BERT)
-  std::string init = "pytorch";        ///< pytorch (each module's default) | normal
-  double init_std = 0.02;              ///< std of `init: normal` (BERT, GPT-2: 0.02)
-  bool shared_layers = false;          ///< universal: one block per stack applied `layers` times
-  int64_t loops = 1;                   ///< universal/looped: each stack applied `loops` times
-  bool input_injection = false;        ///< add the input embedding again before every loop > 0
-  /// Loops tied to the input (Fan et al. 2025), encoder only: > 0 gives each sample
-  /// max(1, round(loops_per_length * n + loops_offset)) loops (half up), n = its input tokens
-  /// that carry no label (ModelInputs::lengths); 0: `loops` for every sample.
-  double loops_per_length = 0.0;
-  int64_t loops_offset = 0;
-  /// Each sample's loop count (the rule above, or `loops`), [B] int64 from lengths [B].
-  torch::Tensor sample_loops(const torch::Tensor& lengths) const;
-
-  /// Reads and validates the `model:` map (unknown keys, ranges, choices).
-  /// The section's schema (validation and docs/config-reference.md).
-  static ComponentSpec schema();
-  static ModelConfig from_config(const ConfigNode& node);
-  YAML::Node to_yaml() const;
-  int64_t head_dim() const { return d_head > 0 ? d_head : d_model / heads; }
-  /// Encoder depth (0 for `decoder`).
-  int64_t encoder_depth() const;
-  /// Decoder depth (0 for `encoder`).
-  int64_t decoder_depth() const;
-  /// Blocks with their own weights in a stack of `depth` applications per loop.
-  int64_t distinct(int64_t depth) const { return shared_layers ? std::min<int64_t>(depth, 1) : depth; }
-  /// Self-attention layers with their own weights over all stacks: what position schemes
-  /// with per-layer tables allocate (SchemeContext::layers). Loops reuse them.
-  int64_t attention_layers() const { return distinct(encoder_depth()) + distinct(decoder_depth()); }
-};
-
-/// An architecture, registered by name: which stacks it has and how examples are laid out
-/// for it (the objective follows from the layout: next-token, seq2seq or per-position).
-struct LENGEN_API Architecture {
-  std::string name;
-  std::string summary;
-  Layout layout = Layout::kSequence;
-  bool encoder = false;  ///< a bidirectional encoder stack
-  bool decoder = false;  ///< a causal decoder stack
-  bool cross = false;    ///< decoder blocks cross-attend to the encoder's output
-};
-
-/// Registers an architecture (the three built-in ones are registered at start-up); a name
-/// registered twice is an error.
-LENGEN_API void register_architecture(Architecture arch);
-/// Every registered architecture, by name.
-LENGEN_API std::vector<Architecture> architectures();
-/// The architecture `name`; fails listing the registered ones and the closest.
-LENGEN_API const Architecture& architecture(const std::string& name);
 
 /// Keys and values cached for incremental decoding, one entry per layer application, plus the
 /// raw position IDs of every cached token (schemes need them for bias rows). For an
@@ -132,95 +72,6 @@ struct LENGEN_API ModelInputs {
   torch::Tensor lengths;
   torch::Tensor labelled;
 };
-
-/// Fails (lengen::Error) naming the scheme's position in `position:` and the attention kind
-/// when a scheme has no meaning in that kind of attention (PositionScheme::supports), which
-/// the architecture `arch` uses. Called when a model is built, before any training.
-LENGEN_API void check_position_support(const std::vector<std::shared_ptr<PositionScheme>>& schemes,
-                                       AttentionKind kind,
-                                       const std::string& arch);
-
-/// Everything one attention call needs besides its input (docs/architecture.md, "Attention
-/// inputs"). Built by the stack; the attention reads only what its kind uses.
-struct LENGEN_API AttentionInputs {
-  const std::vector<std::shared_ptr<PositionScheme>>* schemes = nullptr;
-  const std::vector<torch::Tensor>* query_ids = nullptr;  ///< per scheme [L', B|1, T]
-  const std::vector<torch::Tensor>* key_ids = nullptr;    ///< per scheme [L', B|1, S]
-  torch::Tensor key_padding;   ///< [B, S] bool, true on keys nobody may attend to
-  torch::Tensor memory;        ///< cross-attention: the encoder output [B, S, C]
-  int64_t query_offset = 0;    ///< decoder: tokens cached before this call (AttentionContext)
-  /// Self-attention without a cache: outputs only for query rows [rows_from, T) (keys and
-  /// values still from every row); the result is [B, T - rows_from, C]. The schemes see
-  /// those rows as queries at query_offset rows_from, as in cached decoding.
-  int64_t rows_from = 0;
-  torch::Tensor* cache_k = nullptr;   ///< this application's cache slot (updated in place)
-  torch::Tensor* cache_v = nullptr;
-  torch::Tensor* attn_out = nullptr;  ///< receives the attention weights [B, H, T, S]
-  /// attn_out receives the pre-softmax scores instead (scaled q.k plus the schemes' biases,
-  /// -inf where masked).
-  bool scores = false;
-};
-
-/// Multi-head attention that calls the position schemes' hooks. Causal self-, bidirectional
-/// self- and cross-attention share this class; the AttentionKind decides masking, which
-/// hooks apply (cross-attention calls only schemes that support kCross) and the parameters:
-/// self: qkv.weight [3*H*D, C] (rows: q, then k, then v); cross: q.weight [H*D, C] and
-/// kv.weight [2*H*D, C] (k rows first) over the encoder output; both: out.weight [C, H*D].
-class LENGEN_API AttentionImpl : public torch::nn::Module {
- public:
-  AttentionImpl(const ModelConfig& cfg, int64_t layer, AttentionKind kind);
-
-  /// x [B, T, C] -> [B, T, C]. Self-attention with a cache: the new keys are appended to the
-  /// cache slot. Cross-attention with a cache: keys/values of the memory are computed on the
-  /// first call and reused after.
-  torch::Tensor forward(const torch::Tensor& x, const AttentionInputs& in);
-
- private:
-  int64_t layer_, heads_, head_dim_;
-  AttentionKind kind_;
-  double dropout_;
-  double softmax_eps_;
-  torch::nn::Linear qkv_{nullptr}, q_{nullptr}, kv_{nullptr}, out_{nullptr};
-};
-TORCH_MODULE(Attention);
-
-/// Feed-forward `down(act(up(x)))` with the registered activation `model.activation`
-/// (lengen/model/activation.h); a gated one reads gate and linear halves fused in up.weight
-/// [2*d_ff, C] (gate rows first).
-class LENGEN_API FeedForwardImpl : public torch::nn::Module {
- public:
-  explicit FeedForwardImpl(const ModelConfig& cfg);
-  torch::Tensor forward(const torch::Tensor& x);  // [B, T, C] -> [B, T, C]
-
- private:
-  std::shared_ptr<Activation> act_;
-  torch::nn::Linear up_{nullptr}, down_{nullptr};
-};
-TORCH_MODULE(FeedForward);
-
-/// One Transformer block with pre-, post- or pre+post normalisation (models.md §1.2):
-/// self-attention (causal or bidirectional), cross-attention to an encoder output when the
-/// block has one (encoder-decoder), then the feed-forward, each a residual branch.
-class LENGEN_API BlockImpl : public torch::nn::Module {
- public:
-  BlockImpl(const ModelConfig& cfg, int64_t layer, AttentionKind self_kind, bool cross);
-  /// x [B, T, C] -> [B, T, C]; `cross` is used only by a block with cross-attention. With
-  /// self.rows_from = r > 0 only rows [r, T) are computed past the self-attention's keys:
-  /// x [B, T, C] -> [B, T - r, C] (cross-attention then reads the query IDs of those rows).
-  torch::Tensor forward(const torch::Tensor& x,
-                        const AttentionInputs& self,
-                        const AttentionInputs& cross = {});
-
- private:
-  bool pre_, post_;
-  double dropout_;
-  Attention attn_{nullptr}, cross_{nullptr};
-  FeedForward ff_{nullptr};
-  Norm norm_attn_pre_{nullptr}, norm_attn_post_{nullptr};
-  Norm norm_cross_pre_{nullptr}, norm_cross_post_{nullptr};
-  Norm norm_ff_pre_{nullptr}, norm_ff_post_{nullptr};
-};
-TORCH_MODULE(Block);
 
 /// A Transformer over a task's vocabulary with pluggable position schemes, in one of the
 /// registered architectures (docs/architecture.md):

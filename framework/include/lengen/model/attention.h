@@ -1,0 +1,73 @@
+#pragma once
+
+// Multi-head attention that calls the position schemes' hooks (causal self-, bidirectional self-
+// and cross-attention), what one call needs, and the check that every scheme has a meaning in
+// the attention kinds an architecture uses. src/model/attention.cpp.
+
+#include "lengen/core/export.h"
+#include "lengen/model/config.h"
+#include "lengen/position/scheme.h"
+
+#include <torch/nn/module.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/pimpl.h>
+#include <torch/types.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace lengen {
+
+/// Fails (lengen::Error) naming the scheme's position in `position:` and the attention kind
+/// when a scheme has no meaning in that kind of attention (PositionScheme::supports), which
+/// the architecture `arch` uses. Called when a model is built, before any training.
+LENGEN_API void check_position_support(const std::vector<std::shared_ptr<PositionScheme>>& schemes,
+                                       AttentionKind kind,
+                                       const std::string& arch);
+
+/// Everything one attention call needs besides its input (docs/architecture.md, "Attention
+/// inputs"). Built by the stack; the attention reads only what its kind uses.
+struct LENGEN_API AttentionInputs {
+  const std::vector<std::shared_ptr<PositionScheme>>* schemes = nullptr;
+  const std::vector<torch::Tensor>* query_ids = nullptr;  ///< per scheme [L', B|1, T]
+  const std::vector<torch::Tensor>* key_ids = nullptr;    ///< per scheme [L', B|1, S]
+  torch::Tensor key_padding;   ///< [B, S] bool, true on keys nobody may attend to
+  torch::Tensor memory;        ///< cross-attention: the encoder output [B, S, C]
+  int64_t query_offset = 0;    ///< decoder: tokens cached before this call (AttentionContext)
+  /// Self-attention without a cache: outputs only for query rows [rows_from, T) (keys and
+  /// values still from every row); the result is [B, T - rows_from, C]. The schemes see
+  /// those rows as queries at query_offset rows_from, as in cached decoding.
+  int64_t rows_from = 0;
+  torch::Tensor* cache_k = nullptr;   ///< this application's cache slot (updated in place)
+  torch::Tensor* cache_v = nullptr;
+  torch::Tensor* attn_out = nullptr;  ///< receives the attention weights [B, H, T, S]
+  /// attn_out receives the pre-softmax scores instead (scaled q.k plus the schemes' biases,
+  /// -inf where masked).
+  bool scores = false;
+};
+
+/// Multi-head attention that calls the position schemes' hooks. Causal self-, bidirectional
+/// self- and cross-attention share this class; the AttentionKind decides masking, which
+/// hooks apply (cross-attention calls only schemes that support kCross) and the parameters:
+/// self: qkv.weight [3*H*D, C] (rows: q, then k, then v); cross: q.weight [H*D, C] and
+/// kv.weight [2*H*D, C] (k rows first) over the encoder output; both: out.weight [C, H*D].
+class LENGEN_API AttentionImpl : public torch::nn::Module {
+ public:
+  AttentionImpl(const ModelConfig& cfg, int64_t layer, AttentionKind kind);
+
+  /// x [B, T, C] -> [B, T, C]. Self-attention with a cache: the new keys are appended to the
+  /// cache slot. Cross-attention with a cache: keys/values of the memory are computed on the
+  /// first call and reused after.
+  torch::Tensor forward(const torch::Tensor& x, const AttentionInputs& in);
+
+ private:
+  int64_t layer_, heads_, head_dim_;
+  AttentionKind kind_;
+  double dropout_;
+  double softmax_eps_;
+  torch::nn::Linear qkv_{nullptr}, q_{nullptr}, kv_{nullptr}, out_{nullptr};
+};
+TORCH_MODULE(Attention);
+
+}  // namespace lengen
