@@ -1,3 +1,6 @@
+// Experiment::from_node (the validated sections, each component built once to check every
+// length fits), training data and model building, devices and dtypes. Loading the file is
+// load.cpp, `stages:` stages.cpp, `task.mixture` mixture.cpp, config.yaml resolved.cpp.
 #include "lengen/experiment/experiment.h"
 
 #include "util.h"
@@ -11,75 +14,12 @@
 #include "lengen/train/batch.h"
 #include "lengen/train/objective.h"
 
-#include <cstdlib>
 #include <filesystem>
 #include <functional>
-#include <thread>
-
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
-#ifdef __linux__
-#include <sched.h>
-#endif
 
 namespace fs = std::filesystem;
 
 namespace lengen {
-
-int64_t usable_cores() {
-#ifdef __linux__
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
-    const int n = CPU_COUNT(&set);
-    if (n > 0) {
-      return n;
-    }
-  }
-#endif
-  return std::max<int64_t>(1, static_cast<int64_t>(std::thread::hardware_concurrency()));
-}
-
-int64_t configure_threads(int64_t threads) {
-#ifdef __GLIBC__
-  // Training allocates and frees the same large activation buffers every step. Past glibc's
-  // default mmap threshold each of those is an mmap/munmap pair plus page faults (measured: a
-  // third of the quickstart's step time was system time). Keep them on the heap instead.
-  static const bool tuned = [] {
-    mallopt(M_MMAP_THRESHOLD, 32 << 20);
-    mallopt(M_TRIM_THRESHOLD, 1 << 30);
-    return true;
-  }();
-  (void)tuned;
-#endif
-  const int64_t n = threads > 0 ? threads : default_threads();
-  torch::set_num_threads(static_cast<int>(n));
-  return n;
-}
-
-int64_t default_threads() {
-  // OMP_NUM_THREADS as OpenMP reads it: a positive count, or a list whose first entry is the
-  // outer level's ("4,2"). Anything else is ignored with a warning.
-  const char* env = std::getenv("OMP_NUM_THREADS");
-  if (env != nullptr && *env != '\0') {
-    const std::string text(env);
-    size_t used = 0;
-    long long n = 0;
-    try {
-      n = std::stoll(text, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used > 0 && n > 0 && (used == text.size() || text[used] == ',')) {
-      return static_cast<int64_t>(n);
-    }
-    logger("threads")->warn("OMP_NUM_THREADS=\"{}\" is not a positive thread count; using the {} "
-                            "usable cores",
-                            text, usable_cores());
-  }
-  return usable_cores();
-}
 
 namespace {
 
@@ -116,98 +56,6 @@ std::vector<torch::Tensor> layout_ids(const Task& task, Layout layout, const std
   std::vector<torch::Tensor> out{b.ids};
   if (b.source_ids.defined()) {
     out.push_back(b.source_ids);
-  }
-  return out;
-}
-
-}  // namespace
-
-// `task:`'s name: a bare name or the map's `name` (declared in util.h).
-std::string task_name_of(const ConfigNode& n) {
-  return n.is_scalar() ? n.as_string() : n.child("name").as_string();
-}
-
-namespace {
-
-// `task:` as a map (a bare name becomes {name: ...}).
-ConfigNode task_map(const ConfigNode& n) {
-  if (!n.is_scalar()) return n;
-  YAML::Node m(YAML::NodeType::Map);
-  m["name"] = n.yaml();
-  return ConfigNode(m, n.source(), n.path());
-}
-
-// The training sources of `task.mixture`: each entry is the experiment's task options with
-// the entry's own laid over them (a different `name:` starts from that task's defaults).
-std::vector<DataSource> parse_mixture(const ConfigNode& task_node, const ConfigNode& mixture,
-                                      const std::shared_ptr<Task>& base_task) {
-  const Task& base = *base_task;
-  std::vector<DataSource> out;
-  if (!mixture.is_sequence()) {
-    mixture.fail("task.mixture must be a list of sources: [{source: name, weight: 0.99, dataset_size: N, "
-                 "<task options>}, ...]");
-  }
-  const ConfigNode base_opts = without_keys(task_map(task_node), {"mixture"});
-  std::vector<std::string> seen;
-  for (size_t i = 0; i < mixture.size(); ++i) {
-    ConfigNode entry = mixture.at(i);
-    if (!entry.is_map()) entry.fail("a mixture source is a map of task options plus source, weight, dataset_size");
-    DataSource src;
-    src.name = entry.child("source").defined() ? entry.child("source").as_string() : fmt::format("source{}", i);
-    if (std::find(seen.begin(), seen.end(), src.name) != seen.end()) {
-      entry.child("source").fail(fmt::format("two mixture sources are named '{}'", src.name));
-    }
-    seen.push_back(src.name);
-    if (entry.child("weight").defined()) {
-      src.weight = entry.child("weight").as_float();
-      if (!(src.weight > 0)) entry.child("weight").fail("a source's weight must be > 0");
-    }
-    if (entry.child("dataset_size").defined()) {
-      src.dataset_size = entry.child("dataset_size").as_int();
-      if (src.dataset_size < 0) entry.child("dataset_size").fail("dataset_size must be >= 0 (0 = online)");
-    }
-    if (entry.child("from_stage").defined()) {
-      // Self_label stages' examples: the task itself (for their IDs), no options of its own.
-      const ConfigNode from = entry.child("from_stage");
-      if (from.is_sequence()) {
-        for (size_t k = 0; k < from.size(); ++k) src.from_stages.push_back(from.at(k).as_string());
-      } else {
-        src.from_stages.push_back(from.as_string());
-      }
-      if (src.from_stages.empty()) from.fail("from_stage: name a self_label stage, or list several");
-      for (const auto& key : entry.keys()) {
-        if (key != "source" && key != "weight" && key != "from_stage") {
-          entry.child(key).fail(fmt::format("a from_stage source is the labels of stage '{}' as they are; it takes "
-                                            "source and weight, not '{}'", join(src.from_stages), key));
-        }
-      }
-      src.task = base_task;
-      out.push_back(std::move(src));
-      continue;
-    }
-    ConfigNode opts = without_keys(entry, {"source", "weight", "dataset_size"});
-    const bool other_task = opts.child("name").defined() && opts.child("name").as_string() != task_name_of(base_opts);
-    ConfigNode merged = other_task ? opts : merge_config(base_opts, opts);
-    auto t = task_registry().create(merged, TaskContext{});
-    if (t->vocabulary().tokens() != base.vocabulary().tokens() || t->position_levels() != base.position_levels()) {
-      entry.fail(fmt::format("mixture source '{}' has a different vocabulary or number of position-ID levels "
-                             "than the experiment's task; sources must share them", src.name));
-    }
-    src.task = std::move(t);
-    out.push_back(std::move(src));
-  }
-  const size_t weighted = static_cast<size_t>(std::count_if(out.begin(), out.end(), [](const DataSource& d) { return d.weight > 0; }));
-  if (weighted != 0 && weighted != out.size()) {
-    mixture.fail("give every mixture source a weight, or none (then every source needs a dataset_size and the "
-                 "training set is their union)");
-  }
-  if (weighted == 0) {
-    for (size_t i = 0; i < out.size(); ++i) {
-      if (out[i].dataset_size == 0 && out[i].from_stages.empty()) {
-        mixture.at(i).fail(fmt::format("source '{}' has no weight and no dataset_size: an unweighted mixture is the "
-                                       "union of fixed sets", out[i].name));
-      }
-    }
   }
   return out;
 }
@@ -467,88 +315,5 @@ torch::Dtype Experiment::torch_dtype() const {
   return dtype == "float64" ? torch::kFloat64 : torch::kFloat32;
 }
 
-namespace {
-
-// task, model, position, train and eval, resolved (defaults filled in).
-YAML::Node sections_yaml(const Experiment& e) {
-  YAML::Node n;
-  YAML::Node task_yaml;
-  task_yaml["name"] = task_name_of(e.task_node);
-  for (const auto& kv : task_registry().options_of(e.task_node).to_yaml()) {
-    task_yaml[kv.first] = kv.second;
-  }
-  if (e.mixture_node.defined()) {
-    task_yaml["mixture"] = YAML::Clone(e.mixture_node.yaml());
-  }
-  n["task"] = task_yaml;
-  n["model"] = e.model.to_yaml();
-  for (const auto& pn : e.position_nodes) {
-    YAML::Node p;
-    p["name"] = pn.is_scalar() ? pn.as_string() : pn.child("name").as_string();
-    for (const auto& kv : position_registry().options_of(pn).to_yaml()) {
-      p[kv.first] = kv.second;
-    }
-    n["position"].push_back(p);
-  }
-  n["train"] = e.train.to_yaml();
-  n["eval"] = e.eval.to_yaml();
-  return n;
-}
-
-}  // namespace
-
-std::string Experiment::resolved_yaml() const {
-  YAML::Node n;
-  n["name"] = name;
-  n["seed"] = seed;
-  n["device"] = device;
-  n["dtype"] = dtype;
-  n["output_dir"] = output_dir;
-  n["threads"] = threads;
-  if (!plugins.empty()) {
-    n["plugins"] = plugins;
-  }
-  YAML::Node sec = sections_yaml(*this);
-  for (const char* k : {"task", "model", "position", "train", "eval"}) n[k] = sec[k];
-  // Each stage with its kind's options and, for the sections it overrides, the resolved
-  // section (so reloading this file gives the same stages).
-  for (const auto& st : stages) {
-    YAML::Node s;
-    s["name"] = st.name;
-    s["kind"] = st.kind;
-    if (!st.init_from.empty()) s["init_from"] = st.init_from;
-    if (st.init.init_new) s["new_parameters"] = "init";
-    if (st.init.drop_unused) s["dropped_parameters"] = "ignore";
-    if (st.init_optimizer) s["init_optimizer"] = true;
-    if (st.node.child("seed").defined()) s["seed"] = st.experiment->seed;
-    for (const auto& kv : st.options.to_yaml()) s[kv.first] = kv.second;
-    YAML::Node ssec = sections_yaml(*st.experiment);
-    for (const char* k : {"task", "model", "position", "train", "eval"}) {
-      if (st.node.child(k).defined()) s[k] = ssec[k];
-    }
-    n["stages"].push_back(s);
-  }
-  if (paper_node.defined()) n["paper"] = YAML::Clone(paper_node.yaml());
-  YAML::Node prov;
-  prov["lengen"] = kVersion;
-  prov["torch"] = torch_version();
-  const MachineInfo machine = machine_info();
-  prov["machine"]["cpu"] = machine.cpu;
-  prov["machine"]["cpu_capability"] = machine.cpu_capability;
-  prov["machine"]["blas"] = machine.blas;
-  prov["source"] = file;
-  for (const auto& lp : loaded_plugins()) {
-    YAML::Node p;
-    p["name"] = lp.origin.plugin;
-    p["version"] = lp.origin.version;
-    p["path"] = lp.origin.library;
-    p["abi"] = lp.abi_version;
-    p["api"] = lp.api_version;
-    p["torch"] = lp.torch_version;
-    prov["plugins"].push_back(p);
-  }
-  n["provenance"] = prov;
-  return to_yaml(n);
-}
 
 }  // namespace lengen
