@@ -2,7 +2,6 @@
 #include "lengen/train/objective.h"
 
 #include "lengen/core/error.h"
-#include "lengen/train/evaluator.h"
 
 #include <map>
 

@@ -60,6 +60,19 @@ class LENGEN_API Objective {
                                                    std::vector<PositionIds>* ids_out = nullptr) const;
 };
 
+/// Greedy KV-cached decoding of one prompt per row (all prompts the same length), for the
+/// autoregressive architectures (decoder; encoder_decoder: the encoder reads the prompt and
+/// is run once, the decoder starts from the prompt's last token). New tokens'
+/// position IDs come from task.causal_position_ids over the prompt and the generated prefix
+/// only. Returns the generated responses (EOS included when produced); when `ids_out` is
+/// given it receives the IDs fed for each sequence (prompt + response tokens fed back).
+LENGEN_API std::vector<std::vector<int64_t>> greedy_decode(
+    Transformer& model,
+    const Task& task,
+    const std::vector<std::vector<int64_t>>& prompts,
+    const torch::Device& device,
+    std::vector<PositionIds>* ids_out = nullptr);
+
 /// The objective of a layout.
 LENGEN_API std::unique_ptr<Objective> make_objective(Layout layout);
 /// The objective of a model's architecture.
