@@ -389,6 +389,18 @@ TEST_CASE("train: safetensors files", "[train]") {
     CHECK_THROWS_WITH(load_safetensors(dir.file("junk.safetensors")),
                       Contains("malformed safetensors header"));
   }
+  SECTION("a checkpoint's step is read from its metadata; a bad one names the file") {
+    CHECK(training_step_of(load_safetensors(path), path) == 7);
+    for (const std::string bad : {"", "7x", "-1", "seven", "99999999999999999999"}) {
+      CAPTURE(bad);
+      save_safetensors(dir.file("bad.safetensors"), {{"a", a}}, {{"step", bad}});
+      CHECK_THROWS_WITH(training_step_of(load_safetensors(dir.file("bad.safetensors")), "bad.safetensors"),
+                        Contains("bad.safetensors: the checkpoint's step is") && Contains("expected a step count"));
+    }
+    save_safetensors(dir.file("none.safetensors"), {{"a", a}});
+    CHECK_THROWS_WITH(training_step_of(load_safetensors(dir.file("none.safetensors")), "none.safetensors"),
+                      Contains("none.safetensors: not a lengen training checkpoint (no step)"));
+  }
 }
 
 TEST_CASE("eval: Wilson score interval", "[eval]") {

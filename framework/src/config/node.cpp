@@ -2,7 +2,10 @@
 // field by field, rejecting keys nobody asked for).
 #include "lengen/config/node.h"
 
+#include "lengen/core/parse.h"
+
 #include <algorithm>
+#include <cmath>
 
 namespace lengen {
 
@@ -130,18 +133,19 @@ std::string describe(const YAML::Node& n) {
 int64_t ConfigNode::as_int() const {
   if (node_.IsScalar()) {
     const std::string& s = node_.Scalar();
-    try {
-      size_t used = 0;
-      long long v = std::stoll(s, &used, 10);
-      if (used == s.size()) {
-        return v;
+    if (const auto v = leading_integer(s)) {
+      if (v->used == s.size()) {
+        return v->value;
       }
-      // Accept integral floats written as 1e4 or 100.0.
-      double d = std::stod(s, &used);
-      if (used == s.size() && d == static_cast<double>(static_cast<int64_t>(d))) {
-        return static_cast<int64_t>(d);
+      // Accept integral floats written as 1e4 or 100.0 (within int64_t's range).
+      try {
+        size_t used = 0;
+        const double d = std::stod(s, &used);
+        if (used == s.size() && std::abs(d) < 9.2e18 && d == static_cast<double>(static_cast<int64_t>(d))) {
+          return static_cast<int64_t>(d);
+        }
+      } catch (const std::exception&) {
       }
-    } catch (const std::exception&) {
     }
   }
   fail(fmt::format("expected an integer, got {}", describe(node_)));

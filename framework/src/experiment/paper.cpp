@@ -1,6 +1,7 @@
 #include "lengen/experiment/paper.h"
 
 #include "lengen/core/error.h"
+#include "lengen/core/parse.h"
 
 #include <nlohmann/json.hpp>
 
@@ -37,17 +38,11 @@ std::string cell_key(const ConfigNode& key, const std::string& text, const std::
   }
   std::string out;
   for (const auto& p : parts) {
-    size_t used = 0;
-    long long v = 0;
-    try {
-      v = std::stoll(p, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (p.empty() || used != p.size() || v < 0) {
+    const auto v = leading_integer(p);
+    if (!v || v->used != p.size() || v->value < 0) {
       key.fail(fmt::format("paper value key '{}': expected {}", text, expected));
     }
-    out += (out.empty() ? "" : ",") + std::to_string(v);
+    out += (out.empty() ? "" : ",") + std::to_string(v->value);
   }
   return out;
 }

@@ -2,6 +2,7 @@
 #include "lengen/experiment/threads.h"
 
 #include "lengen/core/log.h"
+#include "lengen/core/parse.h"
 
 #include <torch/torch.h>
 
@@ -56,15 +57,9 @@ int64_t default_threads() {
   const char* env = std::getenv("OMP_NUM_THREADS");
   if (env != nullptr && *env != '\0') {
     const std::string text(env);
-    size_t used = 0;
-    long long n = 0;
-    try {
-      n = std::stoll(text, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used > 0 && n > 0 && (used == text.size() || text[used] == ',')) {
-      return static_cast<int64_t>(n);
+    const auto n = leading_integer(text);
+    if (n && n->value > 0 && (n->used == text.size() || text[n->used] == ',')) {
+      return n->value;
     }
     logger("threads")->warn("OMP_NUM_THREADS=\"{}\" is not a positive thread count; using the {} "
                             "usable cores",

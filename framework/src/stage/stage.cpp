@@ -37,10 +37,7 @@ std::string newest_checkpoint_in(const fs::path& dir) {
 }
 
 int64_t checkpoint_step(const std::string& path) {
-  TensorFile f = load_safetensors(path);
-  auto it = f.metadata.find("step");
-  LENGEN_CHECK(it != f.metadata.end(), "{}: not a lengen training checkpoint (no step)", path);
-  return std::stoll(it->second);
+  return training_step_of(load_safetensors(path), path);
 }
 
 const char* kMarker = "stage.json";

@@ -1,6 +1,7 @@
 #include "lengen/train/checkpoint.h"
 
 #include "lengen/core/error.h"
+#include "lengen/core/parse.h"
 
 #include <nlohmann/json.hpp>
 
@@ -211,6 +212,15 @@ TensorFile load_safetensors(const std::string& path) {
     out.tensors.emplace_back(it.key(), t);
   }
   return out;
+}
+
+int64_t training_step_of(const TensorFile& file, const std::string& path) {
+  auto it = file.metadata.find("step");
+  LENGEN_CHECK(it != file.metadata.end(), "{}: not a lengen training checkpoint (no step)", path);
+  const auto step = leading_integer(it->second);
+  LENGEN_CHECK(step && step->used == it->second.size() && step->value >= 0,
+               "{}: the checkpoint's step is \"{}\", expected a step count", path, it->second);
+  return step->value;
 }
 
 }  // namespace lengen

@@ -109,9 +109,7 @@ void Trainer::set_periodic(int64_t every, std::function<void(int64_t)> fn,
 
 void Trainer::load_optimizer_state(const std::string& checkpoint) {
   TensorFile file = load_safetensors(checkpoint);
-  auto it = file.metadata.find("step");
-  LENGEN_CHECK(it != file.metadata.end(), "{}: not a lengen training checkpoint (no step)", checkpoint);
-  optimizer_->load_state(file.tensors, std::stoll(it->second));
+  optimizer_->load_state(file.tensors, training_step_of(file, checkpoint));
 }
 
 std::vector<Batch> Trainer::batches_for_step(int64_t step_index) {
@@ -273,9 +271,7 @@ void Trainer::save_checkpoint(int64_t step) {
 
 int64_t Trainer::load_checkpoint(const std::string& path) {
   TensorFile file = load_safetensors(path);
-  auto it = file.metadata.find("step");
-  LENGEN_CHECK(it != file.metadata.end(), "{}: not a lengen training checkpoint (no step)", path);
-  const int64_t step = std::stoll(it->second);
+  const int64_t step = training_step_of(file, path);
   load_weights(model_, file, path);
   optimizer_->load_state(file.tensors, step);
   return step;
