@@ -1,6 +1,7 @@
 // Config: errors name file, line, key and the nearest valid alternative; overrides apply.
 #include "helpers.h"
 #include "lengen/config/section.h"
+#include "lengen/core/parse.h"
 #include "lengen/experiment/experiment.h"
 
 using namespace lengen;
@@ -254,28 +255,78 @@ TEST_CASE("config: map and list-of-map options, and sections bound to structs", 
   CHECK_THROWS_WITH(validate("{sources: {source: a}}"), Contains("expected a list of maps"));
   CHECK_THROWS_WITH(validate("{steps: 0}"), Contains("demo.steps must be >= 1, got 0"));
 
-  // A Section reads bound members and writes them back, nested paths as nested maps.
+  // A Section declares each key once with its member: the member's default is the key's
+  // default; it reads bound members and writes them back, nested paths as nested maps.
   struct Cfg {
-    int64_t steps = 0;
-    std::string opt;
-    double lr = 0;
+    int64_t steps = 10;
+    std::string opt = "adam";
+    double lr = 0.5;
+    int64_t warmup = 0;
   };
-  const Section<Cfg> section = Section<Cfg>(spec)
-                                   .bind("steps", &Cfg::steps)
-                                   .bind("optimizer.name", &Cfg::opt)
-                                   .bind("optimizer.lr", &Cfg::lr);
+  const Section<Cfg> section = Section<Cfg>("demo", "a demo section")
+                                   .field(&Cfg::steps, O::integer("steps", "").at_least(1))
+                                   .option(O::map("optimizer", "").scalar_means("name"))
+                                   .field("optimizer", &Cfg::opt, O::string("name", "").one_of({"adam", "adamw"}))
+                                   .field("optimizer", &Cfg::lr, O::number("lr", ""))
+                                   .option(O::map("grid", "").any_keys())
+                                   .field(&Cfg::warmup, O::integer("warmup", "").may_be_absent());
+  const ComponentSpec& declared = section.spec();
+  CHECK(declared.name == "demo");
+  REQUIRE(declared.options.size() == 4);
+  CHECK(declared.options[0].default_value->as<int64_t>() == 10);
+  REQUIRE(declared.options[1].fields.size() == 2);
+  CHECK(declared.options[1].fields[0].default_value->as<std::string>() == "adam");
+  CHECK(declared.options[1].fields[1].default_value->as<double>() == 0.5);
+  CHECK_FALSE(declared.options[3].default_value);  // may be absent: no default of its own
+  CHECK_THROWS_AS(Section<Cfg>("bad", "").field("schedule", &Cfg::lr, O::number("lr", "")), std::logic_error);
   Cfg c;
   section.read(load_config_string("{steps: 7, optimizer: {lr: 0.25}}", "s.yaml"), c);
   CHECK(c.steps == 7);
   CHECK(c.opt == "adam");
   CHECK(c.lr == 0.25);
-  CHECK(to_yaml(section.write(c)) == "steps: 7\noptimizer:\n  name: adam\n  lr: 0.25\n");
+  CHECK(c.warmup == 0);
+  CHECK(to_yaml(section.write(c)) == "steps: 7\noptimizer:\n  name: adam\n  lr: 0.25\nwarmup: 0\n");
+  CHECK_THROWS_WITH(section.read(load_config_string("{steps: 0}", "s.yaml"), c), Contains("demo.steps must be >= 1"));
+  CHECK_THROWS_WITH(section.read(load_config_string("{optimizer: sgd}", "s.yaml"), c),
+                    Contains("demo.optimizer.name must be one of adam, adamw"));
   // Round trip: what write() gives, read() takes back to the same struct.
   Cfg back;
+  back.steps = 1;
   section.read(ConfigNode(section.write(c), nullptr, ""), back);
   CHECK((back.steps == c.steps && back.opt == c.opt && back.lr == c.lr));
   // The framework's sections are documented from their schemas.
   std::vector<std::string> names;
   for (const auto& s : framework_sections()) names.push_back(s.name);
   CHECK(names == std::vector<std::string>{"model", "train", "eval", "stages[i]"});
+}
+
+TEST_CASE("config: leading_integer reads what std::stoll reads, without throwing", "[config]") {
+  auto li = [](const std::string& s) { return leading_integer(s); };
+  REQUIRE(li("42"));
+  CHECK(li("42")->value == 42);
+  CHECK(li("42")->used == 2);
+  CHECK(li("4,2")->value == 4);
+  CHECK(li("4,2")->used == 1);
+  CHECK(li(" -7")->value == -7);
+  CHECK(li(" -7")->used == 3);
+  CHECK(li("9223372036854775807")->value == INT64_MAX);
+  CHECK_FALSE(li(""));
+  CHECK_FALSE(li("x1"));
+  CHECK_FALSE(li(",4"));
+  CHECK_FALSE(li("9223372036854775808"));  // out of range
+}
+
+TEST_CASE("config: integers are read exactly, integral floats accepted, others refused", "[config]") {
+  auto int_of = [](const std::string& text) {
+    return ConfigNode(YAML::Load("v: " + text)["v"], nullptr, "v").as_int();
+  };
+  CHECK(int_of("12") == 12);
+  CHECK(int_of("-3") == -3);
+  CHECK(int_of("1e4") == 10000);
+  CHECK(int_of("100.0") == 100);
+  CHECK(int_of("9223372036854775807") == INT64_MAX);
+  for (const std::string bad : {"1.5", "1e30", "abc", "12abc", "9223372036854775808"}) {
+    CAPTURE(bad);
+    CHECK_THROWS_WITH(int_of(bad), Contains("expected an integer"));
+  }
 }

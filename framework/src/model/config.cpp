@@ -20,93 +20,79 @@ int64_t ModelConfig::decoder_depth() const {
   return architecture(arch).decoder ? layers : 0;
 }
 
-ComponentSpec ModelConfig::schema() {
-  using O = OptionSpec;
-  std::vector<std::string> archs;
-  for (const auto& a : architectures()) archs.push_back(a.name);
-  return {"section", "model", "the architecture",
-          {O::string("arch", "a registered architecture: decoder (causal, next token), encoder_decoder (bidirectional "
-                     "encoder over the query, causal decoder with cross-attention), encoder (bidirectional, a "
-                     "per-position classifier over output slots)")
-               .with_default(std::string("decoder")).one_of(archs),
-           O::integer("layers", "blocks per loop: the decoder's, or the encoder's for arch encoder; 0: embeddings "
-                      "and output only").with_default(int64_t{2}).at_least(0),
-           O::integer("encoder_layers", "encoder_decoder only: encoder blocks (-1 = layers)").with_default(int64_t{-1}).at_least(-1),
-           O::integer("heads", "attention heads").with_default(int64_t{4}).at_least(1),
-           O::integer("d_model", "residual width C").with_default(int64_t{128}).at_least(1),
-           O::integer("d_head", "head width D; 0 = d_model / heads").with_default(int64_t{0}).at_least(0),
-           O::integer("d_ff", "feed-forward width (each input projection for gated ones); 0 = attention only")
-               .with_default(int64_t{512}).at_least(0),
-           O::string("norm", "a registered norm (\"Norms\" below)")
-               .with_default(std::string("layernorm")).one_of(norm_registry().names()),
-           O::string("norm_position", "pre_post: a norm before and after each residual sum (Cho et al.)")
-               .with_default(std::string("pre")).one_of({"pre", "post", "pre_post"}),
-           O::string("activation", "feed-forward activation: a registered one (\"Activations\" below)")
-               .with_default(std::string("gelu")).one_of(activation_registry().names()),
-           O::number("dropout", "on embeddings, attention weights and residual branches, in [0, 1)").with_default(0.0),
-           O::number("norm_eps", "the norm's epsilon (model.norm)").with_default(1e-5).at_least(0),
-           O::number("softmax_eps", "attention weights exp(s - max) / (sum + eps); TAOTP programs: 1e-10")
-               .with_default(0.0).at_least(0),
-           O::boolean("bias", "default of attention_bias and ff_bias").may_be_absent(),
-           O::boolean("attention_bias", "biases in the q/k/v and output projections (default: bias)").may_be_absent(),
-           O::boolean("ff_bias", "biases in the feed-forward projections (default: bias)").may_be_absent(),
-           O::boolean("tie_embeddings", "the output head shares the token embedding").with_default(false),
-           O::boolean("head_bias", "a bias in the output head (Hugging Face BERT's classifier has one); not "
-                      "with tie_embeddings").with_default(false),
-           O::boolean("embedding_norm", "a norm (model.norm) over token plus position embeddings before the "
-                      "first block, as BERT's embedding LayerNorm").with_default(false),
-           O::string("init", "weight initialisation of the core's layers: pytorch (each module's own default: "
-                     "Linear U(+-1/sqrt(fan_in)), Embedding N(0, 1)) or normal (every Linear and Embedding "
-                     "weight N(0, init_std), biases 0: Hugging Face BERT and GPT-2). Position schemes keep "
-                     "their own (their init options)")
-               .with_default(std::string("pytorch")).one_of({"pytorch", "normal"}),
-           O::number("init_std", "std of init: normal").with_default(0.02).at_least(0),
-           O::boolean("shared_layers", "universal Transformer: one block per stack, applied `layers` times per loop")
-               .with_default(false),
-           O::integer("loops", "looped (universal) Transformer: each stack applied `loops` times; eval.loops changes "
-                      "it at test time").with_default(int64_t{1}).at_least(1),
-           O::boolean("input_injection", "add the input embedding to the residual stream before every loop after the first")
-               .with_default(false),
-           O::number("loops_per_length", "loops tied to the input (Fan et al. 2025; encoder only): > 0 gives each "
-                     "sample max(1, round(loops_per_length * n + loops_offset)) loops (half up), n = its "
-                     "input tokens that carry no label; 0: model.loops for every sample")
-               .with_default(0.0).at_least(0),
-           O::integer("loops_offset", "the offset of loops_per_length's rule").with_default(int64_t{0})}};
-}
-
 namespace {
 
 const Section<ModelConfig>& model_section() {
-  static const Section<ModelConfig> s = Section<ModelConfig>(ModelConfig::schema())
-                                            .bind("arch", &ModelConfig::arch)
-                                            .bind("layers", &ModelConfig::layers)
-                                            .bind("encoder_layers", &ModelConfig::encoder_layers)
-                                            .bind("heads", &ModelConfig::heads)
-                                            .bind("d_model", &ModelConfig::d_model)
-                                            .bind("d_head", &ModelConfig::d_head)
-                                            .bind("d_ff", &ModelConfig::d_ff)
-                                            .bind("norm", &ModelConfig::norm)
-                                            .bind("norm_position", &ModelConfig::norm_position)
-                                            .bind("activation", &ModelConfig::activation)
-                                            .bind("dropout", &ModelConfig::dropout)
-                                            .bind("norm_eps", &ModelConfig::norm_eps)
-                                            .bind("softmax_eps", &ModelConfig::softmax_eps)
-                                            .bind("attention_bias", &ModelConfig::attention_bias)
-                                            .bind("ff_bias", &ModelConfig::ff_bias)
-                                            .bind("tie_embeddings", &ModelConfig::tie_embeddings)
-                                            .bind("head_bias", &ModelConfig::head_bias)
-                                            .bind("embedding_norm", &ModelConfig::embedding_norm)
-                                            .bind("init", &ModelConfig::init)
-                                            .bind("init_std", &ModelConfig::init_std)
-                                            .bind("shared_layers", &ModelConfig::shared_layers)
-                                            .bind("loops", &ModelConfig::loops)
-                                            .bind("input_injection", &ModelConfig::input_injection)
-                                            .bind("loops_per_length", &ModelConfig::loops_per_length)
-                                            .bind("loops_offset", &ModelConfig::loops_offset);
+  using O = OptionSpec;
+  using M = ModelConfig;
+  static const Section<ModelConfig> s = [] {
+    std::vector<std::string> archs;
+    for (const auto& a : architectures()) archs.push_back(a.name);
+    return Section<ModelConfig>("model", "the architecture")
+        .field(&M::arch, O::string("arch", "a registered architecture: decoder (causal, next token), encoder_decoder "
+                                   "(bidirectional encoder over the query, causal decoder with cross-attention), "
+                                   "encoder (bidirectional, a per-position classifier over output slots)")
+                             .one_of(archs))
+        .field(&M::layers, O::integer("layers", "blocks per loop: the decoder's, or the encoder's for arch encoder; "
+                                      "0: embeddings and output only")
+                               .at_least(0))
+        .field(&M::encoder_layers,
+               O::integer("encoder_layers", "encoder_decoder only: encoder blocks (-1 = layers)").at_least(-1))
+        .field(&M::heads, O::integer("heads", "attention heads").at_least(1))
+        .field(&M::d_model, O::integer("d_model", "residual width C").at_least(1))
+        .field(&M::d_head, O::integer("d_head", "head width D; 0 = d_model / heads").at_least(0))
+        .field(&M::d_ff, O::integer("d_ff", "feed-forward width (each input projection for gated ones); 0 = attention "
+                                    "only")
+                             .at_least(0))
+        .field(&M::norm, O::string("norm", "a registered norm (\"Norms\" below)").one_of(norm_registry().names()))
+        .field(&M::norm_position,
+               O::string("norm_position", "pre_post: a norm before and after each residual sum (Cho et al.)")
+                   .one_of({"pre", "post", "pre_post"}))
+        .field(&M::activation,
+               O::string("activation", "feed-forward activation: a registered one (\"Activations\" below)")
+                   .one_of(activation_registry().names()))
+        .field(&M::dropout, O::number("dropout", "on embeddings, attention weights and residual branches, in [0, 1)"))
+        .field(&M::norm_eps, O::number("norm_eps", "the norm's epsilon (model.norm)").at_least(0))
+        .field(&M::softmax_eps,
+               O::number("softmax_eps", "attention weights exp(s - max) / (sum + eps); TAOTP programs: 1e-10")
+                   .at_least(0))
+        .option(O::boolean("bias", "default of attention_bias and ff_bias").may_be_absent())
+        .field(&M::attention_bias,
+               O::boolean("attention_bias", "biases in the q/k/v and output projections (default: bias)")
+                   .may_be_absent())
+        .field(&M::ff_bias,
+               O::boolean("ff_bias", "biases in the feed-forward projections (default: bias)").may_be_absent())
+        .field(&M::tie_embeddings, O::boolean("tie_embeddings", "the output head shares the token embedding"))
+        .field(&M::head_bias, O::boolean("head_bias", "a bias in the output head (Hugging Face BERT's classifier has "
+                                         "one); not with tie_embeddings"))
+        .field(&M::embedding_norm, O::boolean("embedding_norm", "a norm (model.norm) over token plus position "
+                                              "embeddings before the first block, as BERT's embedding LayerNorm"))
+        .field(&M::init, O::string("init", "weight initialisation of the core's layers: pytorch (each module's own "
+                                   "default: Linear U(+-1/sqrt(fan_in)), Embedding N(0, 1)) or normal (every Linear "
+                                   "and Embedding weight N(0, init_std), biases 0: Hugging Face BERT and GPT-2). "
+                                   "Position schemes keep their own (their init options)")
+                             .one_of({"pytorch", "normal"}))
+        .field(&M::init_std, O::number("init_std", "std of init: normal").at_least(0))
+        .field(&M::shared_layers, O::boolean("shared_layers", "universal Transformer: one block per stack, applied "
+                                             "`layers` times per loop"))
+        .field(&M::loops, O::integer("loops", "looped (universal) Transformer: each stack applied `loops` times; "
+                                     "eval.loops changes it at test time")
+                              .at_least(1))
+        .field(&M::input_injection, O::boolean("input_injection", "add the input embedding to the residual stream "
+                                               "before every loop after the first"))
+        .field(&M::loops_per_length,
+               O::number("loops_per_length", "loops tied to the input (Fan et al. 2025; encoder only): > 0 gives each "
+                         "sample max(1, round(loops_per_length * n + loops_offset)) loops (half up), n = its input "
+                         "tokens that carry no label; 0: model.loops for every sample")
+                   .at_least(0))
+        .field(&M::loops_offset, O::integer("loops_offset", "the offset of loops_per_length's rule"));
+  }();
   return s;
 }
 
 }  // namespace
+
+ComponentSpec ModelConfig::schema() { return model_section().spec(); }
 
 ModelConfig ModelConfig::from_config(const ConfigNode& node) {
   ModelConfig c;
@@ -115,39 +101,16 @@ ModelConfig ModelConfig::from_config(const ConfigNode& node) {
   const bool bias = o.given("bias") && o.get_bool("bias");
   if (!o.given("attention_bias")) c.attention_bias = bias;
   if (!o.given("ff_bias")) c.ff_bias = bias;
-  auto positive = [&](const char* key, int64_t v) {
-    if (v < 1) {
-      node.child(key).fail(fmt::format("model.{} must be at least 1, got {}", key, v));
-    }
-  };
-  if (c.layers < 0) {
-    node.child("layers").fail(fmt::format("model.layers must be >= 0, got {}", c.layers));
-  }
-  if (c.encoder_layers < -1) {
-    node.child("encoder_layers")
-        .fail("model.encoder_layers must be >= 0 (or -1: the same as model.layers)");
-  }
+  // Ranges are the schema's; what follows are the rules between keys (and dropout's open end).
   if (c.encoder_layers >= 0 && !(architecture(c.arch).encoder && architecture(c.arch).decoder)) {
     node.child("encoder_layers")
         .fail(fmt::format("model.encoder_layers applies to encoder_decoder only (arch is '{}'; "
                           "model.layers sets the depth)",
                           c.arch));
   }
-  positive("heads", c.heads);
-  positive("d_model", c.d_model);
-  positive("loops", c.loops);
-  if (c.d_ff < 0) {
-    node.child("d_ff").fail("model.d_ff must be >= 0 (0 = attention-only blocks)");
-  }
-  if (c.d_head < 0) {
-    node.child("d_head").fail("model.d_head must be >= 0 (0 = d_model / heads)");
-  }
   if (c.d_head == 0 && c.d_model % c.heads != 0) {
     node.child("heads").fail(fmt::format(
         "d_model {} is not divisible by heads {}; set model.d_head explicitly", c.d_model, c.heads));
-  }
-  if (c.softmax_eps < 0) {
-    node.child("softmax_eps").fail(fmt::format("model.softmax_eps must be >= 0, got {}", c.softmax_eps));
   }
   if (c.head_bias && c.tie_embeddings) {
     node.child("head_bias").fail("model.head_bias needs an output head of its own; it cannot be "

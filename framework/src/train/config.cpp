@@ -7,49 +7,6 @@
 
 namespace lengen {
 
-ComponentSpec TrainConfig::schema() {
-  using O = OptionSpec;
-  return {"section", "train", "optimisation: steps, batch, optimizer, schedule, data, logging, checkpoints",
-          {O::integer("steps", "optimisation steps").with_default(int64_t{1000}).at_least(1),
-           O::integer("batch_size", "sequences per step").with_default(int64_t{64}).at_least(1),
-           O::integer("buckets", "split each step's batch by length into up to N groups, each padded only to "
-                      "its own longest sample (less compute on padding); the loss and gradients are the "
-                      "whole batch's. 1: one padded batch")
-               .with_default(int64_t{1}).at_least(1),
-           O::map("optimizer",
-                  "a registered optimizer (\"Optimizers\" below) and its options: {name: adamw, lr: 3e-4, "
-                  "weight_decay: 0.01}; default adam")
-               .any_keys()
-               .scalar_means("name"),
-           O::map("schedule", "linear warm-up from 0, then decay to lr * min_lr_ratio",
-                  {O::integer("warmup_steps", "warm-up steps (or warmup_fraction, not both)").may_be_absent().at_least(0),
-                   O::number("warmup_fraction", "warm-up as a fraction of steps").may_be_absent().at_least(0).at_most(1),
-                   O::string("decay", "a registered decay after the warm-up (\"Learning-rate decays\" below)")
-                       .with_default(std::string("cosine")),
-                   O::number("min_lr_ratio", "final lr = lr * min_lr_ratio").with_default(0.0).at_least(0).at_most(1)}),
-           O::number("grad_clip", "global L2 norm of the gradients; 0 disables").with_default(1.0).at_least(0),
-           O::integer("dataset_size", "0: a fresh sample every step; N: a fixed training set of N examples, visited "
-                      "in seeded epochs (with task.mixture each source has its own)")
-               .with_default(int64_t{0}).at_least(0),
-           O::integer("log_every", "progress line and metrics.jsonl record period; a non-finite loss is "
-                      "reported at the next one (or evaluation, checkpoint)")
-               .with_default(int64_t{100}).at_least(1),
-           O::integer("checkpoint_every", "0: only the final checkpoint").with_default(int64_t{1000}).at_least(0),
-           O::integer("keep_checkpoints", "newest N kept").with_default(int64_t{1}).at_least(1),
-           O::integer("eval_every", "evaluate every N steps (and at step 0 and the last) into eval_curve.jsonl; 0: never")
-               .with_default(int64_t{0}).at_least(0),
-           O::map("eval_grid", "eval: keys laid over eval: for those evaluations, e.g. {samples: 100}").any_keys(),
-           O::boolean("cuda_graphs", "on CUDA, capture the whole training step (forward, backward, clipping, "
-                      "the fused Adam update) once per padded batch shape and replay it, one launch a step "
-                      "instead of hundreds; lengths are padded up to graph_length_multiple (the loss is "
-                      "unchanged: padding is masked and after every real token). Decoder layout, buckets: 1. "
-                      "On the CPU the same padded step runs eagerly")
-               .with_default(false),
-           O::integer("graph_length_multiple", "with cuda_graphs: pad each step's length up to a multiple of N "
-                      "(fewer shapes to capture, more padding)")
-               .with_default(int64_t{16}).at_least(1)}};
-}
-
 namespace {
 
 void read_optimizer(TrainConfig& c, const Options& train) { c.optimizer = train.node("optimizer"); }
@@ -77,26 +34,60 @@ YAML::Node optimizer_yaml(const TrainConfig& c) {
 }
 
 const Section<TrainConfig>& train_section() {
-  static const Section<TrainConfig> s = Section<TrainConfig>(TrainConfig::schema())
-                                            .bind("steps", &TrainConfig::steps)
-                                            .bind("batch_size", &TrainConfig::batch_size)
-                                            .bind("buckets", &TrainConfig::buckets)
-                                            .bind_with("optimizer", read_optimizer, optimizer_yaml)
-                                            .bind("schedule.warmup_steps", &TrainConfig::warmup_steps)
-                                            .bind("schedule.decay", &TrainConfig::decay)
-                                            .bind("schedule.min_lr_ratio", &TrainConfig::min_lr_ratio)
-                                            .bind("grad_clip", &TrainConfig::grad_clip)
-                                            .bind("dataset_size", &TrainConfig::dataset_size)
-                                            .bind("log_every", &TrainConfig::log_every)
-                                            .bind("checkpoint_every", &TrainConfig::checkpoint_every)
-                                            .bind("keep_checkpoints", &TrainConfig::keep_checkpoints)
-                                            .bind("eval_every", &TrainConfig::eval_every)
-                                            .bind("cuda_graphs", &TrainConfig::cuda_graphs)
-                                            .bind("graph_length_multiple", &TrainConfig::graph_length_multiple);
+  using O = OptionSpec;
+  using C = TrainConfig;
+  static const Section<TrainConfig> s =
+      Section<TrainConfig>("train", "optimisation: steps, batch, optimizer, schedule, data, logging, checkpoints")
+          .field(&C::steps, O::integer("steps", "optimisation steps").at_least(1))
+          .field(&C::batch_size, O::integer("batch_size", "sequences per step").at_least(1))
+          .field(&C::buckets, O::integer("buckets", "split each step's batch by length into up to N groups, each padded "
+                                         "only to its own longest sample (less compute on padding); the loss and "
+                                         "gradients are the whole batch's. 1: one padded batch")
+                                  .at_least(1))
+          .option(O::map("optimizer", "a registered optimizer (\"Optimizers\" below) and its options: {name: adamw, "
+                         "lr: 3e-4, weight_decay: 0.01}; default adam")
+                      .any_keys()
+                      .scalar_means("name"),
+                  read_optimizer, optimizer_yaml)
+          .option(O::map("schedule", "linear warm-up from 0, then decay to lr * min_lr_ratio"))
+          .field("schedule", &C::warmup_steps,
+                 O::integer("warmup_steps", "warm-up steps (or warmup_fraction, not both)").may_be_absent().at_least(0))
+          .option("schedule", O::number("warmup_fraction", "warm-up as a fraction of steps")
+                                     .may_be_absent().at_least(0).at_most(1))
+          .field("schedule", &C::decay,
+                 O::string("decay", "a registered decay after the warm-up (\"Learning-rate decays\" below)"))
+          .field("schedule", &C::min_lr_ratio,
+                 O::number("min_lr_ratio", "final lr = lr * min_lr_ratio").at_least(0).at_most(1))
+          .field(&C::grad_clip, O::number("grad_clip", "global L2 norm of the gradients; 0 disables").at_least(0))
+          .field(&C::dataset_size,
+                 O::integer("dataset_size", "0: a fresh sample every step; N: a fixed training set of N examples, "
+                            "visited in seeded epochs (with task.mixture each source has its own)")
+                     .at_least(0))
+          .field(&C::log_every, O::integer("log_every", "progress line and metrics.jsonl record period; a non-finite "
+                                           "loss is reported at the next one (or evaluation, checkpoint)")
+                                    .at_least(1))
+          .field(&C::checkpoint_every, O::integer("checkpoint_every", "0: only the final checkpoint").at_least(0))
+          .field(&C::keep_checkpoints, O::integer("keep_checkpoints", "newest N kept").at_least(1))
+          .field(&C::eval_every, O::integer("eval_every", "evaluate every N steps (and at step 0 and the last) into "
+                                            "eval_curve.jsonl; 0: never")
+                                     .at_least(0))
+          .option(O::map("eval_grid", "eval: keys laid over eval: for those evaluations, e.g. {samples: 100}").any_keys())
+          .field(&C::cuda_graphs,
+                 O::boolean("cuda_graphs", "on CUDA, capture the whole training step (forward, backward, clipping, "
+                            "the fused Adam update) once per padded batch shape and replay it, one launch a step "
+                            "instead of hundreds; lengths are padded up to graph_length_multiple (the loss is "
+                            "unchanged: padding is masked and after every real token). Decoder layout, buckets: 1. "
+                            "On the CPU the same padded step runs eagerly"))
+          .field(&C::graph_length_multiple,
+                 O::integer("graph_length_multiple", "with cuda_graphs: pad each step's length up to a multiple of N "
+                            "(fewer shapes to capture, more padding)")
+                     .at_least(1));
   return s;
 }
 
 }  // namespace
+
+ComponentSpec TrainConfig::schema() { return train_section().spec(); }
 
 TrainConfig TrainConfig::from_config(const ConfigNode& node) {
   TrainConfig c;

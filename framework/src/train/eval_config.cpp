@@ -9,54 +9,48 @@
 
 namespace lengen {
 
-ComponentSpec EvalConfig::schema() {
-  using O = OptionSpec;
-  return {"section", "eval", "the length-generalization grid and its metric",
-          {O::map("grid", "per axis of the task [lo, hi] (a range) or an explicit list, e.g. {digits: [1, 40]}; "
-                  "default: the task's evaluation ranges").any_keys(),
-           O::integer("samples", "samples per cell").with_default(int64_t{1000}).at_least(1),
-           O::integer("batch_size", "at most this many sequences per forward pass (or decode)")
-               .with_default(int64_t{256}).at_least(1),
-           O::integer("batch_tokens", "at most this many padded tokens (sequences x the longest) per forward pass, "
-                      "samples sorted by length; 0: by device (GPU: 131072; CPU: what keeps the widest activation within "
-                      "16 MiB, e.g. 4096 for d_model 256)")
-               .with_default(int64_t{0}).at_least(0),
-           O::integer("seed", "evaluation data seed (independent of the training seed)").with_default(int64_t{1234}).at_least(0),
-           O::boolean("greedy_decode", "decide exact match by KV-cached greedy decoding instead of the equivalent "
-                      "teacher-forced check").with_default(false),
-           O::string("metric", "response: exact match of the whole response (scratchpad and EOS included); answer: "
-                     "the final answer of a greedy decode; answer_given_scratchpad: the answer teacher-forced after "
-                     "the reference scratchpad (a diagnostic)")
-               .with_default(std::string("response")).one_of({"response", "answer", "answer_given_scratchpad"}),
-           O::integer("loops", "applications of each looped stack at test time; 0: the model's model.loops")
-               .with_default(int64_t{0}).at_least(0),
-           O::integer("adaptive_loops", "adaptive looping (Fan et al. 2025; arch: encoder): each sample runs up to "
-                      "its own loop count + this many extra loops and keeps the loop whose output is most "
-                      "confident (lowest cross-entropy against its own argmax over the labelled positions); "
-                      "0: off")
-               .with_default(int64_t{0}).at_least(0),
-           O::string_list("breakdown", "example features to break each cell's accuracy down by (e.g. addition's "
-                          "carries, carry_chain); also records the number and positions of wrong tokens (decodes)")
-               .with_default(std::vector<std::string>{})}};
-}
-
 namespace {
 
 const Section<EvalConfig>& eval_section() {
-  static const Section<EvalConfig> s = Section<EvalConfig>(EvalConfig::schema())
-                                           .bind("samples", &EvalConfig::samples)
-                                           .bind("batch_size", &EvalConfig::batch_size)
-                                           .bind("batch_tokens", &EvalConfig::batch_tokens)
-                                           .bind("seed", &EvalConfig::seed)
-                                           .bind("greedy_decode", &EvalConfig::greedy_decode)
-                                           .bind("metric", &EvalConfig::metric)
-                                           .bind("loops", &EvalConfig::loops)
-                                           .bind("adaptive_loops", &EvalConfig::adaptive_loops)
-                                           .bind("breakdown", &EvalConfig::breakdown);
+  using O = OptionSpec;
+  using E = EvalConfig;
+  static const Section<EvalConfig> s =
+      Section<EvalConfig>("eval", "the length-generalization grid and its metric")
+          .option(O::map("grid", "per axis of the task [lo, hi] (a range) or an explicit list, e.g. {digits: [1, 40]}; "
+                         "default: the task's evaluation ranges").any_keys())
+          .field(&E::samples, O::integer("samples", "samples per cell").at_least(1))
+          .field(&E::batch_size, O::integer("batch_size", "at most this many sequences per forward pass (or decode)")
+                                     .at_least(1))
+          .field(&E::batch_tokens,
+                 O::integer("batch_tokens", "at most this many padded tokens (sequences x the longest) per forward pass, "
+                            "samples sorted by length; 0: by device (GPU: 131072; CPU: what keeps the widest activation "
+                            "within 16 MiB, e.g. 4096 for d_model 256)")
+                     .at_least(0))
+          .field(&E::seed, O::integer("seed", "evaluation data seed (independent of the training seed)").at_least(0))
+          .field(&E::greedy_decode, O::boolean("greedy_decode", "decide exact match by KV-cached greedy decoding instead "
+                                               "of the equivalent teacher-forced check"))
+          .field(&E::metric,
+                 O::string("metric", "response: exact match of the whole response (scratchpad and EOS included); answer: "
+                           "the final answer of a greedy decode; answer_given_scratchpad: the answer teacher-forced after "
+                           "the reference scratchpad (a diagnostic)")
+                     .one_of({"response", "answer", "answer_given_scratchpad"}))
+          .field(&E::loops, O::integer("loops", "applications of each looped stack at test time; 0: the model's "
+                                       "model.loops").at_least(0))
+          .field(&E::adaptive_loops,
+                 O::integer("adaptive_loops", "adaptive looping (Fan et al. 2025; arch: encoder): each sample runs up to "
+                            "its own loop count + this many extra loops and keeps the loop whose output is most "
+                            "confident (lowest cross-entropy against its own argmax over the labelled positions); "
+                            "0: off")
+                     .at_least(0))
+          .field(&E::breakdown, O::string_list("breakdown", "example features to break each cell's accuracy down by "
+                                               "(e.g. addition's carries, carry_chain); also records the number and "
+                                               "positions of wrong tokens (decodes)"));
   return s;
 }
 
 }  // namespace
+
+ComponentSpec EvalConfig::schema() { return eval_section().spec(); }
 
 EvalConfig EvalConfig::from_config(const ConfigNode& node, const std::vector<GridAxis>& axes) {
   EvalConfig c;
