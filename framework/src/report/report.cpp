@@ -47,16 +47,9 @@ void print_table(const std::vector<CellResult>& results, const std::vector<std::
 std::string find_script(const std::string& name) {
   std::error_code ec;
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec).parent_path();
-  std::vector<fs::path> places{exe / ".." / "share" / "lengen" / "scripts" / name};
-#ifdef LENGEN_SOURCE_DIR
-  places.push_back(fs::path(LENGEN_SOURCE_DIR) / "scripts" / name);
-#endif
-  for (const fs::path& p : places) {
-    if (fs::exists(p, ec)) {
-      return p.lexically_normal().string();
-    }
-  }
-  return "";
+  // Installed: PREFIX/share/lengen/scripts; in a build tree, a link there to the source's scripts/.
+  const fs::path p = exe / ".." / "share" / "lengen" / "scripts" / name;
+  return fs::exists(p, ec) ? p.lexically_normal().string() : "";
 }
 
 std::string csv_field(const std::string& s) {

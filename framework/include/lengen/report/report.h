@@ -24,8 +24,8 @@ LENGEN_API std::string cell_text(const GridCell& cell, const char* sep = " ");
 /// Prints the accuracy table of a grid evaluation to stdout.
 LENGEN_API void print_table(const std::vector<CellResult>& results, const std::vector<std::string>& axes);
 
-/// A plotting script by file name: installed under share/lengen/scripts next to the running
-/// executable, or in the source tree. "" when not found.
+/// A plotting script by file name, from <the running executable>/../share/lengen/scripts: the
+/// install's copy, or in a build tree a link to the source tree's scripts/. "" when not found.
 LENGEN_API std::string find_script(const std::string& name);
 
 /// `s` as one CSV field: as it is, or quoted (inner quotes doubled) when it holds a comma,
