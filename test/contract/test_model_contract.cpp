@@ -1,6 +1,6 @@
 // Contract of the model's variation points, run over EVERY registered norm and activation:
 // what a new one must satisfy to be selected by `model.norm` / `model.activation`. The
-// built-ins' formulas are checked one by one in test/unit/test_model.cpp.
+// built-ins' formulas are checked one by one in test/unit/model/test_model.cpp.
 #include "helpers.h"
 #include "lengen/model/transformer.h"
 

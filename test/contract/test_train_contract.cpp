@@ -1,7 +1,7 @@
 // Contract of the training variation points, run over EVERY registered optimizer and
 // learning-rate decay (built in and any found on the plugin path): what a new one must satisfy
 // to be selected by `train.optimizer` / `train.schedule.decay`. The built-ins' formulas are
-// checked against LibTorch's in test/unit/test_train.cpp.
+// checked against LibTorch's in test/unit/train/test_train.cpp.
 #include "helpers.h"
 #include "lengen/plugin/loader.h"
 #include "lengen/train/optimizer.h"
