@@ -1,4 +1,4 @@
-# lengen_add_plugin(NAME <name> KIND <position|task|stage|optimizer|decay|norm|activation> SOURCES <files...> [TESTS <files...>])
+# lengen_add_plugin(NAME <name> KIND <position|task|stage|optimizer|decay|norm|activation|architecture> SOURCES <files...> [TESTS <files...>])
 #
 # Builds a loadable lengen plugin, liblengen-<kind>-<name>.so, as a MODULE library with only
 # the lengen_plugin_v1 entry point exported. Works in-tree and against an installed lengen
@@ -9,8 +9,8 @@ function(lengen_add_plugin)
   if(NOT P_NAME OR NOT P_KIND OR NOT P_SOURCES)
     message(FATAL_ERROR "lengen_add_plugin: NAME, KIND and SOURCES are required")
   endif()
-  if(NOT P_KIND MATCHES "^(position|task|stage|optimizer|decay|norm|activation)$")
-    message(FATAL_ERROR "lengen_add_plugin(${P_NAME}): KIND must be position, task, stage, optimizer, decay, norm or activation, got '${P_KIND}'")
+  if(NOT P_KIND MATCHES "^(position|task|stage|optimizer|decay|norm|activation|architecture)$")
+    message(FATAL_ERROR "lengen_add_plugin(${P_NAME}): KIND must be position, task, stage, optimizer, decay, norm, activation or architecture, got '${P_KIND}'")
   endif()
   set(core lengen::core)
   if(TARGET lengen_core)

@@ -134,7 +134,7 @@ class Calibrate final : public lengen::Stage {
                                        ctx.spec().name));
     }
     lengen::Transformer model = ctx.load_model();
-    if (!model->arch().decoder) {
+    if (!model->arch().stacks().decoder) {
       ctx.spec().node.fail("calibrate: the model has no decoder (ABC biases decoder self- and cross-attention)");
     }
     // The attention maps: the chosen decoder layer's self- (and cross-) attention.

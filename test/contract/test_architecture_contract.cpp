@@ -6,10 +6,10 @@
 // distinct blocks, not loops; layouts the task cannot render are refused naming both.
 #include "helpers.h"
 #include "lengen/experiment/experiment.h"
+#include "lengen/model/batch.h"
 #include "lengen/model/transformer.h"
 #include "lengen/plugin/loader.h"
-#include "lengen/train/batch.h"
-#include "lengen/train/objective.h"
+#include "lengen/model/architecture.h"
 
 using namespace lengen;
 using Schemes = std::vector<std::shared_ptr<PositionScheme>>;
@@ -64,15 +64,16 @@ TEST_CASE("architecture contract: every scheme in every architecture", "[contrac
   auto task = test::make_task("{name: addition, position_ids: coupled}");
   const auto exs = examples(*task, 5);
   for (const auto* entry : position_registry().list()) {
-    for (const char* arch : {"decoder", "encoder", "encoder_decoder"}) {
+    for (const std::string& arch : architecture_registry().names()) {
       DYNAMIC_SECTION(entry->spec.name << " / " << arch) {
         ModelConfig cfg = tiny(arch);
-        const Architecture& a = architecture(arch);
+        const auto arch_ptr = architecture(arch);
+        const Architecture& a = *arch_ptr;
         SchemeContext sc{cfg.d_model, cfg.heads, cfg.head_dim(), cfg.attention_layers(), 1, ""};
         auto probe = test::make_scheme(test::scheme_yaml(*entry), sc);
         const bool self_ok = probe->hooks() == kHookInputEmbedding ||
-                             ((!a.encoder || probe->supports(AttentionKind::kBidirectionalSelf)) &&
-                              (!a.decoder || probe->supports(AttentionKind::kCausalSelf)));
+                             ((!a.stacks().encoder || probe->supports(AttentionKind::kBidirectionalSelf)) &&
+                              (!a.stacks().decoder || probe->supports(AttentionKind::kCausalSelf)));
         if (!self_ok) {
           // Refused where it has no meaning, naming the scheme's place and the architecture.
           CHECK_THROWS_WITH(Transformer(cfg, task->vocabulary().size(), Schemes{probe}),
@@ -80,7 +81,7 @@ TEST_CASE("architecture contract: every scheme in every architecture", "[contrac
           return;
         }
         Transformer model = build(cfg, *task, test::scheme_yaml(*entry));
-        auto objective = objective_for(model);
+        const Architecture* objective = &model->arch();
         torch::NoGradGuard ng;
 
         // Padding invariance: each sample alone == the same sample in a mixed-length batch.
@@ -101,7 +102,7 @@ TEST_CASE("architecture contract: every scheme in every architecture", "[contrac
         // scheme's bias and the causal rows' offset as its mask, so this also checks that
         // kernel (and the bias's gradient) against the explicit path.
         Batch later = objective->make_batch(*task, examples(*task, 3, 4));
-        REQUIRE((later.first_scored > 0 || a.layout == Layout::kSeq2Seq));  // seq2seq scores from 0
+        REQUIRE((later.first_scored > 0 || a.layout() == Layout::kSeq2Seq));  // seq2seq scores from 0
         const int64_t rows = later.inputs.size(1) - later.first_scored;
         {
           torch::AutoGradMode grad_on(true);
@@ -132,14 +133,14 @@ TEST_CASE("architecture contract: every scheme in every architecture", "[contrac
         }
 
         // Full forward == KV-cached incremental decoding (the autoregressive layouts).
-        if (a.layout != Layout::kLabeled) {
+        if (a.layout() != Layout::kLabeled) {
           for (const auto& ex : exs) {
             Batch one = objective->make_batch(*task, {ex});
             auto full = objective->logits(model, one);  // [1, T, V]
             const int64_t T = one.inputs.size(1);
             // decoder: the prompt at once (minus its last token), then token by token;
             // encoder_decoder: the source and the start token, then token by token.
-            const int64_t first = a.layout == Layout::kSequence ? ex.prompt_length - 1 : 1;
+            const int64_t first = a.layout() == Layout::kSequence ? ex.prompt_length - 1 : 1;
             KVCache cache;
             ModelInputs in = one.model_inputs();
             in.tokens = one.inputs.slice(1, 0, first);
@@ -164,10 +165,10 @@ TEST_CASE("architecture contract: the encoder sees later tokens, the decoder doe
   load_all_plugins();
   auto task = test::make_task("{name: addition, position_ids: coupled}");
   const auto ex = examples(*task, 1, 6)[0];
-  for (const char* arch : {"encoder", "encoder_decoder", "decoder"}) {
+  for (const std::string& arch : architecture_registry().names()) {
     DYNAMIC_SECTION(arch) {
       Transformer model = build(tiny(arch), *task, "{name: coupling, max_position: 64}");
-      auto objective = objective_for(model);
+      const Architecture* objective = &model->arch();
       torch::NoGradGuard ng;
       Batch b = objective->make_batch(*task, {ex});
       auto base = objective->logits(model, b);  // [1, T, V]
@@ -182,8 +183,8 @@ TEST_CASE("architecture contract: the encoder sees later tokens, the decoder doe
       where[0][2] = digit;
       auto moved = objective->logits(model, changed);
       const double first_row = test::max_abs_diff(base.select(1, 0), moved.select(1, 0));
-      if (std::string(arch) == "decoder") {
-        CHECK(first_row < 1e-12);  // causal: position 0 cannot see position 2
+      if (!objective->stacks().encoder) {
+        CHECK(first_row < 1e-12);  // causal only: position 0 cannot see position 2
       } else {
         CHECK(first_row > 1e-9);  // bidirectional (or cross-attending to the source)
       }
@@ -195,16 +196,18 @@ TEST_CASE("architecture contract: looped stacks", "[contract][arch]") {
   load_all_plugins();
   auto task = test::make_task("{name: addition, position_ids: coupled}");
   const auto exs = examples(*task, 3);
-  for (const char* arch : {"decoder", "encoder", "encoder_decoder"}) {
+  for (const std::string& arch : architecture_registry().names()) {
     DYNAMIC_SECTION(arch) {
+      const auto stacks = architecture(arch)->stacks();
+      const bool two_stacks = stacks.encoder && stacks.decoder;
       // Looped: one block per stack applied twice; unrolled: two blocks, the second a copy.
       ModelConfig looped = tiny(arch);
       looped.layers = 1;
       looped.loops = 2;
       ModelConfig unrolled = tiny(arch);
       unrolled.layers = 2;
-      unrolled.encoder_layers = arch == std::string("encoder_decoder") ? 2 : -1;
-      if (arch == std::string("encoder_decoder")) {
+      unrolled.encoder_layers = two_stacks ? 2 : -1;
+      if (two_stacks) {
         looped.encoder_layers = 1;
       }
       Transformer a = build(looped, *task, "{name: coupling, max_position: 64}");
@@ -224,7 +227,7 @@ TEST_CASE("architecture contract: looped stacks", "[contract][arch]") {
           item.value().copy_(pa[name]);
         }
       }
-      auto objective = objective_for(a);
+      const Architecture* objective = &a->arch();
       torch::NoGradGuard ng;
       Batch batch = objective->make_batch(*task, exs);
       CHECK(test::max_abs_diff(objective->logits(a, batch), objective->logits(b, batch)) < 1e-10);
@@ -252,7 +255,7 @@ TEST_CASE("architecture contract: looped stacks", "[contract][arch]") {
     Transformer plain = build(c, *task, "{name: coupling, max_position: 64}");
     c.input_injection = true;
     Transformer injected = build(c, *task, "{name: coupling, max_position: 64}");
-    auto objective = objective_for(plain);
+    const Architecture* objective = &plain->arch();
     torch::NoGradGuard ng;
     Batch batch = objective->make_batch(*task, exs);
     // Same weights (same seed), different function.
@@ -315,5 +318,7 @@ task: {name: addition}
 model: {arch: encodr}
 position: [nope]
 )");
-  CHECK_THROWS_WITH(Experiment::load(dir.file("x.yaml")), Catch::Contains("encoder"));
+  CHECK_THROWS_WITH(Experiment::load(dir.file("x.yaml")),
+                    Catch::Contains("unknown architecture 'encodr'") && Catch::Contains("'encoder'") &&
+                        Catch::Contains("x.yaml") && Catch::Contains("encoder_decoder"));
 }

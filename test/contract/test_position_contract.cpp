@@ -3,9 +3,9 @@
 // finite gradients, determinism in evaluation, and equal logits in a full forward pass and in
 // KV-cached incremental decoding (design note).
 #include "helpers.h"
+#include "lengen/model/batch.h"
 #include "lengen/model/transformer.h"
 #include "lengen/plugin/loader.h"
-#include "lengen/train/batch.h"
 
 #include <algorithm>
 

@@ -5,7 +5,7 @@
 #include "helpers.h"
 #include "lengen/experiment/experiment.h"
 #include "lengen/train/evaluator.h"
-#include "lengen/train/objective.h"
+#include "lengen/model/architecture.h"
 #include "lengen/train/trainer.h"
 
 #include <nlohmann/json.hpp>
@@ -87,7 +87,7 @@ TEST_CASE("integration: an encoder learns padded addition; decode == teacher for
     }
   }
   auto tf = teacher_forced_exact_match(model, *exp.task, exs, torch::kCPU, 64);
-  auto decoded = objective_for(model)->decode(model, *exp.task, exs, torch::kCPU);
+  auto decoded = model->arch().decode(model, *exp.task, exs, torch::kCPU);
   int64_t correct = 0;
   for (size_t i = 0; i < exs.size(); ++i) {
     const bool ok = exp.task->exact_match(exs[i], decoded[i]);

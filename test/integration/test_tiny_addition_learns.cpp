@@ -5,7 +5,7 @@
 #include "helpers.h"
 #include "lengen/experiment/experiment.h"
 #include "lengen/train/evaluator.h"
-#include "lengen/train/objective.h"
+#include "lengen/model/architecture.h"
 #include "lengen/train/trainer.h"
 
 using namespace lengen;
@@ -52,14 +52,14 @@ TEST_CASE("integration: a tiny coupled model learns addition; verdicts agree", "
   Trainer trainer(exp.train, exp.seed, *exp.task, model, torch::kCPU, exp.run_dir());
   TrainResult tr = trainer.run(false);
   CHECK(tr.steps == exp.train.steps);
-  auto objective = objective_for(model);
-  const Layout layout = model->arch().layout;
+  const Architecture* objective = &model->arch();
+  const Layout layout = model->arch().layout();
   CHECK(tr.final_loss < 0.05);
 
   auto results = evaluate_grid(model, *exp.task, exp.eval, torch::kCPU);
   for (const auto& r : results) {
     INFO("digits " << r.cell.at("digits") << ": " << r.accuracy);
-    const int64_t held = model->arch().layout == Layout::kLabeled ? 3 : 4;
+    const int64_t held = model->arch().layout() == Layout::kLabeled ? 3 : 4;
     if (r.cell.at("digits") <= held) {
       CHECK(r.accuracy >= 0.95);  // trained lengths
     }

@@ -3,11 +3,11 @@
 #include "lengen/core/error.h"
 #include "lengen/core/log.h"
 #include "lengen/core/rng.h"
+#include "lengen/model/architecture.h"
+#include "lengen/model/batch.h"
 #include "lengen/report/report.h"
-#include "lengen/train/batch.h"
 #include "lengen/train/checkpoint.h"
 #include "lengen/train/evaluator.h"
-#include "lengen/train/objective.h"
 
 #include <nlohmann/json.hpp>
 
@@ -68,7 +68,7 @@ AttentionMaps mean_attention(Transformer& model, const Task& task, const std::ve
   } else {
     examples = examples_in;
   }
-  auto objective = objective_for(model);
+  const Architecture& objective = model->arch();
   std::vector<torch::Tensor> sums;
   Batch first;
   torch::NoGradGuard no_grad;
@@ -78,10 +78,10 @@ AttentionMaps mean_attention(Transformer& model, const Task& task, const std::ve
       const size_t b1 = std::min(examples.size(), b0 + static_cast<size_t>(req.batch_size));
       std::vector<Example> chunk(examples.begin() + static_cast<std::ptrdiff_t>(b0),
                                  examples.begin() + static_cast<std::ptrdiff_t>(b1));
-      Batch b = objective->make_batch(task, chunk);
+      Batch b = objective.make_batch(task, chunk);
       if (b0 == 0) first = b;
       std::vector<torch::Tensor> attn;
-      objective->logits(model, b.to(device), &attn);
+      objective.logits(model, b.to(device), &attn);
       if (sums.empty()) sums.resize(attn.size());
       for (int64_t l : layers) {
         auto s = attn[static_cast<size_t>(l)].to(torch::kCPU, torch::kFloat64).sum(0);  // [H, T, S]

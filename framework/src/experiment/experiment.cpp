@@ -9,10 +9,10 @@
 #include "lengen/core/error.h"
 #include "lengen/core/log.h"
 #include "lengen/core/version.h"
+#include "lengen/model/architecture.h"
+#include "lengen/model/batch.h"
 #include "lengen/plugin/loader.h"
 #include "lengen/registry/registry.h"
-#include "lengen/train/batch.h"
-#include "lengen/train/objective.h"
 
 #include <filesystem>
 #include <functional>
@@ -46,10 +46,10 @@ std::vector<std::shared_ptr<PositionScheme>> build_schemes(const std::vector<Con
 // IDs of examples as the architecture lays them out: [L, B, T] tensors, the decoder's (or
 // the encoder's) and the source's for seq2seq (padding 0). A task that cannot render the
 // layout is reported by check_layout; its one-sequence IDs are checked meanwhile.
-std::vector<torch::Tensor> layout_ids(const Task& task, Layout layout, const std::vector<Example>& examples) {
+std::vector<torch::Tensor> layout_ids(const Task& task, const Architecture& arch, const std::vector<Example>& examples) {
   Batch b;
   try {
-    b = make_objective(layout)->make_batch(task, examples);
+    b = arch.make_batch(task, examples);
   } catch (const Error&) {
     b = make_batch(examples, 0);
   }
@@ -121,7 +121,7 @@ Experiment Experiment::from_node(const ConfigNode& root_in, const std::string& p
                      ? EvalConfig::from_config(merge_config(r.child("eval"), e.train.eval_grid), e.task->grid_axes())
                      : e.eval;
   for (const EvalConfig* ec : {&e.eval, &e.curve_eval}) {
-    if (ec->adaptive_loops > 0 && architecture(e.model.arch).layout != Layout::kLabeled) {
+    if (ec->adaptive_loops > 0 && !architecture(e.model.arch)->one_pass()) {
       root.child("eval").child("adaptive_loops").fail(fmt::format(
           "eval.adaptive_loops picks among whole outputs of one forward pass (model.arch: encoder); "
           "'{}' decodes token by token",
@@ -149,7 +149,7 @@ Experiment Experiment::from_node(const ConfigNode& root_in, const std::string& p
   // evaluation cell and the training distribution fit (e.g. IDs <= max_position), so an
   // impossible length fails before training instead of after it.
   auto schemes = build_schemes(e.position_nodes, scheme_context(e.model, e.task->position_levels(), e.run_dir()));
-  if (architecture(e.model.arch).layout == Layout::kLabeled &&
+  if (architecture(e.model.arch)->one_pass() &&
       std::all_of(schemes.begin(), schemes.end(), [](const auto& s) { return s->hooks() == kHookNone; })) {
     // Without a causal mask nothing tells positions apart: equal tokens get equal outputs.
     logger("config")->warn(
@@ -184,7 +184,7 @@ Experiment Experiment::from_node(const ConfigNode& root_in, const std::string& p
         }
       }
     }
-    const auto ids = layout_ids(*e.task, architecture(e.model.arch).layout, {ex});
+    const auto ids = layout_ids(*e.task, *architecture(e.model.arch), {ex});
     for (size_t i = 0; i < schemes.size(); ++i) {
       try {
         for (const auto& t : ids) {
@@ -212,13 +212,13 @@ Experiment Experiment::from_node(const ConfigNode& root_in, const std::string& p
     const std::string task_name =
         e.task_node.is_scalar() ? e.task_node.as_string() : e.task_node.child("name").as_string();
     try {
-      check_layout(*e.task, task_name, architecture(e.model.arch), sample);
+      architecture(e.model.arch)->check_layout(*e.task, task_name, sample);
     } catch (const Error& err) {
       root.child("model").child("arch").fail(err.what());
     }
     for (size_t i = 0; i < schemes.size(); ++i) {
       try {
-        for (const auto& t : layout_ids(*e.task, architecture(e.model.arch).layout, sample)) {
+        for (const auto& t : layout_ids(*e.task, *architecture(e.model.arch), sample)) {
           schemes[i]->position_ids(t, /*offset=*/0, /*training=*/true);
         }
       } catch (const Error& err) {

@@ -1,6 +1,9 @@
-// The architecture registry: the three built-in architectures and any registered later.
+// The architecture registry with the built-in architectures, and what every architecture
+// shares: logits, the loss, decoding grouped by prompt length and the layout check.
 #include "lengen/model/architecture.h"
 
+#include "architecture/builtin.h"
+#include "lengen/config/node.h"
 #include "lengen/core/error.h"
 
 #include <map>
@@ -8,62 +11,110 @@
 
 namespace lengen {
 
-namespace {
+Architecture::~Architecture() = default;
 
-std::map<std::string, Architecture>& arch_table() {
-  static std::map<std::string, Architecture> table = [] {
-    std::map<std::string, Architecture> t;
-    t["decoder"] = {"decoder", "decoder-only: causal self-attention, next-token prediction",
-                    Layout::kSequence, false, true, false};
-    t["encoder"] = {"encoder",
-                    "encoder-only: bidirectional self-attention with a key-padding mask and a "
-                    "per-position classifier over the output slots (Jelassi et al. 2023)",
-                    Layout::kLabeled, true, false, false};
-    t["encoder_decoder"] = {"encoder_decoder",
-                            "encoder-decoder: bidirectional encoder over the query, causal "
-                            "decoder with cross-attention generating the response",
-                            Layout::kSeq2Seq, true, true, true};
-    return t;
+ArchitectureRegistry& architecture_registry() {
+  static ArchitectureRegistry r("architecture", "architectures", "model.arch");
+  static const bool registered = [] {
+    register_decoder(r);
+    register_encoder(r);
+    register_encoder_decoder(r);
+    return true;
   }();
-  return table;
+  (void)registered;
+  return r;
 }
 
-std::mutex& arch_mutex() {
-  static std::mutex m;
-  return m;
+std::shared_ptr<const Architecture> architecture(const std::string& name) {
+  // Built once per name: ModelConfig asks for the stacks on every forward pass. (A plugin's
+  // library stays loaded once its components are registered, so the cached ones stay valid.)
+  static std::mutex mutex;
+  static std::map<std::string, std::shared_ptr<const Architecture>> built;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = built.find(name); it != built.end()) {
+    return it->second;
+  }
+  auto arch = architecture_registry().create(load_config_string(name, "model.arch"), ArchitectureContext{});
+  const Architecture::Stacks s = arch->stacks();
+  LENGEN_CHECK(s.encoder || s.decoder, "architecture '{}' has no stack", name);
+  LENGEN_CHECK(!s.cross || (s.encoder && s.decoder),
+               "architecture '{}': cross-attention needs an encoder and a decoder", name);
+  built.emplace(name, arch);
+  return arch;
 }
 
-}  // namespace
-
-void register_architecture(Architecture arch) {
-  std::lock_guard<std::mutex> lock(arch_mutex());
-  LENGEN_CHECK(!arch.name.empty(), "register_architecture: empty name");
-  LENGEN_CHECK(arch.encoder || arch.decoder, "architecture '{}' has no stack", arch.name);
-  LENGEN_CHECK(arch_table().emplace(arch.name, arch).second,
-               "architecture '{}' is registered twice", arch.name);
+torch::Tensor Architecture::logits(Transformer& model,
+                                   const Batch& batch,
+                                   std::vector<torch::Tensor>* attention) const {
+  LENGEN_CHECK(batch.layout == layout(), "internal: a {} batch given to the {} architecture",
+               layout_name(batch.layout), name());
+  return model->forward(batch.model_inputs(), nullptr, attention);  // [B, T, V]
 }
 
-std::vector<Architecture> architectures() {
-  std::lock_guard<std::mutex> lock(arch_mutex());
-  std::vector<Architecture> out;
-  for (const auto& [name, a] : arch_table()) {
-    out.push_back(a);
+torch::Tensor Architecture::scored_logits(Transformer& model, const Batch& batch) const {
+  LENGEN_CHECK(batch.layout == layout(), "internal: a {} batch given to the {} architecture",
+               layout_name(batch.layout), name());
+  return model->forward(batch.model_inputs(/*scored_rows_only=*/true));  // [B, T - first, V]
+}
+
+torch::Tensor Architecture::loss(const torch::Tensor& logits, const Batch& batch) const {
+  const int64_t V = logits.size(-1), T = batch.targets.size(1), rows = logits.size(1);
+  LENGEN_CHECK(rows <= T, "internal: logits of {} positions for targets of {}", rows, T);
+  const auto targets = batch.targets.narrow(1, T - rows, rows);  // [B, rows]
+  const auto scored = batch.mask.narrow(1, T - rows, rows);      // [B, rows]
+  // Reduced-precision logits (bfloat16 autocast) are scored in float32; float32 and float64
+  // models keep their own precision.
+  const auto dtype = logits.scalar_type() == torch::kFloat64 ? torch::kFloat64 : torch::kFloat32;
+  auto per_token = torch::nn::functional::cross_entropy(
+      logits.reshape({-1, V}).to(dtype), targets.reshape({-1}),
+      torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));  // [B*rows]
+  auto mask = scored.reshape({-1}).to(dtype);                                     // [B*rows]
+  return (per_token * mask).sum() / mask.sum().clamp_min(1.0);
+}
+
+// Decodes the prompts grouped by length (each group one batch) and puts the results back in
+// order.
+std::vector<std::vector<int64_t>> Architecture::decode(Transformer& model,
+                                                       const Task& task,
+                                                       const std::vector<Example>& examples,
+                                                       const torch::Device& device,
+                                                       std::vector<PositionIds>* ids_out) const {
+  std::map<size_t, std::vector<size_t>> by_len;
+  for (size_t i = 0; i < examples.size(); ++i) {
+    by_len[static_cast<size_t>(examples[i].prompt_length)].push_back(i);
+  }
+  std::vector<std::vector<int64_t>> out(examples.size());
+  if (ids_out) {
+    ids_out->assign(examples.size(), PositionIds());
+  }
+  for (const auto& [len, idx] : by_len) {
+    std::vector<std::vector<int64_t>> group;
+    for (size_t i : idx) {
+      const auto& tokens = examples[i].tokens;
+      group.emplace_back(tokens.begin(), tokens.begin() + examples[i].prompt_length);
+    }
+    std::vector<PositionIds> fed;
+    auto responses = greedy_decode(model, task, group, device, ids_out ? &fed : nullptr);
+    for (size_t j = 0; j < idx.size(); ++j) {
+      out[idx[j]] = responses[j];
+      if (ids_out) {
+        (*ids_out)[idx[j]] = fed[j];
+      }
+    }
   }
   return out;
 }
 
-const Architecture& architecture(const std::string& name) {
-  std::lock_guard<std::mutex> lock(arch_mutex());
-  auto it = arch_table().find(name);
-  if (it == arch_table().end()) {
-    std::vector<std::string> names;
-    for (const auto& [n, a] : arch_table()) {
-      names.push_back(n);
-    }
-    throw Error(fmt::format("unknown architecture '{}' (registered: {}){}", name, join(names),
-                            did_you_mean(name, names)));
+void Architecture::check_layout(const Task& task,
+                                const std::string& task_name,
+                                const std::vector<Example>& probe) const {
+  try {
+    make_batch(task, probe);
+  } catch (const Error& e) {
+    throw Error(fmt::format("task '{}' cannot be laid out for the '{}' architecture ({} layout): "
+                            "{}",
+                            task_name, name(), layout_name(layout()), e.what()));
   }
-  return it->second;
 }
 
 }  // namespace lengen

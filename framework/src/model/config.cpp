@@ -8,16 +8,22 @@
 
 namespace lengen {
 
+namespace {
+
+ArchitectureStacks stacks_of(const std::string& arch) { return architecture(arch)->stacks(); }
+
+}  // namespace
+
 int64_t ModelConfig::encoder_depth() const {
-  const Architecture& a = architecture(arch);
-  if (!a.encoder) {
+  const ArchitectureStacks s = stacks_of(arch);
+  if (!s.encoder) {
     return 0;
   }
-  return a.decoder && encoder_layers >= 0 ? encoder_layers : layers;
+  return s.decoder && encoder_layers >= 0 ? encoder_layers : layers;
 }
 
 int64_t ModelConfig::decoder_depth() const {
-  return architecture(arch).decoder ? layers : 0;
+  return stacks_of(arch).decoder ? layers : 0;
 }
 
 namespace {
@@ -26,13 +32,11 @@ const Section<ModelConfig>& model_section() {
   using O = OptionSpec;
   using M = ModelConfig;
   static const Section<ModelConfig> s = [] {
-    std::vector<std::string> archs;
-    for (const auto& a : architectures()) archs.push_back(a.name);
     return Section<ModelConfig>("model", "the architecture")
-        .field(&M::arch, O::string("arch", "a registered architecture: decoder (causal, next token), encoder_decoder "
-                                   "(bidirectional encoder over the query, causal decoder with cross-attention), "
-                                   "encoder (bidirectional, a per-position classifier over output slots)")
-                             .one_of(archs))
+        .field(&M::arch, O::string("arch", "a registered architecture (`lengen plugins`, \"Architectures\" below): "
+                                   "decoder (causal, next token), encoder_decoder (bidirectional encoder over "
+                                   "the query, causal decoder with cross-attention), encoder (bidirectional, a "
+                                   "per-position classifier over output slots)"))
         .field(&M::layers, O::integer("layers", "blocks per loop: the decoder's, or the encoder's for arch encoder; "
                                       "0: embeddings and output only")
                                .at_least(0))
@@ -101,8 +105,11 @@ ModelConfig ModelConfig::from_config(const ConfigNode& node) {
   const bool bias = o.given("bias") && o.get_bool("bias");
   if (!o.given("attention_bias")) c.attention_bias = bias;
   if (!o.given("ff_bias")) c.ff_bias = bias;
-  // Ranges are the schema's; what follows are the rules between keys (and dropout's open end).
-  if (c.encoder_layers >= 0 && !(architecture(c.arch).encoder && architecture(c.arch).decoder)) {
+  // The architecture by name from its registry (loading a plugin by convention); then the
+  // rules between keys (ranges are the schema's; and dropout's open end).
+  const auto arch = architecture_registry().create_named(c.arch, ConfigNode(), ArchitectureContext{}, node.child("arch"));
+  const ArchitectureStacks stacks = arch->stacks();
+  if (c.encoder_layers >= 0 && !(stacks.encoder && stacks.decoder)) {
     node.child("encoder_layers")
         .fail(fmt::format("model.encoder_layers applies to encoder_decoder only (arch is '{}'; "
                           "model.layers sets the depth)",
@@ -119,7 +126,7 @@ ModelConfig ModelConfig::from_config(const ConfigNode& node) {
   if (c.dropout < 0 || c.dropout >= 1) {
     node.child("dropout").fail(fmt::format("model.dropout must be in [0, 1), got {}", c.dropout));
   }
-  if (c.loops_per_length > 0 && architecture(c.arch).layout != Layout::kLabeled) {
+  if (c.loops_per_length > 0 && !arch->one_pass()) {
     node.child("loops_per_length")
         .fail(fmt::format("model.loops_per_length needs the whole output from one forward pass "
                           "(arch: encoder); '{}' decodes token by token",
@@ -146,7 +153,8 @@ YAML::Node ModelConfig::to_yaml() const {
   resolved.d_head = head_dim();
   resolved.encoder_layers = encoder_depth();
   YAML::Node n = model_section().write(resolved);
-  if (!(architecture(arch).encoder && architecture(arch).decoder)) n.remove("encoder_layers");
+  const ArchitectureStacks s = stacks_of(arch);
+  if (!(s.encoder && s.decoder)) n.remove("encoder_layers");
   return n;
 }
 

@@ -3,6 +3,8 @@
 // block.cpp, feed_forward.cpp and norm.cpp.
 #include "lengen/model/transformer.h"
 
+#include "lengen/model/architecture.h"
+
 #include "lengen/core/error.h"
 
 namespace lengen {
@@ -12,13 +14,14 @@ TransformerImpl::TransformerImpl(ModelConfig cfg,
                                  std::vector<std::shared_ptr<PositionScheme>> schemes)
     : cfg_(std::move(cfg)),
       arch_(architecture(cfg_.arch)),
+      stacks_(arch_->stacks()),
       vocab_size_(vocab_size),
       loops_(cfg_.loops),
       schemes_(std::move(schemes)) {
-  if (arch_.encoder) {
+  if (stacks_.encoder) {
     check_position_support(schemes_, AttentionKind::kBidirectionalSelf, cfg_.arch);
   }
-  if (arch_.decoder) {
+  if (stacks_.decoder) {
     check_position_support(schemes_, AttentionKind::kCausalSelf, cfg_.arch);
   }
   tok_emb_ = register_module("tok_emb", torch::nn::Embedding(vocab_size, cfg_.d_model));
@@ -30,11 +33,11 @@ TransformerImpl::TransformerImpl(ModelConfig cfg,
   const int64_t enc = cfg_.distinct(cfg_.encoder_depth());
   const int64_t dec = cfg_.distinct(cfg_.decoder_depth());
   blocks_ = register_module("blocks", torch::nn::ModuleList());
-  if (arch_.decoder) {
+  if (stacks_.decoder) {
     for (int64_t l = 0; l < dec; ++l) {
       // Scheme layer indices: the encoder's distinct blocks first, then the decoder's.
-      const int64_t scheme_layer = (arch_.encoder ? enc : 0) + l;
-      blocks_->push_back(Block(cfg_, scheme_layer, AttentionKind::kCausalSelf, arch_.cross));
+      const int64_t scheme_layer = (stacks_.encoder ? enc : 0) + l;
+      blocks_->push_back(Block(cfg_, scheme_layer, AttentionKind::kCausalSelf, stacks_.cross));
     }
   } else {
     for (int64_t l = 0; l < enc; ++l) {
@@ -53,7 +56,7 @@ TransformerImpl::TransformerImpl(ModelConfig cfg,
     norm_embedding_ = register_module("norm_embedding", Norm(cfg_.norm, cfg_.d_model, cfg_.norm_eps));
   }
   emb_dropout_ = register_module("emb_dropout", torch::nn::Dropout(cfg_.dropout));
-  if (arch_.encoder && arch_.decoder) {
+  if (stacks_.encoder && stacks_.decoder) {
     encoder_ = register_module("encoder", torch::nn::ModuleList());
     for (int64_t l = 0; l < enc; ++l) {
       encoder_->push_back(Block(cfg_, l, AttentionKind::kBidirectionalSelf, false));
@@ -94,9 +97,9 @@ void TransformerImpl::set_loops(int64_t loops) {
 
 void TransformerImpl::set_adaptive_loops(int64_t extra) {
   LENGEN_CHECK(extra >= 0, "adaptive loops: extra loops must be >= 0, got {}", extra);
-  LENGEN_CHECK(extra == 0 || arch_.layout == Layout::kLabeled,
+  LENGEN_CHECK(extra == 0 || arch_->one_pass(),
                "adaptive looping picks among whole outputs of one forward pass (arch: encoder); "
-               "'{}' decodes token by token", arch_.name);
+               "'{}' decodes token by token", arch_->name());
   adaptive_extra_ = extra;
 }
 
@@ -110,11 +113,11 @@ std::vector<std::string> TransformerImpl::attention_names() const {
       }
     }
   };
-  if (arch_.encoder && arch_.decoder) {
+  if (stacks_.encoder && stacks_.decoder) {
     add("encoder", cfg_.encoder_depth(), "");
   }
-  add("blocks", arch_.decoder ? cfg_.decoder_depth() : cfg_.encoder_depth(), "");
-  if (arch_.cross) {
+  add("blocks", stacks_.decoder ? cfg_.decoder_depth() : cfg_.encoder_depth(), "");
+  if (stacks_.cross) {
     add("blocks", cfg_.decoder_depth(), ".cross");
   }
   return out;
@@ -273,13 +276,13 @@ torch::Tensor TransformerImpl::forward(const ModelInputs& in,
   };
   const int64_t enc_depth = cfg_.encoder_depth(), dec_depth = cfg_.decoder_depth();
   if (attention) {
-    const int64_t per_loop = enc_depth + dec_depth * (arch_.cross ? 2 : 1);
+    const int64_t per_loop = enc_depth + dec_depth * (stacks_.cross ? 2 : 1);
     attention->assign(static_cast<size_t>(per_loop * loops_), torch::Tensor());
   }
 
-  if (!arch_.decoder) {
+  if (!stacks_.decoder) {
     // Encoder only: every position sees every real position; no incremental decoding.
-    LENGEN_CHECK(cache == nullptr, "the '{}' architecture has no incremental decoding", arch_.name);
+    LENGEN_CHECK(cache == nullptr, "the '{}' architecture has no incremental decoding", arch_->name());
     std::vector<torch::Tensor> ids(n);
     for (size_t i = 0; i < n; ++i) {
       ids[i] = schemes_[i]->position_ids(in.ids, 0, train);  // [L', B, T]
@@ -314,14 +317,14 @@ torch::Tensor TransformerImpl::forward(const ModelInputs& in,
   std::vector<torch::Tensor> q_ids(n), k_ids(n), mem_ids(n);
   torch::Tensor memory, memory_padding;
   bool target_done = false;
-  if (arch_.encoder) {
+  if (stacks_.encoder) {
     if (cache && cache->memory.defined()) {
       memory = cache->memory;
       memory_padding = cache->memory_padding;
       mem_ids = cache->memory_ids;
     } else {
       LENGEN_CHECK(in.source.defined() && in.source_ids.defined(),
-                   "the '{}' architecture needs a source (ModelInputs::source)", arch_.name);
+                   "the '{}' architecture needs a source (ModelInputs::source)", arch_->name());
       for (size_t i = 0; i < n; ++i) {
         if (cache == nullptr) {
           // One forward over whole sequences: randomness (offsets) shared by both sides.
@@ -368,8 +371,8 @@ torch::Tensor TransformerImpl::forward(const ModelInputs& in,
   cross.memory = memory;
   self.query_offset = cross.query_offset = offset;
   const size_t attention_offset =
-      static_cast<size_t>(arch_.encoder ? enc_depth * loops_ : 0);
-  auto x = run_stack(blocks_, dec_depth, embed(in.tokens, q_ids), self, cross, cache, arch_.cross,
+      static_cast<size_t>(stacks_.encoder ? enc_depth * loops_ : 0);
+  auto x = run_stack(blocks_, dec_depth, embed(in.tokens, q_ids), self, cross, cache, stacks_.cross,
                      attention, attention_offset, rows_from);
   if (cache) {
     cache->ids = all_ids;

@@ -41,7 +41,7 @@ std::string exe_dir() {
 }
 
 std::string kind_from_filename(const std::string& file) {
-  for (const char* k : {"position", "task", "stage", "optimizer", "decay", "norm", "activation"}) {
+  for (const char* k : {"position", "task", "stage", "optimizer", "decay", "norm", "activation", "architecture"}) {
     if (file.rfind(fmt::format("liblengen-{}-", k), 0) == 0) {
       return k;
     }

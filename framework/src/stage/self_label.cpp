@@ -10,10 +10,10 @@
 #include "lengen/core/log.h"
 #include "lengen/core/rng.h"
 #include "lengen/experiment/experiment.h"
+#include "lengen/model/architecture.h"
 #include "lengen/stage/stage.h"
 #include "lengen/train/checkpoint.h"
 #include "lengen/train/data.h"
-#include "lengen/train/objective.h"
 
 #include <nlohmann/json.hpp>
 
@@ -83,7 +83,7 @@ class SelfLabelStage : public Stage {
     std::vector<Transformer> models{ctx.load_model()};
     for (const auto& v : voters_) models.push_back(ctx.load_model_from(v));
     for (auto& m : models) m->eval();
-    const auto objective = objective_for(models.front());
+    const Architecture& objective = models.front()->arch();
     const torch::Device device = ctx.device();
     const int64_t eos = task.vocabulary().eos();
 
@@ -111,7 +111,7 @@ class SelfLabelStage : public Stage {
       const std::vector<Example> batch(queries.begin() + static_cast<std::ptrdiff_t>(from),
                                        queries.begin() + static_cast<std::ptrdiff_t>(to));
       std::vector<std::vector<std::vector<int64_t>>> answers;  // [model][query] -> response
-      for (auto& m : models) answers.push_back(objective->decode(m, task, batch, device));
+      for (auto& m : models) answers.push_back(objective.decode(m, task, batch, device));
       for (size_t i = 0; i < batch.size(); ++i) {
         const Example& q = batch[i];
         Count& c = per_length[q.meta.at(axis)];

@@ -4,8 +4,8 @@
 
 #include "lengen/core/error.h"
 #include "lengen/core/rng.h"
-#include "lengen/train/batch.h"
-#include "lengen/train/objective.h"
+#include "lengen/model/architecture.h"
+#include "lengen/model/batch.h"
 #include "batch_plan.h"
 
 #include <algorithm>
@@ -134,12 +134,12 @@ std::vector<CellResult> evaluate_grid(
     const bool breakdown = !cfg.breakdown.empty();
     CellAnalysis analysis;
     if (cfg.greedy_decode || answer || breakdown) {
-      auto objective = objective_for(model);
+      const Architecture& objective = model->arch();
       // A cell's counts do not depend on the order, so decode sorted by length too.
       const BatchPlan plan(examples, cfg.batch_size, cfg.batch_tokens, device, model);
       for (const auto& batch : plan.batches) {
         std::vector<Example> chunk = plan.chunk(examples, batch);
-        auto responses = objective->decode(model, task, chunk, device);
+        auto responses = objective.decode(model, task, chunk, device);
         for (size_t i = 0; i < chunk.size(); ++i) {
           const Example& ex = chunk[i];
           const auto& resp = responses[i];

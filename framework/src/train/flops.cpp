@@ -1,5 +1,7 @@
 #include "lengen/train/flops.h"
 
+#include "lengen/model/architecture.h"
+
 namespace lengen {
 namespace {
 
@@ -13,7 +15,7 @@ double attention_flops(double C, double HD, double queries, double keys, double 
 }  // namespace
 
 double forward_flops(const ModelConfig& m, int64_t vocab, int64_t target, int64_t source, int64_t applied) {
-  const Architecture& arch = architecture(m.arch);
+  const ArchitectureStacks arch = architecture(m.arch)->stacks();
   const double C = static_cast<double>(m.d_model);
   const double HD = static_cast<double>(m.heads * m.head_dim());
   const double F = static_cast<double>(m.d_ff);

@@ -6,7 +6,7 @@
 
 #include "lengen/core/error.h"
 #include "lengen/core/log.h"
-#include "lengen/train/objective.h"
+#include "lengen/model/architecture.h"
 #include "lengen/train/weights.h"
 
 namespace lengen {

@@ -3,7 +3,7 @@
 
 #include "lengen/core/error.h"
 #include "lengen/model/activation.h"
-#include "lengen/train/objective.h"
+#include "lengen/model/architecture.h"
 #include "batch_plan.h"
 
 #include <algorithm>
@@ -52,7 +52,7 @@ std::vector<FirstError> teacher_forced_first_errors(Transformer& model,
                                                     int64_t batch_tokens) {
   torch::NoGradGuard no_grad;
   model->eval();
-  auto objective = objective_for(model);
+  const Architecture& objective = model->arch();
   std::vector<FirstError> out(examples.size());
   // Sorted by length so that a batch pads little.
   const BatchPlan plan(examples, batch_size, batch_tokens, device, model);
@@ -60,10 +60,10 @@ std::vector<FirstError> teacher_forced_first_errors(Transformer& model,
   for (const auto& batch : plan.batches) {
     const auto [begin, end] = batch;
     std::vector<Example> chunk = plan.chunk(examples, batch);
-    Batch b = objective->make_batch(task, chunk).to(device);
+    Batch b = objective.make_batch(task, chunk).to(device);
     // Only the positions from the first scored one on (no target before it is checked).
     const int64_t from = b.first_scored, rows = b.targets.size(1) - from;
-    auto logits = objective->scored_logits(model, b);                   // [B, rows, V]
+    auto logits = objective.scored_logits(model, b);                   // [B, rows, V]
     auto targets = b.targets.narrow(1, from, rows);                      // [B, rows]
     auto pred = logits.argmax(-1);                                       // [B, rows]
     auto wrong = (pred != targets).logical_and(b.mask.narrow(1, from, rows) != 0);  // [B, rows]

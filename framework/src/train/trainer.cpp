@@ -1,14 +1,14 @@
 #include "lengen/train/trainer.h"
 #include "cuda_graph.h"
 
+#include "lengen/config/section.h"
 #include "lengen/core/error.h"
 #include "lengen/core/log.h"
 #include "lengen/core/rng.h"
 #include "lengen/core/torch_compat.h"
 #include "lengen/core/version.h"
-#include "lengen/config/section.h"
+#include "lengen/model/architecture.h"
 #include "lengen/train/checkpoint.h"
-#include "lengen/train/objective.h"
 #include "lengen/train/tensorboard.h"
 #include "lengen/train/weights.h"
 
@@ -75,7 +75,7 @@ Trainer::Trainer(TrainConfig cfg,
       run_dir_(std::move(run_dir)),
       optimizer_(make_optimizer(cfg_.optimizer, named_weights(model_))),
       schedule_(cfg_.schedule()),
-      objective_(objective_for(model_)),
+      objective_(&model_->arch()),
       // Not owned: the caller keeps the task alive for the trainer's lifetime.
       data_(std::shared_ptr<const Task>(&task_, [](const Task*) {}), cfg_.dataset_size, seed_) {
   if (cfg_.cuda_graphs) {

@@ -3,8 +3,8 @@
 // output is most confident; the labeled batch counts each sample's input; config errors.
 #include "helpers.h"
 #include "lengen/experiment/experiment.h"
+#include "lengen/model/batch.h"
 #include "lengen/model/transformer.h"
-#include "lengen/train/batch.h"
 
 using namespace lengen;
 using Catch::Contains;

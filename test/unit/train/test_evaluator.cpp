@@ -2,11 +2,11 @@
 // metrics and the first errors summary.json lists.
 #include "helpers.h"
 #include "lengen/experiment/experiment.h"
-#include "lengen/train/batch.h"
+#include "lengen/model/batch.h"
 #include "lengen/train/checkpoint.h"
 #include "lengen/train/evaluator.h"
 #include "lengen/train/flops.h"
-#include "lengen/train/objective.h"
+#include "lengen/model/architecture.h"
 #include "lengen/train/op_count.h"
 #include "lengen/train/tensorboard.h"
 #include "lengen/train/trainer.h"
@@ -105,7 +105,7 @@ TEST_CASE("eval: a decode that runs past the position tables is a wrong answer, 
     model->named_parameters()["tok_emb.weight"].select(1, 0).fill_(1.0);  // a constant feature
     model->named_parameters()["lm_head.weight"][exp.task->vocabulary().id("7")][0] = 1.0;
   }
-  const auto objective = objective_for(model);
+  const Architecture* objective = &model->arch();
   Rng rng(3);
   std::vector<Example> examples;
   for (int i = 0; i < 4; ++i) examples.push_back(exp.task->sample_eval({{"digits", 2}}, rng));

@@ -1,7 +1,7 @@
 // `lengen decode`: greedy-decode one query with a trained model.
 #include "../cli.h"
 
-#include "lengen/train/objective.h"
+#include "lengen/model/architecture.h"
 
 namespace lengen::cli {
 namespace {
@@ -30,7 +30,7 @@ class Decode : public Command {
     Example ex = task.parse_query(query_);
     std::vector<int64_t> prompt(ex.tokens.begin(), ex.tokens.begin() + ex.prompt_length);
     std::vector<PositionIds> ids;
-    auto response = objective_for(r.model)->decode(r.model, task, {ex}, r.device, &ids)[0];
+    auto response = r.model->arch().decode(r.model, task, {ex}, r.device, &ids)[0];
     std::vector<int64_t> all = prompt;
     all.insert(all.end(), response.begin(), response.end());
     const bool ok = task.exact_match(ex, response);

@@ -1,8 +1,8 @@
 // `lengen logits`: the next-token logits of a trained model for a prompt, as JSON.
 #include "../cli.h"
 
-#include "lengen/train/batch.h"
-#include "lengen/train/objective.h"
+#include "lengen/model/architecture.h"
+#include "lengen/model/batch.h"
 
 #include <nlohmann/json.hpp>
 
@@ -38,16 +38,16 @@ class Logits : public Command {
     torch::NoGradGuard ng;
     r.model->eval();
     torch::Tensor logits;
-    if (r.model->arch().layout == Layout::kSequence) {
+    if (r.model->arch().layout() == Layout::kSequence) {
       logits = r.model->forward(tokens.to(r.device), ids.to(r.device))[0][T - 1];  // [V]
     } else {
       // The first output position that predicts the response: the decoder's first step
       // (encoder_decoder) or the first slot (encoder).
-      LENGEN_CHECK(!raw_, "--raw: the '{}' architecture needs a query the task can parse", r.model->arch().name);
-      auto objective = objective_for(r.model);
-      Batch b = objective->make_batch(task, {task.parse_query(text_)}).to(r.device);
+      LENGEN_CHECK(!raw_, "--raw: the '{}' architecture needs a query the task can parse", r.model->arch().name());
+      const Architecture& objective = r.model->arch();
+      Batch b = objective.make_batch(task, {task.parse_query(text_)}).to(r.device);
       const int64_t first = b.mask[0].nonzero()[0][0].item<int64_t>();
-      logits = objective->logits(r.model, b)[0][first];  // [V]
+      logits = objective.logits(r.model, b)[0][first];  // [V]
     }
     logits = logits.to(torch::kCPU, torch::kFloat64);
     std::vector<double> values(logits.data_ptr<double>(), logits.data_ptr<double>() + logits.numel());

@@ -1,9 +1,10 @@
 // `lengen plugins`: every registered kind of component (position schemes, tasks, stage kinds,
-// norms, activations, optimizers, decays) and the architectures, with their options.
+// norms, activations, optimizers, decays, architectures), with their options.
 #include "../cli.h"
 
 #include "lengen/config/section.h"
 #include "lengen/core/log.h"
+#include "lengen/model/architecture.h"
 #include "lengen/model/transformer.h"
 #include "lengen/plugin/loader.h"
 #include "lengen/registry/registry.h"
@@ -68,8 +69,6 @@ class Plugins : public Command {
       for (const ComponentEntry* e : r->entries()) print_entry(*e, markdown_);
     }
     if (!markdown_) {
-      fmt::print("architectures (model.arch):\n");
-      for (const auto& a : architectures()) fmt::print("  {:<15} {}\n", a.name, a.summary);
       fmt::print("plugin search path: {}\n", join(plugin_search_path(), ":"));
     }
     return 0;
@@ -107,8 +106,9 @@ class Plugins : public Command {
 
   // Every kind of component, in the order the listing and the config reference show them.
   static std::vector<RegistryBase*> registries() {
-    return {&position_registry(), &task_registry(),       &stage_registry(),     &norm_registry(),
-            &activation_registry(), &optimizer_registry(), &decay_registry()};
+    return {&position_registry(),     &task_registry(),       &stage_registry(),
+            &architecture_registry(), &norm_registry(),       &activation_registry(),
+            &optimizer_registry(),    &decay_registry()};
   }
 
   void print_entry(const ComponentEntry& e, bool full) const {

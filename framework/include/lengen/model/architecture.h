@@ -1,33 +1,105 @@
 #pragma once
-
-// The architectures a model can take (`model.arch`), registered by name: which stacks each has
-// and how examples are laid out for it. src/model/architecture.cpp.
+// The architecture as a registered component (`model.arch: NAME`): which stacks the model has
+// and how they are wired, how examples are laid out for it, its loss and how it decodes.
+// decoder, encoder and encoder_decoder are built in (one file each under
+// framework/src/model/architecture/, one line in framework/src/model/architecture.cpp); a
+// plugin adds one with Registrar::add_architecture. `lengen plugins` lists them; the
+// architecture contract runs every registered one.
 
 #include "lengen/core/export.h"
-#include "lengen/task/example.h"
+#include "lengen/model/batch.h"
+#include "lengen/model/transformer.h"
+#include "lengen/registry/registry.h"
+#include "lengen/task/task.h"
 
+#include <torch/types.h>
+
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace lengen {
 
-/// An architecture, registered by name: which stacks it has and how examples are laid out
-/// for it (the objective follows from the layout: next-token, seq2seq or per-position).
-struct LENGEN_API Architecture {
-  std::string name;
-  std::string summary;
-  Layout layout = Layout::kSequence;
-  bool encoder = false;  ///< a bidirectional encoder stack
-  bool decoder = false;  ///< a causal decoder stack
-  bool cross = false;    ///< decoder blocks cross-attend to the encoder's output
+/// What an architecture is built with (nothing yet: the built-in ones have no options).
+struct ArchitectureContext {};
+
+/// One registered architecture: the stack wiring the Transformer builds, the batch layout,
+/// the loss, the teacher-forced verdict and greedy decoding (docs/architecture.md,
+/// "Architectures, layouts, objectives"). The trainer and the evaluator only talk to this
+/// interface, through TransformerImpl::arch().
+///
+///   decoder          Layout::kSequence  next-token prediction ("next_token")
+///   encoder_decoder  Layout::kSeq2Seq   the decoder predicts the target from the source ("seq2seq")
+///   encoder          Layout::kLabeled   one label per output slot, all at once ("per_position")
+///
+/// Teacher-forced verdict == greedy verdict: for the two autoregressive objectives, a greedy
+/// decode reproduces the reference iff the argmax given the reference prefix is the reference
+/// token at every scored position (by induction the decode's prefixes are the reference's);
+/// for per_position the two are the same computation (no feedback). Tested for all three.
+class LENGEN_API Architecture {
+ public:
+  /// The stacks a Transformer of this architecture has (at least one).
+  using Stacks = ArchitectureStacks;
+
+  virtual ~Architecture();
+  /// The registered name (`model.arch`).
+  virtual const char* name() const = 0;
+  virtual Stacks stacks() const = 0;
+  virtual Layout layout() const = 0;
+  /// The objective's name: "next_token", "seq2seq" or "per_position".
+  virtual const char* objective() const = 0;
+  /// Whether one forward pass gives the whole output (no token-by-token decoding): what
+  /// per-sample and adaptive looping (model.loops_per_length, eval.adaptive_loops) need.
+  bool one_pass() const { return layout() == Layout::kLabeled; }
+
+  /// The examples rendered in this layout (Task::to_seq2seq / Task::to_labeled) and padded.
+  virtual Batch make_batch(const Task& task, const std::vector<Example>& examples) const = 0;
+
+  /// Logits [B, T, V] aligned with batch.targets. attention: see TransformerImpl::forward.
+  torch::Tensor logits(Transformer& model,
+                       const Batch& batch,
+                       std::vector<torch::Tensor>* attention = nullptr) const;
+
+  /// Logits of the positions from batch.first_scored on, [B, T - first_scored, V]: equal to
+  /// those rows of logits() (tested), without computing the last block and the head on rows
+  /// no target is scored at. What training and teacher-forced checks use.
+  torch::Tensor scored_logits(Transformer& model, const Batch& batch) const;
+
+  /// Mean cross-entropy over the scored targets, in float32 (a scalar). `logits` are those
+  /// of the last logits.size(1) positions (all of them, or scored_logits()).
+  virtual torch::Tensor loss(const torch::Tensor& logits, const Batch& batch) const;
+
+  /// Greedy decoding of the examples' queries (their responses are not read, except by
+  /// per_position, whose slots take the response's IDs, which the query fixes; see
+  /// Task::to_labeled). Returns the generated responses, EOS included when produced; ids_out
+  /// receives the IDs fed for each sequence (prompt + response, as the one-sequence layout).
+  /// Default (next_token, seq2seq): KV-cached greedy_decode of the prompts, grouped by length.
+  virtual std::vector<std::vector<int64_t>> decode(Transformer& model,
+                                                   const Task& task,
+                                                   const std::vector<Example>& examples,
+                                                   const torch::Device& device,
+                                                   std::vector<PositionIds>* ids_out = nullptr) const;
+
+  /// Fails naming the task and this architecture when the task cannot render its examples in
+  /// this layout (tries `probe`, a few of its examples).
+  void check_layout(const Task& task, const std::string& task_name, const std::vector<Example>& probe) const;
 };
 
-/// Registers an architecture (the three built-in ones are registered at start-up); a name
-/// registered twice is an error.
-LENGEN_API void register_architecture(Architecture arch);
-/// Every registered architecture, by name.
-LENGEN_API std::vector<Architecture> architectures();
-/// The architecture `name`; fails listing the registered ones and the closest.
-LENGEN_API const Architecture& architecture(const std::string& name);
+/// The registered architecture `name` (built once per name and shared; architectures hold no
+/// state). Fails listing the registered ones and the closest.
+LENGEN_API std::shared_ptr<const Architecture> architecture(const std::string& name);
+
+/// Greedy KV-cached decoding of one prompt per row (all prompts the same length), for the
+/// autoregressive architectures (decoder; encoder_decoder: the encoder reads the prompt and
+/// is run once, the decoder starts from the prompt's last token). New tokens'
+/// position IDs come from task.causal_position_ids over the prompt and the generated prefix
+/// only. Returns the generated responses (EOS included when produced); when `ids_out` is
+/// given it receives the IDs fed for each sequence (prompt + response tokens fed back).
+LENGEN_API std::vector<std::vector<int64_t>> greedy_decode(
+    Transformer& model,
+    const Task& task,
+    const std::vector<std::vector<int64_t>>& prompts,
+    const torch::Device& device,
+    std::vector<PositionIds>* ids_out = nullptr);
 
 }  // namespace lengen

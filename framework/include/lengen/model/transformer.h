@@ -3,13 +3,13 @@
 // The model: a Transformer over a task's vocabulary in one of the registered architectures, with
 // pluggable position schemes; what it reads (ModelInputs) and the KV cache of incremental
 // decoding. Its parts have their own headers, included here: config.h (ModelConfig),
-// architecture.h, attention.h, feed_forward.h, block.h. src/model/transformer.cpp.
+// attention.h, feed_forward.h, block.h; the architecture it is built in (architecture.h)
+// includes this header. src/model/transformer.cpp.
 
 #include "lengen/config/node.h"
 #include "lengen/config/schema.h"
 #include "lengen/core/export.h"
 #include "lengen/model/activation.h"
-#include "lengen/model/architecture.h"
 #include "lengen/model/attention.h"
 #include "lengen/model/block.h"
 #include "lengen/model/config.h"
@@ -32,6 +32,15 @@
 #include <vector>
 
 namespace lengen {
+
+class Architecture;
+
+/// The stacks a Transformer has, as its architecture declares them (Architecture::stacks()).
+struct ArchitectureStacks {
+  bool encoder = false;  ///< a bidirectional encoder stack
+  bool decoder = false;  ///< a causal decoder stack
+  bool cross = false;    ///< decoder blocks cross-attend to the encoder's output
+};
 
 /// Keys and values cached for incremental decoding, one entry per layer application, plus the
 /// raw position IDs of every cached token (schemes need them for bias rows). For an
@@ -119,7 +128,8 @@ class LENGEN_API TransformerImpl : public torch::nn::Module {
   std::vector<std::string> attention_names() const;
 
   const ModelConfig& config() const { return cfg_; }
-  const Architecture& arch() const { return arch_; }
+  /// The architecture it was built in (model.arch): its stacks, layout, loss and decoding.
+  const Architecture& arch() const { return *arch_; }
   const std::vector<std::shared_ptr<PositionScheme>>& schemes() const { return schemes_; }
   int64_t vocab_size() const { return vocab_size_; }
   /// Number of trainable scalars.
@@ -165,7 +175,8 @@ class LENGEN_API TransformerImpl : public torch::nn::Module {
   void init_normal(double std);
 
   ModelConfig cfg_;
-  Architecture arch_;
+  std::shared_ptr<const Architecture> arch_;
+  ArchitectureStacks stacks_;  ///< arch_->stacks()
   int64_t vocab_size_;
   int64_t loops_ = 1;
   int64_t adaptive_extra_ = 0;

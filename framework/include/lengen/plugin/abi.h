@@ -21,7 +21,8 @@
 // `randomized` transform (PositionScheme::set_randomized); 7 adds optimizers and
 // learning-rate decays as components (Registrar::add_optimizer, add_decay; lengen/train/
 // optimizer.h, schedule.h) and makes norms and activations loadable (add_norm, add_activation);
-// 8 adds PositionScheme::learned_tables and LearnedPositionTable.
+// 8 adds PositionScheme::learned_tables and LearnedPositionTable; 9 adds architectures as
+// components (Registrar::add_architecture; lengen/model/architecture.h).
 // ABI history: 1 first release; 2 (architectures) adds the virtual functions
 // PositionScheme::transform_ids_pair, Task::to_seq2seq and Task::to_labeled (vtables changed:
 // rebuild every plugin); 3 (stages) adds fields to OptionSpec and Options (map and list-of-map
@@ -34,12 +35,15 @@
 // component), and adds Stage::trains/evaluates/reads_evaluations and their StageSpec fields
 // (what the framework asked of a stage's kind name before): rebuild every plugin; 8 adds the
 // virtual PositionScheme::learned_tables (the tables a scheme adds, found by what indexes them
-// instead of by the scheme's name; vtable changed): rebuild every plugin.
+// instead of by the scheme's name; vtable changed): rebuild every plugin; 9 makes the
+// architecture a registered component (TransformerImpl::arch() returns the Architecture, which
+// owns the layout, loss and decoding of the removed Objective; Batch moves to lengen/model/):
+// rebuild every plugin.
 
 #include <cstdint>
 
-#define LENGEN_PLUGIN_ABI 8
-#define LENGEN_PLUGIN_API 8
+#define LENGEN_PLUGIN_ABI 9
+#define LENGEN_PLUGIN_API 9
 
 namespace lengen {
 class Registrar;

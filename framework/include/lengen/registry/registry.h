@@ -28,6 +28,8 @@ class Optimizer;
 struct OptimizerContext;
 class Decay;
 struct DecayContext;
+class Architecture;
+struct ArchitectureContext;
 
 /// Which library a component came from; recorded in every run's config.yaml.
 struct PluginOrigin {
@@ -223,6 +225,7 @@ using NormRegistry = Registry<NormFunction, NormContext>;
 using ActivationRegistry = Registry<Activation, ActivationContext>;
 using OptimizerRegistry = Registry<Optimizer, OptimizerContext>;
 using DecayRegistry = Registry<Decay, DecayContext>;
+using ArchitectureRegistry = Registry<Architecture, ArchitectureContext>;
 
 /// The process-wide registries (owned by liblengen).
 LENGEN_API PositionRegistry& position_registry();
@@ -233,6 +236,8 @@ LENGEN_API StageRegistry& stage_registry();
 /// lengen/model/activation.h).
 LENGEN_API NormRegistry& norm_registry();
 LENGEN_API ActivationRegistry& activation_registry();
+/// Architectures (`model.arch`, lengen/model/architecture.h).
+LENGEN_API ArchitectureRegistry& architecture_registry();
 /// Optimizers (`train.optimizer`, lengen/train/optimizer.h) and learning-rate decays after
 /// the warm-up (`train.schedule.decay`, lengen/train/schedule.h).
 LENGEN_API OptimizerRegistry& optimizer_registry();
@@ -304,6 +309,13 @@ class LENGEN_API Registrar {
   template <class A>
   void add_activation() {
     add_to<A>(activation_registry());
+  }
+  /// Registers an architecture (include lengen/model/architecture.h): a class deriving from
+  /// Architecture with `static ComponentSpec spec()` and a constructor
+  /// `(const Options&, const ArchitectureContext&)`.
+  template <class A>
+  void add_architecture() {
+    add_to<A>(architecture_registry());
   }
 
   const PluginOrigin& origin() const { return origin_; }

@@ -41,7 +41,7 @@ constexpr int64_t kGpuEvalBatchTokens = 131072;
 LENGEN_API int64_t eval_batch_tokens(int64_t configured, const torch::Device& device, const ModelConfig& model);
 
 /// Exact match under greedy decoding, decided by one teacher-forced forward pass in the
-/// model's layout (Objective): a greedy decode reproduces the reference exactly iff at every
+/// model's layout (its Architecture): a greedy decode reproduces the reference exactly iff at every
 /// response position the argmax of the logits given the reference prefix is the reference
 /// token (then the decode's prefixes are the reference's prefixes, by induction). Examples
 /// are sorted by length and cut into batches of at most `batch_size` sequences and

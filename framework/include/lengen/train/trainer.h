@@ -1,9 +1,9 @@
 #pragma once
 
 #include "lengen/core/export.h"
+#include "lengen/model/batch.h"
 #include "lengen/model/transformer.h"
 #include "lengen/task/task.h"
-#include "lengen/train/batch.h"
 #include "lengen/train/config.h"
 #include "lengen/train/data.h"
 #include "lengen/train/optimizer.h"
@@ -20,7 +20,6 @@
 
 namespace lengen {
 
-class Objective;
 
 /// Global L2 norm of all gradients; scales them by min(1, max_norm / (norm + 1e-6)) as
 /// PyTorch's clip_grad_norm_ does. Returns the norm before clipping as a 0-dim tensor on the
@@ -106,7 +105,7 @@ class LENGEN_API Trainer {
   std::string run_dir_;
   std::shared_ptr<Optimizer> optimizer_;  ///< from cfg_.optimizer
   LearningRateSchedule schedule_;
-  std::shared_ptr<const Objective> objective_;  ///< from the model's architecture
+  const Architecture* objective_;  ///< the model's architecture (model_ owns it)
   bool bf16_autocast_ = false;
   TrainingData data_;
   int64_t periodic_every_ = 0;

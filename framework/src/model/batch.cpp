@@ -1,5 +1,5 @@
 // Padding examples of each layout into tensors (the batch contract is in batch.h).
-#include "lengen/train/batch.h"
+#include "lengen/model/batch.h"
 
 #include "lengen/core/error.h"
 
