@@ -20,7 +20,6 @@
 
 namespace lengen {
 
-
 /// Global L2 norm of all gradients; scales them by min(1, max_norm / (norm + 1e-6)) as
 /// PyTorch's clip_grad_norm_ does. Returns the norm before clipping as a 0-dim tensor on the
 /// gradients' device: nothing is read back, so a GPU step does not wait here.
