@@ -16,7 +16,7 @@ using namespace lengen;
 
 namespace {
 
-const char* kTiny = R"(name: tiny-encoder
+const char* kTinyEncoder = R"(name: tiny-encoder
 seed: 0
 task: {name: padded_arithmetic, width: 3, train_digits: [1, 2], train_set_size: 0}
 model: {arch: encoder, layers: 3, heads: 4, d_model: 64, d_ff: 256, norm: layernorm,
@@ -37,7 +37,7 @@ eval: {samples: 200, grid: {digits: [1, 3]}, breakdown: [carries, carry_chain]}
 TEST_CASE("integration: an encoder learns padded addition; decode == teacher forcing; carries add up",
           "[integration][encoder]") {
   test::TempDir dir;
-  test::write_text(dir.file("tiny.yaml"), kTiny);
+  test::write_text(dir.file("tiny.yaml"), kTinyEncoder);
   Experiment exp = Experiment::load(dir.file("tiny.yaml"), {"output_dir=" + dir.str()});
   Transformer model = exp.build_model(torch::kCPU);
   Trainer trainer(exp.train, exp.seed, *exp.task, model, torch::kCPU, exp.run_dir());
@@ -112,7 +112,7 @@ TEST_CASE("integration: an encoder learns padded addition; decode == teacher for
 
 TEST_CASE("integration: eval.breakdown names a feature the task does not write", "[integration][encoder]") {
   test::TempDir dir;
-  std::string yaml = kTiny;
+  std::string yaml = kTinyEncoder;
   yaml.replace(yaml.find("breakdown: [carries, carry_chain]"), 33, "breakdown: [carry]");
   test::write_text(dir.file("bad.yaml"), yaml);
   CHECK_THROWS_WITH(Experiment::load(dir.file("bad.yaml"), {"output_dir=" + dir.str()}),

@@ -45,7 +45,7 @@ std::string tune_stage(const std::string& init_from, int64_t steps) {
                      init_from, steps);
 }
 
-std::string sh(const std::string& args, int* rc = nullptr) { return test::lengen_cli(args, rc); }
+using test::sh;
 
 void require_same_weights(const std::string& a, const std::string& b) {
   auto fa = load_safetensors(a), fb = load_safetensors(b);

@@ -181,6 +181,9 @@ inline std::string lengen_cli(const std::string& args, int* rc = nullptr) {
   }
   return out;
 }
+
+/// lengen_cli under the short name the CLI tests use for it.
+inline std::string sh(const std::string& args, int* rc = nullptr) { return lengen_cli(args, rc); }
 #endif
 
 /// Starts `command` in the background and SIGKILLs it (as a node failure or the OOM killer
