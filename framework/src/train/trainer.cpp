@@ -87,13 +87,6 @@ Trainer::Trainer(TrainConfig cfg,
                  "train.cuda_graphs: optimizer '{}' has no device-scalar step to record; use adam or "
                  "adamw, or set cuda_graphs: false",
                  optimizer_name(cfg_.optimizer));
-    if (device_.is_cuda()) {
-      logger("train")->warn(
-          "train.cuda_graphs is experimental: on an H100 its first version trained the quickstart "
-          "to a different length-generalization verdict than the eager step; the likely cause is "
-          "fixed but not yet checked on a GPU (docs/performance.md, \"CUDA graphs\"); compare with "
-          "cuda_graphs: false before relying on a result");
-    }
     LENGEN_CHECK(!device_.is_cuda() || CudaGraph::supported(),
                  "train.cuda_graphs: this build of lengen has no CUDA graphs (it was configured "
                  "against a LibTorch without CUDA, or with LENGEN_CUDA_GRAPHS=OFF)");
