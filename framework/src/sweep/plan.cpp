@@ -142,6 +142,48 @@ Sweep load_sweep(const std::string& path, const std::vector<std::string>& overri
       s.axes.push_back(k);
     }
   }
+  // Names for the values of an axis, used in point names instead of the values themselves (a
+  // list of mixture sources reads better as `mixture=primers-1pct`).
+  std::map<std::string, std::map<std::string, std::string>> value_labels;  // key -> flow(value) -> label
+  ConfigNode labels = r.child("labels");
+  if (labels.defined()) {
+    if (!labels.is_map()) labels.fail("'labels:' is a map of key: [one name per value of that axis]");
+    for (const auto& k : labels.keys()) {
+      const ConfigNode names = labels.child(k);
+      const Axis* axis = nullptr;
+      size_t member = 0;
+      for (const auto& a : axes) {
+        auto it = std::find(a.keys.begin(), a.keys.end(), k);
+        if (it != a.keys.end()) {
+          axis = &a;
+          member = static_cast<size_t>(it - a.keys.begin());
+        }
+      }
+      if (axis == nullptr) {
+        names.fail(fmt::format("labels.{}: '{}' is not a key of 'grid:' or 'zip:'", k, k));
+      }
+      if (!names.is_sequence() || names.size() != axis->values.size()) {
+        names.fail(fmt::format("labels.{}: give one name per value: the axis has {} values", k,
+                               axis->values.size()));
+      }
+      std::set<std::string> unique;
+      for (size_t i = 0; i < names.size(); ++i) {
+        const std::string name = names.at(i).as_string();
+        if (name.empty() || !unique.insert(name).second) {
+          names.at(i).fail(fmt::format("labels.{}: names must be non-empty and distinct, got '{}'", k, name));
+        }
+        value_labels[k][flow(axis->values[i][member])] = name;
+      }
+    }
+  }
+  auto label_of = [&](const std::string& k, const YAML::Node& v, bool detailed) {
+    auto key = value_labels.find(k);
+    if (key != value_labels.end()) {
+      auto it = key->second.find(flow(v));
+      if (it != key->second.end()) return it->second;
+    }
+    return label(v, detailed);
+  };
 
   // Cartesian product (first axis slowest), then explicit points.
   struct Raw {
@@ -231,7 +273,7 @@ Sweep load_sweep(const std::string& path, const std::vector<std::string>& overri
   for (const auto& raw : raws) {
     for (const auto& [k, v] : raw.values) {
       distinct[k].insert(flow(v));
-      short_labels[k].insert(label(v, false));
+      short_labels[k].insert(label_of(k, v, false));
     }
   }
   std::set<std::string> names;
@@ -245,7 +287,7 @@ Sweep load_sweep(const std::string& path, const std::vector<std::string>& overri
       if (k == "seed") continue;
       if (distinct[k].size() > 1 || raws.size() == 1 || raws[i].explicit_point) {
         const bool detailed = short_labels[k].size() < distinct[k].size();
-        config_parts.push_back(short_key(k) + "=" + label(v, detailed));
+        config_parts.push_back(short_key(k) + "=" + label_of(k, v, detailed));
       }
     }
     p.config_name = sanitize(config_parts.empty() ? s.name : join(config_parts, ","));

@@ -55,6 +55,44 @@ points:
   for (const auto& p : s.points) CHECK(sweep::point_state(p) == sweep::State::kMissing);
 }
 
+TEST_CASE("sweep: labels name an axis's values in point names", "[sweep]") {
+  test::TempDir dir;
+  test::write_text(dir.file("base.yaml"), test::kTinyAddition);
+  test::write_text(dir.file("s.yaml"), fmt::format(R"(name: lab
+extends: base.yaml
+output_dir: {}
+grid:
+  train.optimizer: [{{name: adam, lr: 0.001}}, {{name: adamw, lr: 0.002, weight_decay: 0.1}}]
+  seed: [0, 1]
+zip:
+  - {{model.d_model: [16, 32], model.d_ff: [32, 64]}}
+labels:
+  train.optimizer: [adam-small, adamw-wd]
+  model.d_ff: [narrow, wide]
+)", dir.str()));
+  sweep::Sweep s = sweep::load_sweep(dir.file("s.yaml"));
+  REQUIRE(s.points.size() == 8);
+  // The labelled keys take their names; the others keep their values.
+  CHECK(s.points[0].name == "optimizer=adam-small,d_model=16,d_ff=narrow,seed=0");
+  CHECK(s.points[5].name == "optimizer=adamw-wd,d_model=32,d_ff=wide,seed=0");
+  // The label names the point only: the value itself is what the experiment gets.
+  sweep::write_plan(s);
+  const std::string cfg = test::read_text(fs::path(s.points[5].run_dir) / "config.yaml");
+  CHECK_THAT(cfg, Contains("adamw") && Contains("weight_decay: 0.1") && Contains("d_ff: 64"));
+  CHECK_THAT(test::read_text(fs::path(s.points[0].run_dir) / "config.yaml"), !Contains("adamw"));
+
+  auto fails = [&](const std::string& labels, const std::string& needle) {
+    test::write_text(dir.file("bad.yaml"), "name: bad\nbase: base.yaml\noutput_dir: " + dir.str() +
+                                               "\ngrid: {seed: [0, 1]}\n" + labels);
+    INFO(labels);
+    CHECK_THROWS_WITH(sweep::load_sweep(dir.file("bad.yaml")), Contains(needle));
+  };
+  fails("labels: {seed: [a]}", "one name per value: the axis has 2 values");
+  fails("labels: {seed: [a, a]}", "distinct");
+  fails("labels: {model.layers: [a, b]}", "'model.layers' is not a key of 'grid:' or 'zip:'");
+  fails("labels: {seed: [a]}", "bad.yaml:5:");
+}
+
 TEST_CASE("sweep: invalid axes are refused before anything runs, naming the sweep file", "[sweep]") {
   test::TempDir dir;
   test::write_text(dir.file("base.yaml"), test::kTinyAddition);
