@@ -15,17 +15,65 @@ through torch.nn.functional.scaled_dot_product_attention, the fused kernels; PyT
 and `--compile` (torch.compile, where present). `seed001` has the shapes of seed 001's
 multi-operand baseline (6 layers, d_model 1024, 8 heads of 128, d_ff 2048, batch 400 x 240).
 The JSON adds the training TFLOP/s of the same count as lengen's (docs/performance.md).
+
+OpenBLAS kernels: where Debian's OpenBLAS does not know the processor and loads its SSE3
+(Prescott) kernels, lengen re-executes itself with OPENBLAS_CORETYPE set to the AVX2 or
+AVX-512 set (lengen/core/version.h); this script does the same before importing torch, so
+both sides multiply with the same kernels. The JSON names them (`blas_core`).
 """
 import argparse
+import ctypes
+import ctypes.util
 import json
 import math
 import os
 import statistics
+import sys
 import time
 
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
+
+def openblas_core():
+    """The kernel set OpenBLAS picks for this processor, or None when it is not found."""
+    for name in ("libopenblas.so.0", ctypes.util.find_library("openblas")):
+        try:
+            lib = ctypes.CDLL(name) if name else None
+        except OSError:
+            continue
+        if lib is not None and hasattr(lib, "openblas_get_corename"):
+            lib.openblas_get_corename.restype = ctypes.c_char_p
+            return lib.openblas_get_corename().decode()
+    return None
+
+
+def use_native_blas_kernels():
+    """lengen's use_native_blas_kernels(): re-exec with OPENBLAS_CORETYPE after a fallback."""
+    if "OPENBLAS_CORETYPE" in os.environ or os.environ.get("LENGEN_BLAS_AUTO") == "0":
+        return
+    core = openblas_core()
+    if core is None or core.lower() in ("haswell", "zen", "skylakex", "cooperlake", "sapphirerapids"):
+        return
+    flags = set()
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("flags"):
+                flags = set(line.split(":", 1)[1].split())
+                break
+    if {"avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"} <= flags:
+        wanted = "SkylakeX"
+    elif {"avx2", "fma"} <= flags:
+        wanted = "Haswell"
+    else:
+        return
+    os.environ["OPENBLAS_CORETYPE"] = wanted
+    os.environ["LENGEN_BLAS_FALLBACK"] = core
+    os.execv(sys.executable, [sys.executable] + sys.argv)
+
+
+use_native_blas_kernels()
+
+import torch  # noqa: E402  (after the kernel choice, which OpenBLAS makes when it loads)
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
 
 CONFIGS = {
     # layers, heads, d_model, d_ff, batch, sequence (inputs per row), vocab
@@ -148,7 +196,8 @@ def main():
            "batch": c["batch"], "seq": c["seq"],
            "parameters": sum(p.numel() for p in model.parameters()),
            "median_ms_per_step": med, "min_ms_per_step": min(times),
-           "tokens_per_s": tokens / (med / 1000), "tflops_per_s": tflops}
+           "tokens_per_s": tokens / (med / 1000), "tflops_per_s": tflops,
+           "blas_core": openblas_core()}
     if args.peak_tflops:
         out["fraction_of_peak"] = tflops / args.peak_tflops
     print(json.dumps(out, indent=2))

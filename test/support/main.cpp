@@ -10,6 +10,7 @@
 #include <functional>
 #include <string>
 
+#include "lengen/core/version.h"
 #include "lengen/experiment/experiment.h"
 #include "lengen/plugin/loader.h"
 
@@ -29,6 +30,7 @@ struct SeedEachTestCase : ListenerBase {
 CATCH_REGISTER_LISTENER(SeedEachTestCase)
 
 int main(int argc, char** argv) {
+  lengen::use_native_blas_kernels(argv);
   lengen::set_build_plugin_dir(LENGEN_BUILD_PLUGIN_DIR);
   lengen::configure_threads(0);
   return Catch::Session().run(argc, argv);

@@ -17,6 +17,7 @@ void on_signal(int) { request_stop(); }
 }  // namespace
 
 int main(int argc, char** argv) {
+  use_native_blas_kernels(argv);  // may re-execute this program with OPENBLAS_CORETYPE set
   CLI::App app{fmt::format("lengen {}: length-generalization experiments on arithmetic", kVersion)};
   app.require_subcommand(1);
   cli::Common common;

@@ -2,11 +2,15 @@
 
 #include <ATen/Version.h>
 
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
 
 #include <dlfcn.h>
+#include <unistd.h>
 
 namespace lengen {
 
@@ -27,7 +31,44 @@ std::string cpuinfo_field(const std::string& text, const std::string& key) {
   return "";
 }
 
+using Text = char* (*)();
+
+// OpenBLAS's name for the kernel set it loaded ("Haswell"), or "" when the BLAS is not OpenBLAS.
+std::string openblas_core() {
+  auto core = reinterpret_cast<Text>(::dlsym(RTLD_DEFAULT, "openblas_get_corename"));
+  return core ? std::string(core()) : std::string();
+}
+
 }  // namespace
+
+void use_native_blas_kernels(char** argv) {
+  const char* opt_out = std::getenv("LENGEN_BLAS_AUTO");
+  if (std::getenv("OPENBLAS_CORETYPE") != nullptr || (opt_out != nullptr && std::string(opt_out) == "0")) return;
+  const std::string core = openblas_core();
+  if (core.empty()) return;
+  std::string lower = core;
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  // The kernel sets of 0.3.x that use AVX2 or wider; anything else on an AVX2 machine is a fallback.
+  for (const char* good : {"haswell", "zen", "skylakex", "cooperlake", "sapphirerapids"}) {
+    if (lower == good) return;
+  }
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  __builtin_cpu_init();
+  const char* wanted = nullptr;
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512cd") &&
+      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl")) {
+    wanted = "SkylakeX";
+  } else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    wanted = "Haswell";
+  }
+  if (wanted == nullptr || argv == nullptr || argv[0] == nullptr) return;
+  ::setenv("OPENBLAS_CORETYPE", wanted, 1);
+  ::setenv("LENGEN_BLAS_FALLBACK", core.c_str(), 1);  // provenance: what OpenBLAS had chosen
+  ::execv("/proc/self/exe", argv);
+  ::unsetenv("OPENBLAS_CORETYPE");  // exec failed: carry on with the kernels loaded
+  ::unsetenv("LENGEN_BLAS_FALLBACK");
+#endif
+}
 
 MachineInfo machine_info() {
   MachineInfo m;
@@ -47,12 +88,16 @@ MachineInfo machine_info() {
     }
   }
   // OpenBLAS picks its kernels by processor at load time (DYNAMIC_ARCH) and says which.
-  using Text = char* (*)();
   if (auto config_fn = reinterpret_cast<Text>(::dlsym(RTLD_DEFAULT, "openblas_get_config"))) {
     m.blas = config_fn();
     if (auto core = reinterpret_cast<Text>(::dlsym(RTLD_DEFAULT, "openblas_get_corename"))) {
       const std::string name = core();
       if (m.blas.find(name) == std::string::npos) m.blas += " " + name;
+    }
+    if (const char* forced = std::getenv("OPENBLAS_CORETYPE")) {
+      const char* fallback = std::getenv("LENGEN_BLAS_FALLBACK");
+      m.blas += std::string(" (OPENBLAS_CORETYPE=") + forced +
+                (fallback ? std::string(", set by lengen: OpenBLAS had chosen ") + fallback : std::string()) + ")";
     }
   }
   return m;

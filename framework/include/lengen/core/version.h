@@ -22,4 +22,16 @@ struct MachineInfo {
 };
 LENGEN_API MachineInfo machine_info();
 
+/// OpenBLAS (built with DYNAMIC_ARCH, as Debian's is) picks its kernels by processor model
+/// when the library loads. A model newer than the OpenBLAS release gets the generic Prescott
+/// (SSE3) kernels: Debian 12's 0.3.21 does that on Sapphire/Emerald Rapids Xeons (family 6
+/// model 207), where lengen's matmuls then run at half the speed of the AVX-512 ones. When
+/// that happened and the processor has AVX2 + FMA (or AVX-512 F/BW/CD/DQ/VL), this sets
+/// OPENBLAS_CORETYPE to Haswell (or SkylakeX) and re-executes the program with the same
+/// arguments: the choice is made at load time and cannot be changed in the process. It
+/// returns (doing nothing) when OPENBLAS_CORETYPE is already set, when the BLAS is not
+/// OpenBLAS or chose AVX2 kernels or better, when LENGEN_BLAS_AUTO=0, or when exec fails.
+/// Call it first thing in main(); provenance.machine.blas then names the kernels used.
+LENGEN_API void use_native_blas_kernels(char** argv);
+
 }  // namespace lengen
