@@ -64,6 +64,7 @@ grep -q '^#SBATCH --array=0,1,2,3,4,5%2$' <<<"$script" || fail "array line: $scr
 grep -q '^#SBATCH --requeue$' <<<"$script" || fail "no --requeue"
 grep -q '^#SBATCH --comment=lengen-test$' <<<"$script" || fail "extra line missing"
 grep -q '%A_%a.out' <<<"$script" || fail "no per-task stdout"
+grep -q 'unset OPENBLAS_CORETYPE' <<<"$script" || fail "the submitter's BLAS kernel choice reaches the nodes"
 [[ -z $(squeue -h) ]] || fail "--dry-run submitted something"
 
 out=$("$lengen" sweep sweep.yaml --executor slurm)

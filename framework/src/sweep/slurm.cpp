@@ -42,6 +42,9 @@ std::string slurm_script(const Sweep& s, const std::vector<int64_t>& indices, co
   if (s.slurm.cpus_per_task > 0) out += fmt::format("#SBATCH --cpus-per-task={}\n", s.slurm.cpus_per_task);
   if (s.slurm.gpus_per_task > 0) out += fmt::format("#SBATCH --gpus-per-task={}\n", s.slurm.gpus_per_task);
   for (const auto& line : s.slurm.extra) out += line + "\n";
+  // A BLAS kernel set lengen chose for the submitting machine's processor (use_native_blas_kernels)
+  // is that machine's: a node without AVX-512 would die of it. Each node's lengen chooses anew.
+  out += "if [ -n \"${LENGEN_BLAS_FALLBACK:-}\" ]; then unset OPENBLAS_CORETYPE LENGEN_BLAS_FALLBACK; fi\n";
   if (!s.slurm.setup.empty()) out += s.slurm.setup + "\n";
   // The point runs as a child of this shell so that the TERM Slurm sends before a time limit
   // reaches lengen, which checkpoints; a requeued task resumes from that checkpoint.
