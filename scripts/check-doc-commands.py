@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Every `lengen run` and `lengen sweep` command the documentation shows still resolves: the file
 exists, and the experiment with its `--set` overrides loads and validates (`lengen config FILE
---set ...`), or the sweep plans every point (`lengen sweep FILE --set ... --status`). Nothing is
+--set ...`), or the sweep plans every point (`lengen sweep FILE --set ... [--only ...] --status`). Nothing is
 trained. Commands are read from README.md, docs/*.md and the comments of experiments/**/*.yaml:
 inline code spans and code-block lines. Exits 1 naming each document and command that no longer
 resolves, with lengen's message; 0 when all do. A CTest unit test (unit.doc_commands) runs it on
@@ -56,7 +56,7 @@ def commands(text):
 
 
 def parse(command):
-    """(kind, file, sets) of a command; "template" for one that cannot be checked here (see the
+    """(kind, file, [(--set or --only, value)]) of a command; "template" for one that cannot be checked here (see the
     module's notes); None when it names no YAML file."""
     m = COMMAND.search(command)
     if not m:
@@ -73,11 +73,11 @@ def parse(command):
     sets, i, external = [], 1, False
     while i < len(tokens):
         token = tokens[i]
-        if token == "--set" and i + 1 < len(tokens):
-            sets.append(tokens[i + 1])
+        if token in ("--set", "--only") and i + 1 < len(tokens):
+            sets.append((token, tokens[i + 1]))
             i += 2
         elif token.startswith("--set="):
-            sets.append(token[len("--set="):])
+            sets.append(("--set", token[len("--set="):]))
             i += 1
         elif token in FLAGS:
             i += 1
@@ -86,7 +86,7 @@ def parse(command):
             i += 2
         else:
             break
-    if external or TEMPLATE.search(" ".join([tokens[0]] + sets)):
+    if external or TEMPLATE.search(" ".join([tokens[0]] + [v for _, v in sets])):
         return "template"
     return m.group(1), tokens[0], sets
 
@@ -118,14 +118,14 @@ def main():
                 failures.append(f"{rel_doc}: `lengen {kind} {file}`: no such file")
                 continue
             argv = [lengen, "config", file] if kind == "run" else [lengen, "sweep", file, "--status"]
-            for s in sets:
-                argv += ["--set", s]
+            for flag, value in sets:
+                argv += [flag, value]
             if args.verbose:
                 print(" ".join(shlex.quote(a) for a in argv[1:]), flush=True)
             r = subprocess.run(argv, cwd=args.root, capture_output=True, text=True)
             if r.returncode != 0:
                 message = (r.stderr.strip() or r.stdout.strip()).splitlines()
-                failures.append(f"{rel_doc}: `lengen {kind} {file}{''.join(' --set ' + s for s in sets)}`: "
+                failures.append(f"{rel_doc}: `lengen {kind} {file}{''.join(f' {flag} {value}' for flag, value in sets)}`: "
                                 f"{message[-1] if message else f'exit {r.returncode}'}")
     for f in failures:
         print(f)

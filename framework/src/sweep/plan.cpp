@@ -29,9 +29,15 @@ namespace {
 
 using json = nlohmann::json;
 
+// Whether an axis value is the one a user wrote: the same YAML, or for a scalar, the value's
+// component label (`coupling` for `[{name: coupling, max_position: 101}]`).
+bool value_matches(const YAML::Node& want, const YAML::Node& have) {
+  return flow(want) == flow(have) || (want.IsScalar() && (want.as<std::string>() == label(have, false) ||
+                                                          want.as<std::string>() == label(have, true)));
+}
+
 // Whether a point's values satisfy a paper row's `where:`: each key is a sweep axis whose value
-// is the one written (compared as YAML) or, for a scalar, the value's component label
-// (`coupling` for `[{name: coupling, max_position: 101}]`).
+// matches (value_matches).
 bool paper_row_matches(const PaperRow& row, const std::vector<std::pair<std::string, YAML::Node>>& values,
                        const std::vector<std::string>& axes, const ConfigNode& row_node) {
   for (const auto& kw : row.where) {
@@ -43,11 +49,7 @@ bool paper_row_matches(const PaperRow& row, const std::vector<std::pair<std::str
     }
     auto it = std::find_if(values.begin(), values.end(), [&](const auto& kv) { return kv.first == k; });
     if (it == values.end()) return false;  // an explicit point that does not set this key
-    const YAML::Node& have = it->second;
-    const bool same = flow(want) == flow(have) ||
-                      (want.IsScalar() && (want.as<std::string>() == label(have, false) ||
-                                           want.as<std::string>() == label(have, true)));
-    if (!same) return false;
+    if (!value_matches(want, it->second)) return false;
   }
   return true;
 }
@@ -176,6 +178,7 @@ Sweep load_sweep(const std::string& path, const std::vector<std::string>& overri
       }
     }
   }
+  s.labels = value_labels;
   auto label_of = [&](const std::string& k, const YAML::Node& v, bool detailed) {
     auto key = value_labels.find(k);
     if (key != value_labels.end()) {
@@ -340,6 +343,61 @@ Sweep load_sweep(const std::string& path, const std::vector<std::string>& overri
     row.configs = row_configs[ri];
   }
   return s;
+}
+
+std::vector<Point> select_points(const Sweep& s, const std::vector<std::string>& only) {
+  // Filters by key: values of one key are alternatives, different keys must all hold.
+  std::vector<std::pair<std::string, std::vector<YAML::Node>>> filters;
+  for (const auto& f : only) {
+    const auto eq = f.find('=');
+    LENGEN_CHECK(eq != std::string::npos && eq > 0, "--only '{}': expected KEY=VALUE, e.g. --only seed=0", f);
+    const std::string key = f.substr(0, eq);
+    LENGEN_CHECK(std::find(s.axes.begin(), s.axes.end(), key) != s.axes.end(),
+                 "--only '{}': '{}' is not an axis of {} (axes: {})", f, key, s.file, join(s.axes, ", "));
+    YAML::Node value;
+    try {
+      value = YAML::Load(f.substr(eq + 1));
+    } catch (const YAML::Exception& e) {
+      throw Error(fmt::format("--only '{}': the value is not YAML: {}", f, e.msg));
+    }
+    // A name from `labels:` stands for its value.
+    if (auto named = s.labels.find(key); named != s.labels.end() && value.IsScalar()) {
+      const std::string written = value.as<std::string>();
+      for (const auto& [v, name] : named->second) {
+        if (name == written) value = YAML::Load(v);
+      }
+    }
+    auto it = std::find_if(filters.begin(), filters.end(), [&](const auto& kv) { return kv.first == key; });
+    if (it == filters.end()) it = filters.insert(filters.end(), {key, {}});
+    it->second.push_back(value);
+    const bool any = std::any_of(s.points.begin(), s.points.end(), [&](const Point& p) {
+      return std::any_of(p.varied.begin(), p.varied.end(),
+                         [&](const auto& kv) { return kv.first == key && value_matches(value, YAML::Load(kv.second)); });
+    });
+    if (!any) {
+      std::set<std::string> values;
+      for (const auto& p : s.points) {
+        for (const auto& [k, v] : p.varied) {
+          if (k == key) values.insert(v);
+        }
+      }
+      throw Error(fmt::format("--only '{}': no point of {} has that value of {} (its values: {})", f, s.file, key,
+                              join(std::vector<std::string>(values.begin(), values.end()), "; ")));
+    }
+  }
+  std::vector<Point> kept;
+  for (const auto& p : s.points) {
+    const bool keep = std::all_of(filters.begin(), filters.end(), [&](const auto& filter) {
+      auto it = std::find_if(p.varied.begin(), p.varied.end(), [&](const auto& kv) { return kv.first == filter.first; });
+      if (it == p.varied.end()) return false;  // an explicit point that does not set this key
+      const YAML::Node have = YAML::Load(it->second);
+      return std::any_of(filter.second.begin(), filter.second.end(),
+                         [&](const YAML::Node& want) { return value_matches(want, have); });
+    });
+    if (keep) kept.push_back(p);
+  }
+  LENGEN_CHECK(!kept.empty(), "--only {}: no point of {} has all of these values", join(only, " --only "), s.file);
+  return kept;
 }
 
 void write_plan(const Sweep& s) {

@@ -93,6 +93,50 @@ labels:
   fails("labels: {seed: [a]}", "bad.yaml:5:");
 }
 
+TEST_CASE("sweep: --only keeps the points with an axis's values, by value or component name", "[sweep]") {
+  test::TempDir dir;
+  test::write_text(dir.file("base.yaml"), test::kTinyAddition);
+  test::write_text(dir.file("s.yaml"), fmt::format(R"(name: only
+extends: base.yaml
+output_dir: {}
+grid:
+  position: [[nope], [{{name: coupling, max_position: 16}}]]
+  seed: [0, 1, 2]
+zip:
+  - {{model.d_model: [16, 32], model.d_ff: [32, 64]}}
+points:
+  - {{model.layers: 2, seed: 5}}
+)", dir.str()));
+  const sweep::Sweep s = sweep::load_sweep(dir.file("s.yaml"));
+  auto names = [&](const std::vector<std::string>& only) {
+    std::vector<std::string> out;
+    for (const auto& p : sweep::select_points(s, only)) out.push_back(fmt::format("{}:{}", p.index, p.name));
+    return out;
+  };
+  // A scheme list by its component name; one key's values are alternatives; keys all hold;
+  // each point keeps its index (the Slurm array task and sweep.json use it).
+  CHECK(names({"position=coupling", "seed=0"}) ==
+        std::vector<std::string>{"6:position=coupling,d_model=16,d_ff=32,seed=0",
+                                 "7:position=coupling,d_model=32,d_ff=64,seed=0"});
+  // seed 1 or 5 with d_model 32: both positions of seed 1; the explicit seed-5 point sets no d_model.
+  CHECK(names({"seed=1", "seed=5", "model.d_model=32"}) ==
+        std::vector<std::string>{"3:position=nope,d_model=32,d_ff=64,seed=1",
+                                 "9:position=coupling,d_model=32,d_ff=64,seed=1"});
+  CHECK(names({"model.layers=2"}) == std::vector<std::string>{"12:layers=2,seed=5"});
+  CHECK(names({"position=[nope]", "model.d_ff=64"}).size() == 3);  // the value as written, too
+  // A name given under labels: stands for its value.
+  test::write_text(dir.file("l.yaml"), test::read_text(dir.file("s.yaml")) + "labels: {model.d_ff: [narrow, wide]}\n");
+  const auto wide = sweep::select_points(sweep::load_sweep(dir.file("l.yaml")), {"model.d_ff=wide", "seed=2"});
+  REQUIRE(wide.size() == 2);
+  CHECK(wide[1].name == "position=coupling,d_model=32,d_ff=wide,seed=2");
+  // Errors name the filter and what would have been valid.
+  CHECK_THROWS_WITH(sweep::select_points(s, {"seed"}), Contains("expected KEY=VALUE"));
+  CHECK_THROWS_WITH(sweep::select_points(s, {"model.heads=2"}),
+                    Contains("'model.heads' is not an axis") && Contains("axes: position, seed"));
+  CHECK_THROWS_WITH(sweep::select_points(s, {"seed=9"}), Contains("no point") && Contains("its values: 0; 1; 2; 5"));
+  CHECK_THROWS_WITH(sweep::select_points(s, {"seed=5", "position=nope"}), Contains("no point of"));
+}
+
 TEST_CASE("sweep: invalid axes are refused before anything runs, naming the sweep file", "[sweep]") {
   test::TempDir dir;
   test::write_text(dir.file("base.yaml"), test::kTinyAddition);

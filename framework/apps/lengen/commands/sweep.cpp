@@ -24,9 +24,13 @@ void run_aggregate(const std::string& dir, double threshold, bool plots) {
 
 int run_sweep(const std::string& file, const std::string& executor, int64_t jobs, const std::string& gpus_text,
               int64_t points_per_gpu, bool dry, bool status, bool cancel, int64_t point, const std::string& job,
-              const std::vector<std::string>& sets) {
+              const std::vector<std::string>& only, const std::vector<std::string>& sets) {
   auto log = logger("sweep");
   sweep::Sweep s = sweep::load_sweep(file, sets);
+  // --only: the plan (sweep.json, every config.yaml) stays the whole sweep's; the rest of this
+  // command (status, running, submitting) sees only the points kept.
+  const sweep::Sweep whole = s;
+  if (!only.empty()) s.points = sweep::select_points(s, only);
   if (points_per_gpu > 0) s.points_per_gpu = points_per_gpu;
   if (cancel) {
     fmt::print("cancelled {} Slurm job(s) of {}\n", sweep::cancel_slurm(s), s.name);
@@ -36,7 +40,7 @@ int run_sweep(const std::string& file, const std::string& executor, int64_t jobs
     LENGEN_CHECK(point < static_cast<int64_t>(s.points.size()), "{}: there is no point {} (the sweep has {})",
                  file, point, s.points.size());
     const auto& p = s.points[static_cast<size_t>(point)];
-    if (!fs::exists(fs::path(p.run_dir) / "config.yaml")) sweep::write_plan(s);
+    if (!fs::exists(fs::path(p.run_dir) / "config.yaml")) sweep::write_plan(whole);
     if (sweep::point_state(p) == sweep::State::kDone) {
       log->info("point {} ({}) is already done", point, p.name);
       return 0;
@@ -50,14 +54,15 @@ int run_sweep(const std::string& file, const std::string& executor, int64_t jobs
   std::vector<int64_t> todo;
   for (const auto& p : s.points) {
     auto st = sweep::point_state(p);
-    states.push_back(st);
+    states.push_back(st);  // in the order of s.points
     ++counts[st];
     if (st != sweep::State::kDone && st != sweep::State::kRunning) todo.push_back(p.index);
   }
   if (status || (dry && executor == "local")) {
-    fmt::print("{} ({} points, folder {})\n", s.name, s.points.size(), s.dir);
-    for (const auto& p : s.points) {
-      fmt::print("  {:>4}  {:<12} {}\n", p.index, sweep::state_name(states[static_cast<size_t>(p.index)]), p.name);
+    fmt::print("{} ({} points{}, folder {})\n", s.name, whole.points.size(),
+               only.empty() ? "" : fmt::format(", {} kept by --only", s.points.size()), s.dir);
+    for (size_t i = 0; i < s.points.size(); ++i) {
+      fmt::print("  {:>4}  {:<12} {}\n", s.points[i].index, sweep::state_name(states[i]), s.points[i].name);
     }
     std::vector<std::string> parts;
     for (auto st : {sweep::State::kDone, sweep::State::kRunning, sweep::State::kFailed, sweep::State::kInterrupted,
@@ -67,7 +72,7 @@ int run_sweep(const std::string& file, const std::string& executor, int64_t jobs
     fmt::print("{}\n", join(parts, ", "));
     return 0;
   }
-  sweep::write_plan(s);
+  sweep::write_plan(whole);
   if (executor == "slurm") {
     const fs::path dir = fs::path(s.dir) / "slurm";
     fs::create_directories(dir);
@@ -115,17 +120,23 @@ class Sweep : public Command {
     sw->add_flag("--dry-run", dry_, "list the points (local) or print the batch script (slurm); run nothing");
     sw->add_flag("--status", status_, "which points are done, running, failed, interrupted or missing");
     sw->add_flag("--cancel", cancel_, "scancel the sweep's Slurm jobs");
+    sw->add_option("--only", only_,
+                   "run (or list) only the points with this value of an axis: --only seed=0 --only "
+                   "task.operation=addition (repeatable; one key's values are alternatives, all keys must hold)")
+        ->allow_extra_args(false);
     sw->add_option("--point", point_, "run one point by index (what each Slurm array task calls)")->group("");
     sw->add_option("--job", job_, "Slurm job ID of this task")->group("");
     add_common(sw, common);
     return sw;
   }
   int run(const Common& common) override {
-    return run_sweep(file_, executor_, jobs_, gpus_, points_per_gpu_, dry_, status_, cancel_, point_, job_, common.sets);
+    return run_sweep(file_, executor_, jobs_, gpus_, points_per_gpu_, dry_, status_, cancel_, point_, job_, only_,
+                     common.sets);
   }
 
  private:
   std::string file_, executor_ = "local", job_, gpus_;
+  std::vector<std::string> only_;
   int64_t jobs_ = 0, point_ = -1, points_per_gpu_ = 0;
   bool dry_ = false, status_ = false, cancel_ = false;
 };

@@ -9,6 +9,7 @@
 #include "lengen/experiment/paper.h"
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -42,6 +43,8 @@ struct Sweep {
   std::string base;     ///< base experiment file (absolute)
   std::string dir;      ///< output folder of the sweep (absolute)
   std::vector<std::string> axes;  ///< varied keys, in file order (zip members included)
+  /// `labels:`: key -> value (YAML flow text) -> its name in point names
+  std::map<std::string, std::map<std::string, std::string>> labels;
   std::vector<Point> points;
   int64_t workers = 1;          ///< local executor: points at a time
   int64_t threads_per_run = 0;  ///< 0: cores / workers
@@ -57,6 +60,13 @@ struct Sweep {
 /// validates every point's experiment (unknown key, bad value, unknown plugin) before anything
 /// runs. Errors name the sweep file, line and key. `overrides` (--set) apply to every point.
 LENGEN_API Sweep load_sweep(const std::string& path, const std::vector<std::string>& overrides = {});
+
+/// The points that `--only KEY=VALUE` filters keep (`lengen sweep FILE --only seed=0 --only
+/// task.operation=addition`): KEY is an axis; VALUE is YAML, matched as a paper row's `where:`
+/// is (as written, or by its component name) or by its name under `labels:`. Values given for one key are alternatives; all
+/// keys must hold. Each point keeps its index. Errors name the filter: not KEY=VALUE, a key
+/// that is not an axis (listing the axes), a value no point has (listing the axis's values).
+LENGEN_API std::vector<Point> select_points(const Sweep& sweep, const std::vector<std::string>& only);
 
 /// Writes <dir>/sweep.json (the points) and every point's resolved config.yaml, atomically.
 /// A point's existing config is kept when it equals the new one and refused (naming the key
