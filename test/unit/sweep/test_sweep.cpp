@@ -15,10 +15,11 @@ using namespace lengen;
 using Catch::Contains;
 namespace fs = std::filesystem;
 
-TEST_CASE("sweep: grid x zip, then explicit points; names from what varies", "[sweep]") {
-  test::TempDir dir;
-  test::write_text(dir.file("base.yaml"), test::kTinyAddition);
-  test::write_text(dir.file("s.yaml"), fmt::format(R"(name: abl
+namespace {
+
+// A sweep of every kind of axis: a grid (a scheme list and seeds), a zip group and an explicit point.
+std::string ablation_sweep(const std::string& name, const std::string& output_dir) {
+  return fmt::format(R"(name: {}
 extends: base.yaml
 output_dir: {}
 set: {{train.steps: 7}}
@@ -29,7 +30,16 @@ zip:
   - {{model.d_model: [16, 32], model.d_ff: [32, 64]}}
 points:
   - {{model.layers: 2, seed: 5}}
-)", dir.str()));
+)",
+                     name, output_dir);
+}
+
+}  // namespace
+
+TEST_CASE("sweep: grid x zip, then explicit points; names from what varies", "[sweep]") {
+  test::TempDir dir;
+  test::write_text(dir.file("base.yaml"), test::kTinyAddition);
+  test::write_text(dir.file("s.yaml"), ablation_sweep("abl", dir.str()));
   sweep::Sweep s = sweep::load_sweep(dir.file("s.yaml"));
   REQUIRE(s.points.size() == 2 * 3 * 2 + 1);
   CHECK(s.axes == std::vector<std::string>{"position", "seed", "model.d_model", "model.d_ff", "model.layers"});
@@ -96,17 +106,7 @@ labels:
 TEST_CASE("sweep: --only keeps the points with an axis's values, by value or component name", "[sweep]") {
   test::TempDir dir;
   test::write_text(dir.file("base.yaml"), test::kTinyAddition);
-  test::write_text(dir.file("s.yaml"), fmt::format(R"(name: only
-extends: base.yaml
-output_dir: {}
-grid:
-  position: [[nope], [{{name: coupling, max_position: 16}}]]
-  seed: [0, 1, 2]
-zip:
-  - {{model.d_model: [16, 32], model.d_ff: [32, 64]}}
-points:
-  - {{model.layers: 2, seed: 5}}
-)", dir.str()));
+  test::write_text(dir.file("s.yaml"), ablation_sweep("only", dir.str()));
   const sweep::Sweep s = sweep::load_sweep(dir.file("s.yaml"));
   auto names = [&](const std::vector<std::string>& only) {
     std::vector<std::string> out;
