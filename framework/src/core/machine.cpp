@@ -90,10 +90,8 @@ MachineInfo machine_info() {
   // OpenBLAS picks its kernels by processor at load time (DYNAMIC_ARCH) and says which.
   if (auto config_fn = reinterpret_cast<Text>(::dlsym(RTLD_DEFAULT, "openblas_get_config"))) {
     m.blas = config_fn();
-    if (auto core = reinterpret_cast<Text>(::dlsym(RTLD_DEFAULT, "openblas_get_corename"))) {
-      const std::string name = core();
-      if (m.blas.find(name) == std::string::npos) m.blas += " " + name;
-    }
+    const std::string name = openblas_core();
+    if (!name.empty() && m.blas.find(name) == std::string::npos) m.blas += " " + name;
     if (const char* forced = std::getenv("OPENBLAS_CORETYPE")) {
       const char* fallback = std::getenv("LENGEN_BLAS_FALLBACK");
       m.blas += std::string(" (OPENBLAS_CORETYPE=") + forced +
