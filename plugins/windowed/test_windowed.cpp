@@ -111,6 +111,40 @@ TEST_CASE("windowed: units: tokens opens the query's own digits and w tokens bes
   CHECK_THROWS_WITH(make_scheme("{name: windowed, units: digits}", ctx()), Catch::Contains("units"));
 }
 
+TEST_CASE("windowed: cross_band: released is the released code's one-sided band", "[windowed]") {
+  // The authors' generate_cross_attention_mask(S, L, w) over `SOS x_n .. x_1 EOS` (S = n + 2)
+  // opens, in 0-based row i, the columns S - 1 - i - w .. S - 1 - i (its right half is
+  // commented out). Column S - 1 - k holds x_k (k = 0: the EOS) and row i predicts y_{i+1}, so
+  // row r = i + 1 sees x_{r-1} .. x_{r-1+w}. lengen's source is x_n .. x_1 alone (no SOS/EOS).
+  const int64_t n = 7, S = n + 2;
+  std::vector<int64_t> src, tgt;
+  for (int64_t r = n; r >= 1; --r) src.push_back(r);
+  for (int64_t r = 1; r <= n; ++r) tgt.push_back(r);
+  for (int64_t w : {1, 2, 3}) {
+    auto s = make_scheme(fmt::format("{{name: windowed, window: {}, cross_band: released}}", w), ctx());
+    auto open = open_cells(bias(*s, lengen::AttentionKind::kCross, ids(tgt), ids(src)));
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t k = 1; k <= n; ++k) {  // x_k: released column S - 1 - k, lengen's n - k
+        const int64_t col = S - 1 - k;
+        CHECK(open[i][n - k].item<bool>() == (col >= S - 1 - i - w && col <= S - 1 - i));
+      }
+    }
+  }
+  // w = 1: the digit being predicted and the one below it; the first row sees x_1 alone.
+  auto s = make_scheme("{name: windowed, window: 1, cross_band: released}", ctx());
+  auto open = open_cells(bias(*s, lengen::AttentionKind::kCross, ids(tgt), ids(src)));
+  CHECK(open[0].sum().item<int64_t>() == 1);
+  CHECK(open[0][n - 1].item<bool>());
+  CHECK(open[3].sum().item<int64_t>() == 2);
+  // Decoder self-attention is one-sided already: the option leaves it alone.
+  auto paper = make_scheme("{name: windowed, window: 1}", ctx());
+  CHECK(torch::equal(bias(*paper, lengen::AttentionKind::kCausalSelf, ids(tgt), ids(tgt)),
+                     bias(*s, lengen::AttentionKind::kCausalSelf, ids(tgt), ids(tgt))));
+  CHECK_THROWS_WITH(make_scheme("{name: windowed, cross_band: left}", ctx()), Catch::Contains("cross_band"));
+  CHECK_THROWS_WITH(make_scheme("{name: windowed, units: tokens, cross_band: released}", ctx()),
+                    Catch::Contains("units: ids"));
+}
+
 TEST_CASE("windowed: a row with no key in its window opens its nearest keys", "[windowed]") {
   auto s = make_scheme("{name: windowed, window: 1}", ctx());
   auto b = bias(*s, lengen::AttentionKind::kCross, ids({1, 9}), ids({3, 2, 1}));

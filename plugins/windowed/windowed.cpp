@@ -9,8 +9,11 @@
 // input, whatever the padding. `units: tokens` reads the paper's "w positions to both left and
 // right" literally instead: cross-attention opens the query's own digits (the keys with its ID:
 // one for unary input, the pair a_r b_r interleaved) and w source tokens on each side, 2 + 2w
-// keys for a pair where `units: ids` opens 2 + 4w. A row with no open key opens its nearest
-// keys (never all -inf).
+// keys for a pair where `units: ids` opens 2 + 4w. `cross_band: released` is the authors'
+// released code instead (generate_cross_attention_mask: the band's right half is commented out
+// and the source ends in EOS): row r opens the IDs r - 1 .. r - 1 + w, for w = 1 the query's own
+// digit and the one below it, which the previous row consumed (ID 0, the EOS there, is absent
+// here). A row with no open key opens its nearest keys (never all -inf).
 // Hooks: additive bias, remembered per set of positions. KV cache: rows by ID, nothing to do.
 #include "lengen/core/error.h"
 #include "lengen/plugin/plugin.h"
@@ -41,7 +44,12 @@ class Windowed final : public lengen::PositionScheme {
                                          "interleaved pair a_r b_r then sees 2 + 4w keys) or tokens (the keys with "
                                          "the query's ID and w source tokens on each side: 2 + 2w keys for a pair)")
                  .with_default(std::string("ids"))
-                 .one_of({"ids", "tokens"})}};
+                 .one_of({"ids", "tokens"}),
+             OptionSpec::string("cross_band", "the cross-attention band: paper (w IDs on both sides of the "
+                                              "query's, the paper's text) or released (IDs r - 1 .. r - 1 + w "
+                                              "for row r, the authors' released code; units: ids only)")
+                 .with_default(std::string("paper"))
+                 .one_of({"paper", "released"})}};
   }
 
   Windowed(const lengen::Options& o, const lengen::SchemeContext& ctx)
@@ -50,7 +58,11 @@ class Windowed final : public lengen::PositionScheme {
         self_(o.get_bool("self")),
         cross_(o.get_bool("cross")),
         encoder_(o.get_bool("encoder")),
-        tokens_(o.get_string("units") == "tokens") {
+        tokens_(o.get_string("units") == "tokens"),
+        released_(o.get_string("cross_band") == "released") {
+    if (released_ && tokens_) {
+      o.fail("cross_band", "the released code's band counts IDs; use units: ids with cross_band: released");
+    }
     if (level_ >= ctx.position_levels) {
       o.fail("level", fmt::format("the task emits {} level(s) of position IDs", ctx.position_levels));
     }
@@ -67,7 +79,9 @@ class Windowed final : public lengen::PositionScheme {
         [&] {
           const bool causal = ctx.kind == AttentionKind::kCausalSelf;
           auto d = ctx.query_ids[level_].unsqueeze(2) - ctx.key_ids[level_].unsqueeze(1);  // [B|1, T, S]
-          auto open = causal ? (d >= 0).logical_and(d <= window_) : d.abs() <= window_;
+          auto open = causal ? (d >= 0).logical_and(d <= window_)
+                      : released_ && ctx.kind == AttentionKind::kCross ? (d <= 1).logical_and(d >= 1 - window_)
+                                                                        : d.abs() <= window_;
           if (tokens_ && ctx.kind == AttentionKind::kCross) {
             // The columns of the keys with the query's ID, widened by w columns on each side.
             const int64_t S = d.size(-1);
@@ -91,7 +105,7 @@ class Windowed final : public lengen::PositionScheme {
 
  private:
   int64_t window_, level_;
-  bool self_, cross_, encoder_, tokens_;
+  bool self_, cross_, encoder_, tokens_, released_;
   lengen::PositionMemo<> bias_;
 };
 

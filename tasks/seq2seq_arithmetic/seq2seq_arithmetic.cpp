@@ -10,10 +10,13 @@
 //                                                       y_i = y_{i-1} xor x_i)
 // `interleave: true` is the aligned input of the paper's A.4 (its windowed-bias experiments):
 //   `+ a_W b_W ... a_1 b_1` and `* a_W b ... a_1 b`.
+// `markers: true` wraps the source in SOS and EOS as the authors' released code does
+// (`tokenize_num_str`: SOS + digits + EOS): successor, W = 4: source $ 0 1 2 3 &.
 //
 // Position IDs (one level) are significances, so the windowed bias needs no knowledge of the
 // layout: a source digit of significance r (x_r, a_r, b_r, counted from the right from 1) has
-// ID r, the N x 1 digit b ID 1, the operator 0 (W + 1 when interleaved: it comes first); the
+// ID r, the N x 1 digit b ID 1, the operator 0 (W + 1 when interleaved: it comes first), the
+// source markers W + 1 (SOS, before the most significant digit) and 0 (EOS, after x_1); the
 // target token that predicts y_r (SOS for r = 1, else y_{r-1}) has ID r, EOS W + 2. As one
 // sequence (decoder layouts) an example is `$ source $ y_1 .. y_W &` (the first `$` ID 0).
 //
@@ -74,6 +77,10 @@ class Seq2SeqArithmetic final : public lengen::Task {
                                                "`* a_W b ... a_1 b` (the paper's ABS experiments; no "
                                                "effect on successor and parity)")
                  .with_default(false),
+             OptionSpec::boolean("markers", "wrap the source in SOS and EOS, `$ input &`, as the authors' "
+                                            "released code does (IDs W + 1 and 0: the windows of the first "
+                                            "and the last output rows reach them)")
+                 .with_default(false),
              OptionSpec::integer("train_max", "training numbers come from a permutation of [0, "
                                               "train_max] (the paper: 2^20)")
                  .with_default(int64_t{1} << 20)
@@ -93,6 +100,7 @@ class Seq2SeqArithmetic final : public lengen::Task {
   Seq2SeqArithmetic(const lengen::Options& o, const lengen::TaskContext&)
       : op_(parse_op(o.get_string("operation"))),
         interleave_(o.get_bool("interleave")),
+        markers_(o.get_bool("markers")),
         eval_(o.get_int_range("eval_digits")),
         vocab_({"@", "0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "+", "*", "$", "&"}, "@", "$", "&") {
     // Interleaving aligns two operands: successor and parity (one operand) are unchanged.
@@ -215,7 +223,8 @@ class Seq2SeqArithmetic final : public lengen::Task {
     return out;
   }
 
-  // The paper's pair: the source is the input alone (no SOS/EOS), the target `$ y_1 .. y_W &`.
+  // The paper's pair: the source is the input alone (`$ input &` with markers), the target
+  // `$ y_1 .. y_W &`.
   lengen::Seq2SeqExample to_seq2seq(const Example& ex) const override {
     const int64_t S = source_length();
     LENGEN_CHECK(ex.prompt_length == S + 2 && ex.length() == S + 2 + width_ + 1,
@@ -232,7 +241,10 @@ class Seq2SeqArithmetic final : public lengen::Task {
  private:
   bool binary() const { return op_ == Op::kParity; }
 
-  int64_t source_length() const {
+  int64_t source_length() const { return input_length() + (markers_ ? 2 : 0); }
+
+  // Tokens of the input between the markers.
+  int64_t input_length() const {
     switch (op_) {
       case Op::kSuccessor:
       case Op::kParity: return width_;
@@ -244,6 +256,12 @@ class Seq2SeqArithmetic final : public lengen::Task {
 
   // ID (significance) of source token s (0-based).
   int64_t source_id(int64_t s) const {
+    if (!markers_) return input_id(s);
+    return s == 0 ? width_ + 1 : s == input_length() + 1 ? 0 : input_id(s - 1);
+  }
+
+  // ID of input token s (0-based, markers not counted).
+  int64_t input_id(int64_t s) const {
     const int64_t W = width_;
     switch (op_) {
       case Op::kSuccessor:
@@ -304,6 +322,10 @@ class Seq2SeqArithmetic final : public lengen::Task {
         for (char c : op_ == Op::kAddition ? decimal::pad_left(b, W) : b) src.push_back(digit(c));
       }
     }
+    if (markers_) {
+      src.insert(src.begin(), vocab_.bos());
+      src.push_back(vocab_.eos());
+    }
     Example ex;
     ex.position_ids.assign(1, {});
     ex.push(vocab_.bos(), {0}, false);
@@ -317,7 +339,7 @@ class Seq2SeqArithmetic final : public lengen::Task {
   }
 
   Op op_;
-  bool interleave_;
+  bool interleave_, markers_;
   std::pair<int64_t, int64_t> eval_;
   int64_t width_ = 0, train_len_ = 0;
   int64_t op_token_ = 0;

@@ -88,6 +88,30 @@ TEST_CASE("seq2seq_arithmetic: training numbers come from 7/8 of a permutation o
   }
 }
 
+TEST_CASE("seq2seq_arithmetic: markers wrap the source as the released code's SOS + digits + EOS",
+          "[seq2seq_arithmetic]") {
+  auto succ = make_task("{name: seq2seq_arithmetic, operation: successor, width: 4, markers: true, eval_digits: [1, 3], train_max: 9}");
+  CHECK(source(*succ, "123") == "$0123&");
+  CHECK(target(*succ, "123") == "$4210&");  // the target is unchanged
+  auto sx = succ->to_seq2seq(succ->parse_query("123"));
+  // SOS before x_4 takes ID W + 1, EOS after x_1 takes 0: with the released code's band
+  // (IDs r - 1 .. r for row r, w = 1) the first row sees EOS and x_1, the row predicting the
+  // end token (ID W + 1) sees x_W and SOS.
+  CHECK(sx.source_ids == lengen::PositionIds{{5, 4, 3, 2, 1, 0}});
+  CHECK(sx.target_ids == lengen::PositionIds{{1, 2, 3, 4, 5, 6}});
+  auto ex = succ->parse_query("123");
+  CHECK(succ->causal_position_ids(ex.tokens, ex.prompt_length) == ex.position_ids);
+  lengen::Rng rng(3);
+  CHECK(succ->to_seq2seq(succ->sample_train(rng)).source.size() == 6);
+  // Every operation takes them; the interleaved operator keeps its ID.
+  auto addi = make_task("{name: seq2seq_arithmetic, operation: addition, width: 3, interleave: true, markers: true, eval_digits: [1, 2], train_max: 9}");
+  CHECK(source(*addi, "12+34") == "$+001324&");
+  CHECK(addi->to_seq2seq(addi->parse_query("12+34")).source_ids == lengen::PositionIds{{4, 4, 3, 3, 2, 2, 1, 1, 0}});
+  auto par = make_task("{name: seq2seq_arithmetic, operation: parity, width: 6, markers: true, eval_digits: [1, 6], train_max: 9}");
+  CHECK(source(*par, "101101") == "$101101&");
+  CHECK(target(*par, "101101") == "$110110&");
+}
+
 TEST_CASE("seq2seq_arithmetic: refusals name the option", "[seq2seq_arithmetic]") {
   CHECK_THROWS_WITH(make_task("{name: seq2seq_arithmetic, operation: addition, width: 5, eval_digits: [1, 5]}"),
                     Catch::Contains("task.width") || Catch::Contains("width"));

@@ -55,6 +55,26 @@ inline std::shared_ptr<PositionScheme> make_scheme(const std::string& yaml, Sche
   return position_registry().create(load_config_string(yaml, "<test>"), ctx);
 }
 
+/// Files a helper writes outside a TempDir, removed when the process that wrote them exits (a
+/// forked child leaves its parent's files alone).
+struct ProcessTempFiles {
+  pid_t owner = ::getpid();
+  std::set<std::string> paths;
+  ~ProcessTempFiles() {
+    if (::getpid() != owner) {
+      return;
+    }
+    for (const auto& p : paths) {
+      std::error_code ec;
+      std::filesystem::remove(p, ec);
+    }
+  }
+};
+inline ProcessTempFiles& process_temp_files() {
+  static ProcessTempFiles files;
+  return files;
+}
+
 /// An ABC calibration file in the format the `calibrate` stage writes (docs/abc.md: per kind and
 /// direction, "<kind>.<direction>.mean" and ".bias" [heads, lines], ".info" (m, n, anchor, 0),
 /// ".stats" [heads, 4]) with random lines, about half of them kept, for `heads` heads: a 4 x 4
@@ -82,6 +102,7 @@ inline std::string synthetic_calibration(int64_t heads) {
     }
   }
   save_safetensors(path.string(), tensors);
+  process_temp_files().paths.insert(path.string());
   return path.string();
 }
 
