@@ -37,9 +37,10 @@ bool value_matches(const YAML::Node& want, const YAML::Node& have) {
 }
 
 // Whether a point's values satisfy a paper row's `where:`: each key is a sweep axis whose value
-// matches (value_matches).
+// matches (value_matches), or is named by the `labels:` name written there.
 bool paper_row_matches(const PaperRow& row, const std::vector<std::pair<std::string, YAML::Node>>& values,
-                       const std::vector<std::string>& axes, const ConfigNode& row_node) {
+                       const std::vector<std::string>& axes, const ConfigNode& row_node,
+                       const std::map<std::string, std::map<std::string, std::string>>& labels) {
   for (const auto& kw : row.where) {
     const std::string& k = kw.first;
     const YAML::Node& want = kw.second;
@@ -49,7 +50,11 @@ bool paper_row_matches(const PaperRow& row, const std::vector<std::pair<std::str
     }
     auto it = std::find_if(values.begin(), values.end(), [&](const auto& kv) { return kv.first == k; });
     if (it == values.end()) return false;  // an explicit point that does not set this key
-    if (!value_matches(want, it->second)) return false;
+    if (value_matches(want, it->second)) continue;
+    const auto named = labels.find(k);
+    if (named == labels.end() || !want.IsScalar()) return false;
+    const auto name = named->second.find(flow(it->second));
+    if (name == named->second.end() || name->second != want.as<std::string>()) return false;
   }
   return true;
 }
@@ -319,7 +324,7 @@ Sweep load_sweep(const std::string& path, const std::vector<std::string>& overri
       row_configs.resize(s.paper.rows.size());
     }
     for (size_t ri = 0; ri < s.paper.rows.size(); ++ri) {
-      if (paper_row_matches(s.paper.rows[ri], raws[i].values, s.axes, paper.child("rows").at(ri)) &&
+      if (paper_row_matches(s.paper.rows[ri], raws[i].values, s.axes, paper.child("rows").at(ri), s.labels) &&
           std::find(row_configs[ri].begin(), row_configs[ri].end(), p.config_name) == row_configs[ri].end()) {
         row_configs[ri].push_back(p.config_name);
       }
@@ -333,7 +338,7 @@ Sweep load_sweep(const std::string& path, const std::vector<std::string>& overri
     const ConfigNode where = paper.child("rows").at(ri).child("where");
     if (row_configs[ri].empty()) {
       where.fail(fmt::format("paper row '{}' matches no configuration of the sweep (a value is matched as "
-                             "written on the axis, or by its component name)", row.label));
+                             "written on the axis, by its component name, or by its `labels:` name)", row.label));
     }
     for (const auto& c : row_configs[ri]) {
       if (!row_of.emplace(c, row.label).second) {

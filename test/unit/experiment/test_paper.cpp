@@ -107,6 +107,20 @@ grid:
         "values: {4: 1}}\n",
         "matches two paper rows: 'a' and 'b'");
 
+  // A `labels:` name stands for its value, as in --only; a name of another axis does not.
+  const std::string labelled = head + "labels:\n  position: [none, coupled]\n";
+  test::write_text(dir.file("l.yaml"), labelled + R"(paper:
+  cite: P
+  table: T
+  rows:
+    - {label: coupled, where: {position: coupled, model.layers: 1}, values: {4: 90}}
+)");
+  sweep::Sweep ls = sweep::load_sweep(dir.file("l.yaml"));
+  CHECK(ls.paper.rows[0].configs == std::vector<std::string>{"position=coupled,layers=1"});
+  test::write_text(dir.file("l2.yaml"), labelled + "paper:\n  cite: P\n  table: T\n  rows:\n"
+                                                   "    - {label: a, where: {model.layers: coupled}, values: {4: 1}}\n");
+  CHECK_THROWS_WITH(sweep::load_sweep(dir.file("l2.yaml")), Contains("matches no configuration"));
+
   // Without its own block a sweep takes the base experiment's values, beside every configuration.
   test::write_text(dir.file("base.yaml"), std::string(test::kTinyAddition) + "paper: {cite: P, table: T, values: {4: 50}}\n");
   test::write_text(dir.file("s2.yaml"), head);
