@@ -35,10 +35,10 @@ def main():
     cols = min(n, 3)
     nrows = math.ceil(n / cols)
     fig, grid = plt.subplots(nrows, cols, figsize=(5.2 * cols, 3.8 * nrows), squeeze=False)
-    seeds = max(int(r["seeds"] or 0) for r in rows)
     for i, (config, label) in enumerate(configs):
         ax = grid[i // cols][i % cols]
         mine = [r for r in rows if (r["config"], r["label"]) == (config, label)]
+        seeds = max(int(r["seeds"] or 0) for r in mine)  # per panel: a sweep's points may differ
         heading = config if not label or label == config else f"{config}\n[{label}]"
         if len(axes) == 1:
             mine.sort(key=lambda r: int(r[axes[0]]))
