@@ -36,8 +36,20 @@ bool value_matches(const YAML::Node& want, const YAML::Node& have) {
                                                           want.as<std::string>() == label(have, true)));
 }
 
+// A `labels:` name written for `key` stands for its value; anything else is returned as written.
+YAML::Node resolve_label(const std::map<std::string, std::map<std::string, std::string>>& labels,
+                         const std::string& key, const YAML::Node& want) {
+  const auto named = labels.find(key);
+  if (named == labels.end() || !want.IsScalar()) return want;
+  const std::string written = want.as<std::string>();
+  for (const auto& [value, name] : named->second) {
+    if (name == written) return YAML::Load(value);
+  }
+  return want;
+}
+
 // Whether a point's values satisfy a paper row's `where:`: each key is a sweep axis whose value
-// matches (value_matches), or is named by the `labels:` name written there.
+// matches (value_matches), written as a value or as its `labels:` name.
 bool paper_row_matches(const PaperRow& row, const std::vector<std::pair<std::string, YAML::Node>>& values,
                        const std::vector<std::string>& axes, const ConfigNode& row_node,
                        const std::map<std::string, std::map<std::string, std::string>>& labels) {
@@ -50,11 +62,7 @@ bool paper_row_matches(const PaperRow& row, const std::vector<std::pair<std::str
     }
     auto it = std::find_if(values.begin(), values.end(), [&](const auto& kv) { return kv.first == k; });
     if (it == values.end()) return false;  // an explicit point that does not set this key
-    if (value_matches(want, it->second)) continue;
-    const auto named = labels.find(k);
-    if (named == labels.end() || !want.IsScalar()) return false;
-    const auto name = named->second.find(flow(it->second));
-    if (name == named->second.end() || name->second != want.as<std::string>()) return false;
+    if (!value_matches(resolve_label(labels, k, want), it->second)) return false;
   }
   return true;
 }
@@ -365,13 +373,7 @@ std::vector<Point> select_points(const Sweep& s, const std::vector<std::string>&
     } catch (const YAML::Exception& e) {
       throw Error(fmt::format("--only '{}': the value is not YAML: {}", f, e.msg));
     }
-    // A name from `labels:` stands for its value.
-    if (auto named = s.labels.find(key); named != s.labels.end() && value.IsScalar()) {
-      const std::string written = value.as<std::string>();
-      for (const auto& [v, name] : named->second) {
-        if (name == written) value = YAML::Load(v);
-      }
-    }
+    value = resolve_label(s.labels, key, value);
     auto it = std::find_if(filters.begin(), filters.end(), [&](const auto& kv) { return kv.first == key; });
     if (it == filters.end()) it = filters.insert(filters.end(), {key, {}});
     it->second.push_back(value);
