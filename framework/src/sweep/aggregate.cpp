@@ -32,20 +32,53 @@ bool is_eval_name(const std::string& name) {
   return !name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos;
 }
 
-std::string aggregate_dir(const std::string& sweep_dir, const std::string& eval_name) {
-  const fs::path out = fs::path(sweep_dir) / "aggregate";
-  return (eval_name.empty() ? out : out / "evals" / eval_name).string();
+namespace {
+
+// The evaluation of each run that aggregate() reads, relative to the run directory, and the
+// words that name it in messages: eval/ (the run's own), evals/<name>/eval (`lengen eval --out`)
+// or stages/<name>/eval (an eval stage).
+struct EvalSource {
+  fs::path rel = "eval";
+  fs::path out;  // below <sweep>/aggregate
+  std::string what, fix;
+};
+
+EvalSource eval_source(const std::string& eval_name, const std::string& stage_name) {
+  LENGEN_CHECK(eval_name.empty() || stage_name.empty(),
+               "aggregate: --eval '{}' and --stage '{}' name two evaluations; give one", eval_name, stage_name);
+  EvalSource s;
+  if (!eval_name.empty()) {
+    LENGEN_CHECK(is_eval_name(eval_name), "aggregate --eval '{}': a name of RUN/evals/, not a path", eval_name);
+    s.rel = fs::path("evals") / eval_name / "eval";
+    s.out = fs::path("evals") / eval_name;
+    s.what = s.rel.string();
+    s.fix = fmt::format("write it for each run with `lengen eval RUN --out {} --set ...`", eval_name);
+  } else if (!stage_name.empty()) {
+    LENGEN_CHECK(is_eval_name(stage_name), "aggregate --stage '{}': a name of RUN/stages/, not a path", stage_name);
+    s.rel = fs::path("stages") / stage_name / "eval";
+    s.out = fs::path("stages") / stage_name;
+    s.what = s.rel.string();
+    s.fix = fmt::format("'{}' must be a stage of kind eval in the sweep's experiment (docs/stages.md)", stage_name);
+  }
+  return s;
 }
 
-int64_t aggregate(const std::string& sweep_dir, double threshold, const std::string& eval_name) {
+}  // namespace
+
+std::string aggregate_dir(const std::string& sweep_dir, const std::string& eval_name, const std::string& stage_name) {
+  const fs::path out = fs::path(sweep_dir) / "aggregate";
+  const EvalSource source = eval_source(eval_name, stage_name);
+  return (source.out.empty() ? out : out / source.out).string();
+}
+
+int64_t aggregate(const std::string& sweep_dir, double threshold, const std::string& eval_name,
+                  const std::string& stage_name) {
   const fs::path manifest_path = fs::path(sweep_dir) / "sweep.json";
   LENGEN_CHECK(fs::exists(manifest_path), "{}: not a sweep folder (no sweep.json; run `lengen sweep FILE` first)",
                sweep_dir);
-  LENGEN_CHECK(eval_name.empty() || is_eval_name(eval_name),
-               "aggregate --eval '{}': a name of RUN/evals/, not a path", eval_name);
-  // Each point's evaluation: its run's own (eval/), or the one `lengen eval RUN --set ...`
-  // wrote under evals/<name>/.
-  const fs::path eval_rel = eval_name.empty() ? fs::path("eval") : fs::path("evals") / eval_name / "eval";
+  const EvalSource source = eval_source(eval_name, stage_name);
+  const bool variant = !source.what.empty();
+  const fs::path& eval_rel = source.rel;
   json m = json::parse(read_text(manifest_path.string()));
   if (threshold < 0) threshold = m.value("threshold", 0.9);
   std::vector<std::string> axes = m["axes"].get<std::vector<std::string>>();
@@ -70,7 +103,7 @@ int64_t aggregate(const std::string& sweep_dir, double threshold, const std::str
     const fs::path run_dir = fs::path(sweep_dir) / p["run_dir"].get<std::string>();
     const fs::path summary = run_dir / eval_rel / "summary.json";
     if (!fs::exists(summary)) {
-      if (!eval_name.empty() && fs::exists(run_dir / "eval" / "summary.json")) missing.push_back(p["name"].get<std::string>());
+      if (variant && fs::exists(run_dir / "eval" / "summary.json")) missing.push_back(p["name"].get<std::string>());
       continue;
     }
     const std::string name = p["name"];
@@ -110,15 +143,14 @@ int64_t aggregate(const std::string& sweep_dir, double threshold, const std::str
     }
     ++read;
   }
-  if (!eval_name.empty()) {
-    LENGEN_CHECK(read > 0, "{}: no point has evals/{}/eval/summary.json; write it for each run with `lengen eval "
-                 "RUN --out {} --set ...`", sweep_dir, eval_name, eval_name);
+  if (variant) {
+    LENGEN_CHECK(read > 0, "{}: no point has {}/summary.json; {}", sweep_dir, source.what, source.fix);
     if (!missing.empty()) {
-      logger("sweep")->warn("{} finished point(s) have no evals/{} and are left out: {}", missing.size(), eval_name,
+      logger("sweep")->warn("{} finished point(s) have no {} and are left out: {}", missing.size(), source.what,
                             fmt::format("{}", fmt::join(missing, "; ")));
     }
   }
-  const fs::path out = aggregate_dir(sweep_dir, eval_name);
+  const fs::path out = aggregate_dir(sweep_dir, eval_name, stage_name);
   fs::create_directories(out);
   if (!header_done) {
     results += ",samples,correct,accuracy,ci_low,ci_high\n";

@@ -212,6 +212,28 @@ TEST_CASE("sweep: aggregate takes median, quartiles and the fraction above thres
   // digits 40: {0.3, 0.7} -> median 0.5, no seed at 0.9.
   CHECK_THAT(longer, Contains("cfg,40,2,0.500000,0.400000,0.600000,0.200000,0.000000,0.300000,0.700000"));
   CHECK(test::read_text(root / "aggregate" / "summary.csv") == before);
+
+  // An eval stage of a multi-stage run (the model before fine-tuning) aggregates the same way,
+  // into aggregate/stages/<name>/.
+  CHECK_THROWS_WITH(sweep::aggregate(root.string(), -1, "", "control"),
+                    Contains("no point has stages/control/eval/summary.json") && Contains("stage of kind eval"));
+  CHECK_THROWS_WITH(sweep::aggregate(root.string(), -1, "long", "control"), Contains("give one"));
+  CHECK_THROWS_WITH(sweep::aggregate(root.string(), -1, "", "a/b"), Contains("not a path"));
+  for (int seed = 0; seed < 3; ++seed) {
+    const fs::path eval = root / ("runs/cfg/" + std::to_string(seed)) / "stages" / "control" / "eval";
+    fs::create_directories(eval);
+    const double a = 0.1 * seed;
+    nlohmann::json cells = nlohmann::json::array({{{"digits", 5}, {"samples", 10}, {"correct", seed},
+                                                   {"accuracy", a}, {"ci95", {0.0, 1.0}}}});
+    std::ofstream(eval / "summary.json") << nlohmann::json{{"axes", {"digits"}}, {"cells", cells}}.dump();
+  }
+  CHECK(sweep::aggregate(root.string(), -1, "", "control") == 3);
+  CHECK(sweep::aggregate_dir(root.string(), "", "control") == (root / "aggregate" / "stages" / "control").string());
+  CHECK(sweep::aggregate_dir(root.string()) == (root / "aggregate").string());
+  // digits 5: {0, 0.1, 0.2} -> median 0.1.
+  CHECK_THAT(test::read_text(root / "aggregate" / "stages" / "control" / "summary.csv"),
+             Contains("cfg,5,3,0.100000,0.050000,0.150000,0.100000,0.000000,0.000000,0.200000"));
+  CHECK(test::read_text(root / "aggregate" / "summary.csv") == before);
 }
 
 TEST_CASE("compare: finished runs of one name are seeds of one configuration", "[sweep]") {

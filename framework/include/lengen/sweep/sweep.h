@@ -129,15 +129,20 @@ LENGEN_API int64_t cancel_slurm(const Sweep& sweep);
 /// the sweep's own. Returns the number of points read. eval_name: aggregate each run's
 /// evals/<eval_name>/ (what `lengen eval RUN --out NAME --set ...` writes) instead of its eval/,
 /// into <dir>/aggregate/evals/<eval_name>/; points without it are left out with a warning, and
-/// none having it is an error.
-LENGEN_API int64_t aggregate(const std::string& sweep_dir, double threshold = -1, const std::string& eval_name = "");
+/// none having it is an error. stage_name (exclusive with eval_name): aggregate each run's
+/// stages/<stage_name>/eval/ (an eval stage of a multi-stage run, e.g. the model before a
+/// fine-tuning stage) into <dir>/aggregate/stages/<stage_name>/, with the same rules.
+LENGEN_API int64_t aggregate(const std::string& sweep_dir, double threshold = -1, const std::string& eval_name = "",
+                             const std::string& stage_name = "");
 
 /// Whether NAME can name a changed evaluation of a run, RUN/evals/NAME/ (`lengen eval --out`,
 /// `lengen aggregate --eval`): non-empty, no '/', neither "." nor "..".
 LENGEN_API bool is_eval_name(const std::string& name);
 
-/// Where aggregate() writes: <sweep_dir>/aggregate, or aggregate/evals/<eval_name>.
-LENGEN_API std::string aggregate_dir(const std::string& sweep_dir, const std::string& eval_name = "");
+/// Where aggregate() writes: <sweep_dir>/aggregate, aggregate/evals/<eval_name> or
+/// aggregate/stages/<stage_name>.
+LENGEN_API std::string aggregate_dir(const std::string& sweep_dir, const std::string& eval_name = "",
+                                     const std::string& stage_name = "");
 
 /// Aggregates finished runs that are not one sweep (`lengen compare`): each run directory
 /// (holding config.yaml and eval/summary.json) joins the configuration named by its
