@@ -104,6 +104,7 @@ PaperReference PaperReference::from_config(const ConfigNode& node, const std::ve
       if (!where.is_map()) where.fail("paper row 'where:' is a map of sweep axis -> value");
       for (const auto& k : where.keys()) row.where.emplace_back(k, where.child(k).yaml());
     }
+    row.stage = rr.get_string("stage", "");
     row.values = read_values(rr.required("values"), grid_axes, scale);
     rr.finish();
     if (row.label.empty()) row.label = fmt::format("row {}", i + 1);
@@ -117,7 +118,9 @@ nlohmann::json PaperReference::to_json() const {
   for (const auto& r : rows) {
     nlohmann::json values = nlohmann::json::array();
     for (const auto& [k, v] : r.values) values.push_back({k, v});
-    rows_j.push_back({{"label", r.label}, {"configs", r.configs}, {"values", values}});
+    nlohmann::json row{{"label", r.label}, {"configs", r.configs}, {"values", values}};
+    if (!r.stage.empty()) row["stage"] = r.stage;
+    rows_j.push_back(std::move(row));
   }
   return {{"cite", cite}, {"table", table}, {"note", note}, {"rows", rows_j}};
 }
@@ -131,8 +134,17 @@ PaperReference PaperReference::from_json(const nlohmann::json& j) {
     PaperRow row;
     row.label = r.value("label", std::string());
     row.configs = r.value("configs", std::vector<std::string>());
+    row.stage = r.value("stage", std::string());
     for (const auto& kv : r.at("values")) row.values.emplace_back(kv.at(0).get<std::string>(), kv.at(1).get<double>());
     p.rows.push_back(std::move(row));
+  }
+  return p;
+}
+
+PaperReference PaperReference::of_stage(const std::string& stage) const {
+  PaperReference p{cite, table, note, {}};
+  for (const auto& r : rows) {
+    if (r.stage == stage) p.rows.push_back(r);
   }
   return p;
 }

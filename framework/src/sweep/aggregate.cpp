@@ -177,8 +177,10 @@ int64_t aggregate(const std::string& sweep_dir, double threshold, const std::str
     }
   }
   write_file_atomic((out / "summary.csv").string(), summary);
-  if (m.contains("paper") && read > 0) {
-    const PaperReference paper = PaperReference::from_json(m["paper"]);
+  // The paper's rows for this evaluation: those of the named eval stage, or those without one.
+  const PaperReference paper =
+      m.contains("paper") ? PaperReference::from_json(m["paper"]).of_stage(stage_name) : PaperReference{};
+  if (!paper.empty() && read > 0) {
     std::vector<ConfigFigures> figures;
     for (const auto& config : config_order) figures.push_back({config, acc[config]});
     report_paper(paper, compare_with_paper(paper, figures, cell_order), cell_axes, out.string(), "");

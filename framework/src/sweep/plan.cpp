@@ -332,8 +332,17 @@ Sweep load_sweep(const std::string& path, const std::vector<std::string>& overri
       row_configs.resize(s.paper.rows.size());
     }
     for (size_t ri = 0; ri < s.paper.rows.size(); ++ri) {
-      if (paper_row_matches(s.paper.rows[ri], raws[i].values, s.axes, paper.child("rows").at(ri), s.labels) &&
-          std::find(row_configs[ri].begin(), row_configs[ri].end(), p.config_name) == row_configs[ri].end()) {
+      const ConfigNode row_node = paper.child("rows").at(ri);
+      if (!paper_row_matches(s.paper.rows[ri], raws[i].values, s.axes, row_node, s.labels)) continue;
+      const std::string& stage = s.paper.rows[ri].stage;
+      if (!stage.empty() && std::none_of(e.stages.begin(), e.stages.end(), [&](const StageSpec& st) {
+            return st.name == stage && st.evaluates;
+          })) {
+        row_node.child("stage").fail(fmt::format("paper row '{}': point {} has no evaluating stage '{}' (the "
+                                                 "row stands beside RUN/stages/{}/eval)",
+                                                 s.paper.rows[ri].label, p.name, stage, stage));
+      }
+      if (std::find(row_configs[ri].begin(), row_configs[ri].end(), p.config_name) == row_configs[ri].end()) {
         row_configs[ri].push_back(p.config_name);
       }
     }
@@ -349,8 +358,10 @@ Sweep load_sweep(const std::string& path, const std::vector<std::string>& overri
                              "written on the axis, by its component name, or by its `labels:` name)", row.label));
     }
     for (const auto& c : row_configs[ri]) {
-      if (!row_of.emplace(c, row.label).second) {
-        where.fail(fmt::format("configuration {} matches two paper rows: '{}' and '{}'", c, row_of[c], row.label));
+      // One row per configuration and evaluation (the run's own, or an eval stage's).
+      const std::string key = row.stage + "\n" + c;
+      if (!row_of.emplace(key, row.label).second) {
+        where.fail(fmt::format("configuration {} matches two paper rows: '{}' and '{}'", c, row_of[key], row.label));
       }
     }
     row.configs = row_configs[ri];

@@ -107,6 +107,37 @@ grid:
         "values: {4: 1}}\n",
         "matches two paper rows: 'a' and 'b'");
 
+  // A row may stand beside an eval stage's figures instead of the run's own: the stage must
+  // exist and evaluate in every point the row matches, and it does not count as a second row of
+  // the configuration.
+  fails("    - {label: a, stage: control, where: {position: nope}, values: {4: 1}}\n",
+        "has no evaluating stage 'control'");
+  test::write_text(dir.file("staged.yaml"), std::string(test::kTinyAddition) +
+                                                "stages:\n  - {name: base}\n  - {name: control, kind: eval}\n");
+  std::string staged_head = head;
+  staged_head.replace(staged_head.find("base.yaml"), 9, "staged.yaml");
+  test::write_text(dir.file("st.yaml"), staged_head + R"(paper:
+  cite: P
+  table: T
+  rows:
+    - {label: nope, where: {position: nope}, values: {4: 0}}
+    - {label: nope before, stage: control, where: {position: nope}, values: {4: 10}}
+)");
+  sweep::Sweep st = sweep::load_sweep(dir.file("st.yaml"));
+  REQUIRE(st.paper.rows.size() == 2);
+  CHECK(st.paper.rows[1].stage == "control");
+  CHECK(st.paper.rows[1].configs == st.paper.rows[0].configs);
+  CHECK(PaperReference::from_json(st.paper.to_json()).rows[1].stage == "control");
+  CHECK(st.paper.of_stage("control").rows.size() == 1);
+  CHECK(st.paper.of_stage("").rows[0].label == "nope");
+  test::write_text(dir.file("st2.yaml"), staged_head + R"(paper:
+  cite: P
+  table: T
+  rows:
+    - {label: a, stage: base, where: {position: nope}, values: {4: 0}}
+)");
+  CHECK_THROWS_WITH(sweep::load_sweep(dir.file("st2.yaml")), Contains("no evaluating stage 'base'"));
+
   // A `labels:` name stands for its value, as in --only; a name of another axis does not.
   const std::string labelled = head + "labels:\n  position: [none, coupled]\n";
   test::write_text(dir.file("l.yaml"), labelled + R"(paper:
@@ -171,6 +202,31 @@ TEST_CASE("paper: aggregate writes lengen's median over seeds beside the paper, 
   CHECK(lines[1] == "a,A,1,,3,100.00,90.00,100.00,80.00,100.00,");
   CHECK(lines[2] == "a,A,2,75.00,3,50.00,35.00,70.00,20.00,90.00,-25.00");
   CHECK(lines[3] == "a,A,5,100.00,0,,,,,,");
+
+  // A row of an eval stage is left out of the run's own comparison and is the only row of
+  // `aggregate --stage`'s.
+  for (int seed = 0; seed < 3; ++seed) {
+    const fs::path eval = root / ("runs/a/" + std::to_string(seed)) / "stages" / "control" / "eval";
+    fs::create_directories(eval);
+    nlohmann::json cells = nlohmann::json::array({{{"digits", 2}, {"samples", 10}, {"correct", 0},
+                                                   {"accuracy", 0.1 * seed}, {"ci95", {0.0, 1.0}}}});
+    std::ofstream(eval / "summary.json") << nlohmann::json{{"axes", {"digits"}}, {"cells", cells}}.dump();
+  }
+  PaperReference staged = paper;
+  PaperRow before{"A before", {}, {{"2", 0.3}}, {"a"}};
+  before.stage = "control";
+  staged.rows.push_back(before);
+  std::ofstream(root / "sweep.json") << nlohmann::json{{"name", "t"},     {"axes", {"seed"}},
+                                                       {"threshold", 0.9}, {"points", points},
+                                                       {"paper", staged.to_json()}}
+                                            .dump();
+  CHECK(sweep::aggregate(root.string()) == 6);
+  CHECK(lines_of(test::read_text(root / "aggregate" / "paper.csv")) == lines);
+  CHECK(sweep::aggregate(root.string(), -1, "", "control") == 3);
+  const auto stage_lines = lines_of(test::read_text(root / "aggregate" / "stages" / "control" / "paper.csv"));
+  REQUIRE(stage_lines.size() == 2);
+  // {0, 0.1, 0.2} -> median 10 against the paper's 30.
+  CHECK(stage_lines[1] == "a,A before,2,30.00,3,10.00,5.00,15.00,0.00,20.00,-20.00");
 
   // compare_with_paper directly: a row without configurations stands beside every one.
   paper.rows[0].configs.clear();

@@ -14,6 +14,7 @@
 //     rows:                                # a sweep: one row per configuration of the paper
 //       - {label: "coupling + scratchpad", where: {position: coupling, task.scratchpad: true},
 //          values: {"10,2": 100, "30,30": 90}}   # 2-axis grids: "a,b" in the grid's axis order
+//       - {label: "vanilla", stage: vanilla, values: {6: 100, 10: 0}}   # an eval stage's figures
 
 #include "lengen/config/node.h"
 #include "lengen/core/export.h"
@@ -37,6 +38,9 @@ struct PaperRow {
   /// The configurations (sweep point names without the seed) this row stands beside; filled
   /// by the sweep planner from `where:`. Empty in an experiment: the run itself.
   std::vector<std::string> configs;
+  /// `stage:` (sweeps only): the eval stage whose figures this row stands beside, compared by
+  /// `lengen aggregate --stage NAME`; empty: the run's own evaluation.
+  std::string stage;
 };
 
 struct LENGEN_API PaperReference {
@@ -44,6 +48,9 @@ struct LENGEN_API PaperReference {
   std::vector<PaperRow> rows;
 
   bool empty() const { return rows.empty(); }
+
+  /// The same reference with only the rows of `stage` ("": the run's own evaluation).
+  PaperReference of_stage(const std::string& stage) const;
 
   /// Reads a `paper:` block. `grid_axes` are the evaluation grid's axes (a value's key has one
   /// integer per axis); `allow_rows` is true for sweeps (`rows:` with `where:`), false for an
