@@ -91,7 +91,7 @@ PaperReference PaperReference::from_config(const ConfigNode& node, const std::ve
                          : "paper: give 'values:', the paper's accuracy per grid cell");
   }
   if (values.defined()) {
-    p.rows.push_back({label, {}, read_values(values, grid_axes, scale), {}});
+    p.rows.push_back({label, {}, read_values(values, grid_axes, scale), {}, ""});
     return p;
   }
   if (!rows.is_sequence() || rows.size() == 0) rows.fail("paper.rows: a non-empty list of {label, where, values}");

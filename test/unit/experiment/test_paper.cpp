@@ -186,7 +186,7 @@ TEST_CASE("paper: aggregate writes lengen's median over seeds beside the paper, 
   PaperReference paper;
   paper.cite = "P";
   paper.table = "Table 1";
-  paper.rows.push_back({"A", {}, {{"2", 0.75}, {"5", 1.0}}, {"a"}});
+  paper.rows.push_back({"A", {}, {{"2", 0.75}, {"5", 1.0}}, {"a"}, ""});
   std::ofstream(root / "sweep.json") << nlohmann::json{{"name", "t"},     {"axes", {"seed"}},
                                                        {"threshold", 0.9}, {"points", points},
                                                        {"paper", paper.to_json()}}
@@ -213,8 +213,7 @@ TEST_CASE("paper: aggregate writes lengen's median over seeds beside the paper, 
     std::ofstream(eval / "summary.json") << nlohmann::json{{"axes", {"digits"}}, {"cells", cells}}.dump();
   }
   PaperReference staged = paper;
-  PaperRow before{"A before", {}, {{"2", 0.3}}, {"a"}};
-  before.stage = "control";
+  PaperRow before{"A before", {}, {{"2", 0.3}}, {"a"}, "control"};
   staged.rows.push_back(before);
   std::ofstream(root / "sweep.json") << nlohmann::json{{"name", "t"},     {"axes", {"seed"}},
                                                        {"threshold", 0.9}, {"points", points},
