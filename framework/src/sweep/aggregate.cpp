@@ -34,13 +34,14 @@ bool is_eval_name(const std::string& name) {
 
 namespace {
 
-// The evaluation of each run that aggregate() reads, relative to the run directory, and the
-// words that name it in messages: eval/ (the run's own), evals/<name>/eval (`lengen eval --out`)
-// or stages/<name>/eval (an eval stage).
+// The evaluation of each run that aggregate() reads, relative to the run directory: eval/ (the
+// run's own), evals/<name>/eval (`lengen eval --out`) or stages/<name>/eval (an eval stage); where
+// its aggregate goes below <sweep>/aggregate (empty: there), and how to write a missing one.
 struct EvalSource {
   fs::path rel = "eval";
-  fs::path out;  // below <sweep>/aggregate
-  std::string what, fix;
+  fs::path out;
+  std::string fix;
+  bool variant() const { return !out.empty(); }
 };
 
 EvalSource eval_source(const std::string& eval_name, const std::string& stage_name) {
@@ -51,13 +52,11 @@ EvalSource eval_source(const std::string& eval_name, const std::string& stage_na
     LENGEN_CHECK(is_eval_name(eval_name), "aggregate --eval '{}': a name of RUN/evals/, not a path", eval_name);
     s.rel = fs::path("evals") / eval_name / "eval";
     s.out = fs::path("evals") / eval_name;
-    s.what = s.rel.string();
     s.fix = fmt::format("write it for each run with `lengen eval RUN --out {} --set ...`", eval_name);
   } else if (!stage_name.empty()) {
     LENGEN_CHECK(is_eval_name(stage_name), "aggregate --stage '{}': a name of RUN/stages/, not a path", stage_name);
     s.rel = fs::path("stages") / stage_name / "eval";
     s.out = fs::path("stages") / stage_name;
-    s.what = s.rel.string();
     s.fix = fmt::format("'{}' must be a stage of kind eval in the sweep's experiment (docs/stages.md)", stage_name);
   }
   return s;
@@ -68,7 +67,7 @@ EvalSource eval_source(const std::string& eval_name, const std::string& stage_na
 std::string aggregate_dir(const std::string& sweep_dir, const std::string& eval_name, const std::string& stage_name) {
   const fs::path out = fs::path(sweep_dir) / "aggregate";
   const EvalSource source = eval_source(eval_name, stage_name);
-  return (source.out.empty() ? out : out / source.out).string();
+  return (source.variant() ? out / source.out : out).string();
 }
 
 int64_t aggregate(const std::string& sweep_dir, double threshold, const std::string& eval_name,
@@ -77,8 +76,6 @@ int64_t aggregate(const std::string& sweep_dir, double threshold, const std::str
   LENGEN_CHECK(fs::exists(manifest_path), "{}: not a sweep folder (no sweep.json; run `lengen sweep FILE` first)",
                sweep_dir);
   const EvalSource source = eval_source(eval_name, stage_name);
-  const bool variant = !source.what.empty();
-  const fs::path& eval_rel = source.rel;
   json m = json::parse(read_text(manifest_path.string()));
   if (threshold < 0) threshold = m.value("threshold", 0.9);
   std::vector<std::string> axes = m["axes"].get<std::vector<std::string>>();
@@ -101,9 +98,9 @@ int64_t aggregate(const std::string& sweep_dir, double threshold, const std::str
   std::vector<std::string> missing;  // finished points without the named evaluation
   for (const auto& p : m["points"]) {
     const fs::path run_dir = fs::path(sweep_dir) / p["run_dir"].get<std::string>();
-    const fs::path summary = run_dir / eval_rel / "summary.json";
+    const fs::path summary = run_dir / source.rel / "summary.json";
     if (!fs::exists(summary)) {
-      if (variant && fs::exists(run_dir / "eval" / "summary.json")) missing.push_back(p["name"].get<std::string>());
+      if (source.variant() && fs::exists(run_dir / "eval" / "summary.json")) missing.push_back(p["name"].get<std::string>());
       continue;
     }
     const std::string name = p["name"];
@@ -143,10 +140,10 @@ int64_t aggregate(const std::string& sweep_dir, double threshold, const std::str
     }
     ++read;
   }
-  if (variant) {
-    LENGEN_CHECK(read > 0, "{}: no point has {}/summary.json; {}", sweep_dir, source.what, source.fix);
+  if (source.variant()) {
+    LENGEN_CHECK(read > 0, "{}: no point has {}/summary.json; {}", sweep_dir, source.rel.string(), source.fix);
     if (!missing.empty()) {
-      logger("sweep")->warn("{} finished point(s) have no {} and are left out: {}", missing.size(), source.what,
+      logger("sweep")->warn("{} finished point(s) have no {} and are left out: {}", missing.size(), source.rel.string(),
                             fmt::format("{}", fmt::join(missing, "; ")));
     }
   }
