@@ -67,6 +67,10 @@ class Calibrate final : public lengen::Stage {
                                           "(pre-softmax q.k, the formula of section 5)")
                  .with_default("weights")
                  .one_of({"weights", "logits"}),
+             OptionSpec::string("statistic", "a line's value d_l: mean of its cells (the paper's eq. (1)) or sum "
+                                             "(the released code: a short line in a corner cannot outscore a long one)")
+                 .with_default("mean")
+                 .one_of({"mean", "sum"}),
              OptionSpec::number("sigmas", "k of the drop-off threshold mu + k sigma (the paper: 4; the code: 4.5 "
                                           "cross, 0.87 self)")
                  .with_default(4.0)
@@ -101,6 +105,7 @@ class Calibrate final : public lengen::Stage {
       : samples_(o.get_int("samples")),
         rows_(o.get_int("rows")),
         logits_(o.get_string("scores") == "logits"),
+        statistic_(o.get_string("statistic") == "sum" ? abc::Statistic::kSum : abc::Statistic::kMean),
         sigmas_(o.get_float("sigmas")),
         self_sigmas_(o.get_float("self_sigmas") < 0 ? o.get_float("sigmas") : o.get_float("self_sigmas")),
         layer_(o.get_int("layer")),
@@ -189,6 +194,7 @@ class Calibrate final : public lengen::Stage {
     nlohmann::json doc = {{"samples", maps.samples},
                           {"drawn", maps.drawn},
                           {"scores", logits_ ? "logits" : "weights"},
+                          {"statistic", statistic_ == abc::Statistic::kSum ? "sum" : "mean"},
                           {"sigmas", sigmas_},
                           {"self_sigmas", self_sigmas_},
                           {"layer", layer}};
@@ -216,7 +222,7 @@ class Calibrate final : public lengen::Stage {
         for (auto d : dirs) {
           // Self-attention lines stay anchored left: its keys grow while decoding.
           const auto anchor = cross ? anchors_.at(d) : abc::Anchor::kLeft;
-          lines.push_back(abc::average_lines(avg, visible, d, anchor, cross ? sigmas_ : self_sigmas_));
+          lines.push_back(abc::average_lines(avg, visible, d, anchor, cross ? sigmas_ : self_sigmas_, statistic_));
           const auto& l = lines.back();
           nlohmann::json kept = nlohmann::json::object();
           for (int64_t k = 0; k < l.count(); ++k) {
@@ -262,6 +268,7 @@ class Calibrate final : public lengen::Stage {
  private:
   int64_t samples_, rows_;
   bool logits_;
+  abc::Statistic statistic_;
   double sigmas_, self_sigmas_;
   int64_t layer_, batch_;
   std::vector<abc::Direction> cross_dirs_, self_dirs_;

@@ -43,7 +43,7 @@ int64_t Lines::line_of(int64_t i, int64_t j, int64_t N) const {
 }
 
 Lines average_lines(const torch::Tensor& mean_in, const torch::Tensor& visible, Direction direction, Anchor anchor,
-                    double sigmas) {
+                    double sigmas, Statistic statistic) {
   LENGEN_CHECK(mean_in.dim() == 2, "abc: expected an averaged map [m, n], got {} dimensions", mean_in.dim());
   const auto mean = mean_in.to(torch::kCPU, torch::kFloat64).contiguous();
   Lines out;
@@ -69,7 +69,7 @@ Lines average_lines(const torch::Tensor& mean_in, const torch::Tensor& visible, 
   std::vector<double> lines;
   for (size_t k = 0; k < sum.size(); ++k) {
     if (size[k] == 0) continue;
-    out.mean[k] = sum[k] / static_cast<double>(size[k]);
+    out.mean[k] = statistic == Statistic::kSum ? sum[k] : sum[k] / static_cast<double>(size[k]);
     lines.push_back(out.mean[k]);
   }
   out.bias.assign(sum.size(), -kInf);

@@ -25,6 +25,10 @@ namespace lengen::abc {
 
 enum class Direction { kDiagonal, kAntiDiagonal, kVertical };
 enum class Anchor { kLeft, kRight };
+/// What a line's value d_l is: the mean of its cells (the paper's eq. (1)) or their sum (the
+/// authors' released calcBias.py). A sum weighs a line by its length, so a line of one or two
+/// cells in a corner of the map cannot outscore a line that crosses every row.
+enum class Statistic { kMean, kSum };
 
 /// "diagonal", "anti_diagonal", "vertical".
 const char* direction_name(Direction d);
@@ -40,7 +44,7 @@ struct Lines {
   Direction direction = Direction::kDiagonal;
   Anchor anchor = Anchor::kLeft;
   int64_t rows = 0, cols = 0;  ///< m, n of the averaged map
-  std::vector<double> mean;    ///< d_l of line first() + k; NaN: no visible cell on the line
+  std::vector<double> mean;    ///< d_l of line first() + k (a mean or a sum); NaN: no visible cell
   std::vector<double> bias;    ///< d_l - d_max where kept, -inf elsewhere
   double mu = 0, sigma = 0, threshold = 0, d_max = 0;
 
@@ -55,12 +59,13 @@ struct Lines {
 
 /// The lines of `mean` [m, n] (float64) in one direction. `visible` [m, n] bool marks the cells
 /// that carry attention (a causal map's upper triangle does not); undefined: all. Cells that
-/// are not finite count as invisible too.
+/// are not finite count as invisible too. `statistic`: d_l is the line's mean or its sum.
 Lines average_lines(const torch::Tensor& mean,
                                const torch::Tensor& visible,
                                Direction direction,
                                Anchor anchor,
-                               double sigmas);
+                               double sigmas,
+                               Statistic statistic = Statistic::kMean);
 
 /// One head's bias for rows [row0, row0 + M) and N columns: per cell the maximum over the
 /// directions of the kept line's value (-inf where none), Algorithm 1's merge. When no

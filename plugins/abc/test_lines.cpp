@@ -4,7 +4,9 @@
 
 #include "helpers.h"
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 namespace abc = lengen::abc;
 
@@ -156,4 +158,35 @@ TEST_CASE("abc: lines survive a round trip through their tensors", "[abc]") {
   }
   CHECK(abc::from_tensors("self", abc::to_tensors("cross", kl)).empty());
   CHECK_THROWS_WITH(abc::parse_direction("antidiagonal"), Catch::Contains("anti_diagonal"));
+}
+
+TEST_CASE("abc: a line's sum weighs it by its length; a one-cell corner line wins only as a mean", "[abc]") {
+  // 7 x 30, background 0.01: every row puts 0.3 on the anti-diagonal l = 2, and the last row
+  // also puts 0.6 on the last column, a line of one cell (l = 31 - 37 = -6). This is what the
+  // N x 1 calibrations of seeds 1 and 2 looked like (docs/results.md).
+  auto m = torch::full({7, 30}, 0.01, torch::kFloat64);
+  for (int64_t i = 1; i <= 7; ++i) m[i - 1][30 + 1 - 2 - i - 1] = 0.3;
+  m[6][29] = 0.6;
+  auto at = [](const abc::Lines& l, int64_t line) { return static_cast<size_t>(line - l.first()); };
+  auto mean = abc::average_lines(m, {}, abc::Direction::kAntiDiagonal, abc::Anchor::kRight, 4.0);
+  auto sum = abc::average_lines(m, {}, abc::Direction::kAntiDiagonal, abc::Anchor::kRight, 4.0, abc::Statistic::kSum);
+  CHECK(mean.mean[at(mean, 2)] == Approx(0.3));
+  CHECK(mean.mean[at(mean, -6)] == Approx(0.6));
+  CHECK(sum.mean[at(sum, 2)] == Approx(2.1));
+  CHECK(sum.mean[at(sum, -6)] == Approx(0.6));
+  // Every line's sum is its mean times its number of cells (min(i, 7, 30 + 7 - i) for the i-th line).
+  for (int64_t k = 0; k < sum.count(); ++k) {
+    const int64_t cells = std::min({k + 1, int64_t{7}, sum.count() - k});
+    CHECK(sum.mean[static_cast<size_t>(k)] == Approx(mean.mean[static_cast<size_t>(k)] * static_cast<double>(cells)));
+  }
+  auto kept = [](const abc::Lines& l) {
+    std::vector<int64_t> out;
+    for (int64_t k = 0; k < l.count(); ++k) {
+      if (std::isfinite(l.bias[static_cast<size_t>(k)])) out.push_back(l.first() + k);
+    }
+    return out;
+  };
+  CHECK(kept(mean) == std::vector<int64_t>{-6});  // the mean keeps the corner and drops the line
+  CHECK(kept(sum) == std::vector<int64_t>{2});    // the sum keeps the line
+  CHECK(sum.bias[at(sum, 2)] == 0.0);
 }

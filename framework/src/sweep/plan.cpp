@@ -439,7 +439,11 @@ void write_plan(const Sweep& s) {
         }
         return out;
       };
-      if (body(read_text(cfg.string())) != body(text) && fs::exists(fs::path(p.run_dir) / "checkpoints")) {
+      // A point has run once it holds checkpoints, a staged run's stages, or results.
+      const fs::path dir(p.run_dir);
+      const bool ran = fs::exists(dir / "checkpoints") || fs::exists(dir / "stages") ||
+                       fs::exists(dir / "eval" / "summary.json");
+      if (ran && body(read_text(cfg.string())) != body(text)) {
         throw Error(fmt::format("{}: point '{}' already ran with a different config ({}); move its run "
                                 "directory away or restore the sweep file",
                                 s.file, p.name, cfg.string()));

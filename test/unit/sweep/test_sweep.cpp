@@ -65,6 +65,35 @@ TEST_CASE("sweep: grid x zip, then explicit points; names from what varies", "[s
   for (const auto& p : s.points) CHECK(sweep::point_state(p) == sweep::State::kMissing);
 }
 
+TEST_CASE("sweep: a point that ran with another config is refused, staged runs included", "[sweep]") {
+  test::TempDir dir;
+  test::write_text(dir.file("base.yaml"), test::kTinyAddition);
+  auto plan = [&](int steps) {
+    test::write_text(dir.file("s.yaml"), fmt::format("name: re\nbase: base.yaml\noutput_dir: {}\nset: {{train.steps: "
+                                                     "{}}}\ngrid: {{seed: [0, 1, 2]}}\n",
+                                                     dir.str(), steps));
+    return sweep::load_sweep(dir.file("s.yaml"));
+  };
+  sweep::Sweep s = plan(7);
+  sweep::write_plan(s);
+  // Nothing ran: the plan may change and the configs are rewritten.
+  sweep::write_plan(plan(8));
+  CHECK_THAT(test::read_text(fs::path(s.points[0].run_dir) / "config.yaml"), Contains("steps: 8"));
+  // Point 0 of a plain run (checkpoints), point 1 of a staged run (stages/ only), point 2 with
+  // results only: each is refused under another config, naming the sweep file and the point.
+  fs::create_directories(fs::path(s.points[0].run_dir) / "checkpoints");
+  CHECK_THROWS_WITH(sweep::write_plan(plan(9)), Contains("s.yaml") && Contains("seed=0") && Contains("different config"));
+  fs::remove_all(fs::path(s.points[0].run_dir) / "checkpoints");
+  fs::create_directories(fs::path(s.points[1].run_dir) / "stages" / "train");
+  CHECK_THROWS_WITH(sweep::write_plan(plan(9)), Contains("seed=1"));
+  fs::remove_all(fs::path(s.points[1].run_dir) / "stages");
+  fs::create_directories(fs::path(s.points[2].run_dir) / "eval");
+  test::write_text((fs::path(s.points[2].run_dir) / "eval" / "summary.json").string(), "{}");
+  CHECK_THROWS_WITH(sweep::write_plan(plan(9)), Contains("seed=2"));
+  // The same config again is not a change: the finished point stays.
+  CHECK_NOTHROW(sweep::write_plan(plan(8)));
+}
+
 TEST_CASE("sweep: labels name an axis's values in point names", "[sweep]") {
   test::TempDir dir;
   test::write_text(dir.file("base.yaml"), test::kTinyAddition);
