@@ -98,6 +98,10 @@ class Calibrate final : public lengen::Stage {
              OptionSpec::integer("layer", "decoder layer whose attention is read; -1 = the last (the paper)")
                  .with_default(int64_t{-1})
                  .at_least(-1),
+             OptionSpec::boolean("per_layer", "calibrate every decoder layer from its own attention, and the `abc` "
+                                              "scheme gives each layer its own bias (the paper: the last layer's "
+                                              "bias in every layer); excludes `layer`")
+                 .with_default(false),
              OptionSpec::integer("batch_size", "samples per forward pass").with_default(int64_t{256}).at_least(1)}};
   }
 
@@ -109,7 +113,9 @@ class Calibrate final : public lengen::Stage {
         sigmas_(o.get_float("sigmas")),
         self_sigmas_(o.get_float("self_sigmas") < 0 ? o.get_float("sigmas") : o.get_float("self_sigmas")),
         layer_(o.get_int("layer")),
+        per_layer_(o.get_bool("per_layer")),
         batch_(o.get_int("batch_size")) {
+    if (per_layer_ && layer_ >= 0) o.fail("per_layer", "per_layer calibrates every decoder layer; leave `layer` at -1");
     for (const auto& d : o.get_string_list("cross_directions")) {
       try {
         cross_dirs_.push_back(abc::parse_direction(d));
@@ -142,20 +148,26 @@ class Calibrate final : public lengen::Stage {
     if (!model->arch().stacks().decoder) {
       ctx.spec().node.fail("calibrate: the model has no decoder (ABC biases decoder self- and cross-attention)");
     }
-    // The attention maps: the chosen decoder layer's self- (and cross-) attention.
+    // The attention maps: the chosen decoder layer's self- (and cross-) attention, or every layer's.
     const auto names = model->attention_names();
     const int64_t depth = model->config().decoder_depth();
     const int64_t layer = layer_ < 0 ? depth - 1 : layer_;
     if (layer >= depth) {
       ctx.spec().node.fail(fmt::format("calibrate: layer {} does not exist (the decoder has {})", layer, depth));
     }
+    std::vector<int64_t> layers;
+    for (int64_t l = per_layer_ ? 0 : layer; l <= layer; ++l) layers.push_back(l);
     const std::string suffix = model->loops() > 1 ? fmt::format("@{}", model->loops() - 1) : "";
-    int64_t self_index = -1, cross_index = -1;
-    for (size_t i = 0; i < names.size(); ++i) {
-      if (names[i] == fmt::format("blocks.{}{}", layer, suffix)) self_index = static_cast<int64_t>(i);
-      if (names[i] == fmt::format("blocks.{}.cross{}", layer, suffix)) cross_index = static_cast<int64_t>(i);
+    std::map<int64_t, std::pair<int64_t, int64_t>> index;  // layer -> (self, cross) attention index
+    for (int64_t l : layers) {
+      int64_t self_index = -1, cross_index = -1;
+      for (size_t i = 0; i < names.size(); ++i) {
+        if (names[i] == fmt::format("blocks.{}{}", l, suffix)) self_index = static_cast<int64_t>(i);
+        if (names[i] == fmt::format("blocks.{}.cross{}", l, suffix)) cross_index = static_cast<int64_t>(i);
+      }
+      LENGEN_CHECK(self_index >= 0, "calibrate: no attention named blocks.{}{}", l, suffix);
+      index[l] = {self_index, cross_index};
     }
-    LENGEN_CHECK(self_index >= 0, "calibrate: no attention named blocks.{}{}", layer, suffix);
 
     // S_gen: a random subset of the training distribution, one shape (the most frequent).
     lengen::Rng rng(lengen::mix_seed(exp.seed, {0xABC}));
@@ -168,8 +180,10 @@ class Calibrate final : public lengen::Stage {
                                  [](const auto& a, const auto& b) { return a.second.size() < b.second.size(); });
     const auto& examples = most->second;
     lengen::AttentionRequest req;
-    req.layers = {self_index};
-    if (cross_index >= 0) req.layers.push_back(cross_index);
+    for (const auto& [l, at] : index) {
+      req.layers.push_back(at.first);
+      if (at.second >= 0) req.layers.push_back(at.second);
+    }
     req.pre_softmax = logits_;
     req.correct_only = true;
     req.batch_size = batch_;
@@ -197,65 +211,76 @@ class Calibrate final : public lengen::Stage {
                           {"statistic", statistic_ == abc::Statistic::kSum ? "sum" : "mean"},
                           {"sigmas", sigmas_},
                           {"self_sigmas", self_sigmas_},
-                          {"layer", layer}};
-    for (const bool cross : {false, true}) {
-      const std::string kind = cross ? "cross" : "self";
-      const int64_t index = cross ? cross_index : self_index;
-      if (index < 0) continue;
-      std::vector<const lengen::AttentionMap*> heads;
-      for (const auto& m : maps.maps) {
-        if (m.layer == index) heads.push_back(&m);
-      }
-      const auto& dirs = cross ? cross_dirs_ : self_dirs_;
-      if (dirs.empty()) continue;
-      const int64_t full_rows = heads[0]->mean.size(0), keys = heads[0]->mean.size(1);
-      const int64_t m = rows > 0 ? std::min(rows, full_rows) : full_rows;
-      const int64_t n = cross ? keys : m;  // self: the keys the first m rows can see
-      abc::KindLines kl;
-      std::vector<torch::Tensor> averages, extended;
-      nlohmann::json jheads = nlohmann::json::array();
-      for (const auto* h : heads) {
-        auto avg = h->mean.narrow(0, 0, m).narrow(1, 0, n).contiguous();  // [m, n]
-        auto visible = cross ? torch::Tensor() : torch::ones({m, n}, torch::kBool).tril();
-        std::vector<abc::Lines> lines;
-        nlohmann::json jl = nlohmann::json::object();
-        for (auto d : dirs) {
-          // Self-attention lines stay anchored left: its keys grow while decoding.
-          const auto anchor = cross ? anchors_.at(d) : abc::Anchor::kLeft;
-          lines.push_back(abc::average_lines(avg, visible, d, anchor, cross ? sigmas_ : self_sigmas_, statistic_));
-          const auto& l = lines.back();
-          nlohmann::json kept = nlohmann::json::object();
-          for (int64_t k = 0; k < l.count(); ++k) {
-            if (std::isfinite(l.bias[static_cast<size_t>(k)])) kept[std::to_string(l.first() + k)] = l.bias[static_cast<size_t>(k)];
+                          {"layer", layer},
+                          {"per_layer", per_layer_}};
+    // Per layer: tensors under "<kind>" (one layer) or "layer<l>.<kind>" (per_layer); abc.json
+    // keeps the last layer at the top (the plot's) and, per_layer, every layer under "layers".
+    if (per_layer_) doc["layers"] = nlohmann::json::array();
+    for (const auto& [l, at] : index) {
+      const std::string prefix = per_layer_ ? fmt::format("layer{}.", l) : "";
+      nlohmann::json part = nlohmann::json::object();
+      for (const bool cross : {false, true}) {
+        const std::string kind = cross ? "cross" : "self";
+        const int64_t map_index = cross ? at.second : at.first;
+        if (map_index < 0) continue;
+        std::vector<const lengen::AttentionMap*> heads;
+        for (const auto& m : maps.maps) {
+          if (m.layer == map_index) heads.push_back(&m);
+        }
+        const auto& dirs = cross ? cross_dirs_ : self_dirs_;
+        if (dirs.empty()) continue;
+        const int64_t full_rows = heads[0]->mean.size(0), keys = heads[0]->mean.size(1);
+        const int64_t m = rows > 0 ? std::min(rows, full_rows) : full_rows;
+        const int64_t n = cross ? keys : m;  // self: the keys the first m rows can see
+        abc::KindLines kl;
+        std::vector<torch::Tensor> averages, extended;
+        nlohmann::json jheads = nlohmann::json::array();
+        for (const auto* h : heads) {
+          auto avg = h->mean.narrow(0, 0, m).narrow(1, 0, n).contiguous();  // [m, n]
+          auto visible = cross ? torch::Tensor() : torch::ones({m, n}, torch::kBool).tril();
+          std::vector<abc::Lines> lines;
+          nlohmann::json jl = nlohmann::json::object();
+          for (auto d : dirs) {
+            // Self-attention lines stay anchored left: its keys grow while decoding.
+            const auto anchor = cross ? anchors_.at(d) : abc::Anchor::kLeft;
+            lines.push_back(abc::average_lines(avg, visible, d, anchor, cross ? sigmas_ : self_sigmas_, statistic_));
+            const auto& l = lines.back();
+            nlohmann::json kept = nlohmann::json::object();
+            for (int64_t k = 0; k < l.count(); ++k) {
+              if (std::isfinite(l.bias[static_cast<size_t>(k)])) kept[std::to_string(l.first() + k)] = l.bias[static_cast<size_t>(k)];
+            }
+            jl[abc::direction_name(d)] = {{"anchor", anchor == abc::Anchor::kRight ? "right" : "left"},
+                                          {"mu", l.mu},
+                                          {"sigma", l.sigma},
+                                          {"threshold", l.threshold},
+                                          {"d_max", l.d_max},
+                                          {"kept", kept}};
           }
-          jl[abc::direction_name(d)] = {{"anchor", anchor == abc::Anchor::kRight ? "right" : "left"},
-                                        {"mu", l.mu},
-                                        {"sigma", l.sigma},
-                                        {"threshold", l.threshold},
-                                        {"d_max", l.d_max},
-                                        {"kept", kept}};
+          auto ext = abc::extend(lines, 0, full_rows, keys, !cross);  // the training sample's size
+          averages.push_back(avg);
+          extended.push_back(ext);
+          jheads.push_back({{"head", h->head}, {"average", matrix(avg)}, {"extended", matrix(ext)}, {"lines", jl}});
+          kl.heads.push_back(std::move(lines));
+          std::string summary;
+          for (const auto& l : kl.heads.back()) {
+            int64_t kept = 0;
+            for (double b : l.bias) kept += std::isfinite(b) ? 1 : 0;
+            summary += fmt::format(" {} {}", abc::direction_name(l.direction), kept);
+          }
+          lengen::logger("calibrate")->info("{}{} head {}: kept lines:{}", prefix, kind, h->head, summary);
         }
-        auto ext = abc::extend(lines, 0, full_rows, keys, !cross);  // the training sample's size
-        averages.push_back(avg);
-        extended.push_back(ext);
-        jheads.push_back({{"head", h->head}, {"average", matrix(avg)}, {"extended", matrix(ext)}, {"lines", jl}});
-        kl.heads.push_back(std::move(lines));
-        std::string summary;
-        for (const auto& l : kl.heads.back()) {
-          int64_t kept = 0;
-          for (double b : l.bias) kept += std::isfinite(b) ? 1 : 0;
-          summary += fmt::format(" {} {}", abc::direction_name(l.direction), kept);
-        }
-        lengen::logger("calibrate")->info("{} head {}: kept lines:{}", kind, h->head, summary);
+        auto t = abc::to_tensors(prefix + kind, kl);
+        tensors.insert(tensors.end(), t.begin(), t.end());
+        tensors.emplace_back(prefix + kind + ".average", torch::stack(averages));
+        tensors.emplace_back(prefix + kind + ".extended", torch::stack(extended));
+        part[kind] = {{"rows", m},
+                     {"queries", heads[0]->queries},
+                     {"keys", heads[0]->keys},
+                     {"heads", jheads}};
       }
-      auto t = abc::to_tensors(kind, kl);
-      tensors.insert(tensors.end(), t.begin(), t.end());
-      tensors.emplace_back(kind + ".average", torch::stack(averages));
-      tensors.emplace_back(kind + ".extended", torch::stack(extended));
-      doc[kind] = {{"rows", m},
-                   {"queries", heads[0]->queries},
-                   {"keys", heads[0]->keys},
-                   {"heads", jheads}};
+      if (per_layer_) doc["layers"].push_back({{"layer", l}, {"self", part.value("self", nlohmann::json())},
+                                               {"cross", part.value("cross", nlohmann::json())}});
+      if (l == layer) doc.update(part);
     }
     ctx.write_tensors("abc.safetensors", tensors);
     const std::string json = (fs::path(ctx.dir()) / "abc.json").string();
@@ -270,7 +295,9 @@ class Calibrate final : public lengen::Stage {
   bool logits_;
   abc::Statistic statistic_;
   double sigmas_, self_sigmas_;
-  int64_t layer_, batch_;
+  int64_t layer_;
+  bool per_layer_;
+  int64_t batch_;
   std::vector<abc::Direction> cross_dirs_, self_dirs_;
   std::map<abc::Direction, abc::Anchor> anchors_;
 };

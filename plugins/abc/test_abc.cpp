@@ -91,3 +91,38 @@ TEST_CASE("abc: a missing or mismatched file is refused naming it", "[abc]") {
   auto rel = make_scheme("abc", c);
   CHECK(rel->additive_bias(call(lengen::AttentionKind::kCross, 0, 0, 2, 3)).defined());
 }
+
+TEST_CASE("abc: a per-layer calibration gives each decoder layer its own bias", "[abc]") {
+  // Layer 0 gets the synthetic file's lines, layer 1 the same with the two heads swapped.
+  const auto shared = lengen::load_safetensors(lengen::test::synthetic_calibration(2)).tensors;
+  std::vector<std::pair<std::string, torch::Tensor>> per_layer;
+  for (const auto& [name, t] : shared) {
+    per_layer.emplace_back("layer0." + name, t);
+    per_layer.emplace_back("layer1." + name, name.size() > 5 && name.substr(name.size() - 5) == ".info" ? t : t.flip({0}));
+  }
+  lengen::test::TempDir dir;
+  const std::string file = dir.file("per_layer.safetensors");
+  lengen::save_safetensors(file, per_layer);
+  auto s = make_scheme("{name: abc, bias: '" + file + "'}", ctx(2));
+  auto cross = abc::from_tensors("cross", shared);
+  auto self = abc::from_tensors("self", shared);
+  auto b0 = s->additive_bias(call(lengen::AttentionKind::kCross, 0, 0, 7, 9));
+  auto b1 = s->additive_bias(call(lengen::AttentionKind::kCross, 1, 0, 7, 9));
+  for (int64_t h = 0; h < 2; ++h) {
+    CHECK(torch::equal(b0[0][h], abc::extend(cross.heads[h], 0, 7, 9).to(torch::kFloat32)));
+    CHECK(torch::equal(b1[0][h], abc::extend(cross.heads[1 - h], 0, 7, 9).to(torch::kFloat32)));
+  }
+  CHECK(!torch::equal(b0, b1));
+  auto s1 = s->additive_bias(call(lengen::AttentionKind::kCausalSelf, 1, 0, 6, 6));
+  CHECK(torch::equal(s1[0][0], abc::extend(self.heads[1], 0, 6, 6, true).to(torch::kFloat32)));
+  // A model deeper than the calibrated one has no bias for its third layer.
+  CHECK_THROWS_WITH(s->additive_bias(call(lengen::AttentionKind::kCross, 2, 0, 7, 9)),
+                    Catch::Contains("per_layer.safetensors") && Catch::Contains("layer 2") &&
+                        Catch::Contains("2 layers"));
+  // A file with both kinds of bias is ambiguous.
+  auto both = per_layer;
+  both.insert(both.end(), shared.begin(), shared.end());
+  const std::string mixed = dir.file("both.safetensors");
+  lengen::save_safetensors(mixed, both);
+  CHECK_THROWS_WITH(make_scheme("{name: abc, bias: '" + mixed + "'}", ctx(2)), Catch::Contains("per-layer"));
+}
