@@ -48,7 +48,10 @@ def commands(text):
     """The `lengen run|sweep ...` command lines of one document: inline code spans (which may
     wrap across lines) and lines of code blocks, shell continuations joined."""
     text = re.sub(r"\\\n\s*", " ", text)
-    found = [" ".join(span.split()) for span in re.findall(r"`([^`]*\blengen (?:run|sweep) [^`]*)`", text)]
+    # Inline spans are searched outside fenced blocks: a fence's backticks would otherwise open a
+    # "span" that runs over the whole block (its lines are read one by one below).
+    prose = re.sub(r"```.*?```", "", text, flags=re.S)
+    found = [" ".join(span.split()) for span in re.findall(r"`([^`]*\blengen (?:run|sweep) [^`]*)`", prose)]
     for line in text.split("\n"):
         if "`" not in line and COMMAND.search(line):
             found.append(line.split(" #")[0].strip())
