@@ -81,6 +81,26 @@ TEST_CASE("abc: a tiny pipeline calibrates the anti-diagonal and extrapolates", 
   const std::string tf = test::read_text((run / "eval" / "grid.csv").string());
   test::lengen_cli(fmt::format("eval {} --decode", run.string()));
   CHECK(test::read_text((run / "evals" / "decode" / "eval" / "grid.csv").string()) == tf);
+
+  // A per-layer calibration of the same one-layer decoder, added as a stage and resumed: the
+  // same samples, so its layer-0 lines are the shared calibration's, under "layer0.".
+  std::string each = kFile;
+  each += "  - {name: each, kind: calibrate, init_from: interpolate, samples: 200, per_layer: true}\n";
+  test::write_text(tmp.file("each.yaml"), each);
+  test::lengen_cli(fmt::format("run {} --set output_dir={} --resume", tmp.file("each.yaml"), out));
+  auto per_layer = load_safetensors((run / "stages" / "each" / "abc.safetensors").string());
+  CHECK(per_layer.find("cross.anti_diagonal.bias") == nullptr);
+  for (const std::string name : {"cross.anti_diagonal.bias", "cross.vertical.mean", "self.diagonal.bias", "cross.average"}) {
+    const torch::Tensor* a = file.find(name);
+    const torch::Tensor* b = per_layer.find("layer0." + name);
+    REQUIRE(a != nullptr);
+    REQUIRE(b != nullptr);
+    CHECK(torch::equal(*a, *b));
+  }
+  auto each_doc = nlohmann::json::parse(test::read_text((run / "stages" / "each" / "abc.json").string()));
+  CHECK(each_doc["per_layer"].get<bool>());
+  REQUIRE(each_doc["layers"].size() == 1);
+  CHECK(each_doc["layers"][0]["cross"]["heads"].size() == 2);
 }
 
 TEST_CASE("abc: calibrating a model that answers nothing fails naming the stage; so does attention --correct-only",
