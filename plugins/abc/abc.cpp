@@ -1,9 +1,9 @@
 // ABC's bias (Duan & Shi 2023, section 5): static per-head biases, computed by the `calibrate`
 // stage from the attention of a model that interpolates, added to the logits of decoder self-
-// and cross-attention: A_ij = q_i . k_j / sqrt(D) + B_h(i, j) (B_{l,h} with a bias per layer). The
-// file holds, per head and line direction (and per decoder layer where calibrated so), the kept lines {l: d_l - d_max} (lengen/analysis/abc.h); each batch's bias is
-// materialised for its own rows and keys with each direction's anchor, merged by maximum, a
-// head with no kept line transparent (0). Rows are absolute (the KV cache's query_offset), so
+// and cross-attention: A_ij = q_i . k_j / sqrt(D) + B_h(i, j) (B_{l,h} with a bias per layer).
+// The file holds, per head and line direction (and per decoder layer where calibrated so), the
+// kept lines {l: d_l - d_max} (lines.h); each batch's bias is materialised for its own rows and
+// keys with each direction's anchor, merged by maximum, a head with no kept line transparent (0). Rows are absolute (the KV cache's query_offset), so
 // decoding with a cache gives the full forward's logits. Encoder self-attention is unbiased.
 #include "lines.h"
 

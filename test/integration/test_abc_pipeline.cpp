@@ -97,6 +97,14 @@ TEST_CASE("abc: a tiny pipeline calibrates the anti-diagonal and extrapolates", 
     REQUIRE(b != nullptr);
     CHECK(torch::equal(*a, *b));
   }
+  // per_layer reads every layer: a chosen `layer` beside it is refused when the file loads.
+  std::string both = kFile;
+  both += "  - {name: each, kind: calibrate, init_from: interpolate, per_layer: true, layer: 0}\n";
+  test::write_text(tmp.file("both.yaml"), both);
+  int rc = 0;
+  const std::string refused = test::lengen_cli(fmt::format("config {}", tmp.file("both.yaml")), &rc);
+  CHECK(rc != 0);
+  CHECK_THAT(refused, Contains("both.yaml") && Contains("per_layer") && Contains("leave `layer` at -1"));
   auto each_doc = nlohmann::json::parse(test::read_text((run / "stages" / "each" / "abc.json").string()));
   CHECK(each_doc["per_layer"].get<bool>());
   REQUIRE(each_doc["layers"].size() == 1);
