@@ -71,6 +71,12 @@ class Calibrate final : public lengen::Stage {
                                              "(the released code: a short line in a corner cannot outscore a long one)")
                  .with_default("mean")
                  .one_of({"mean", "sum"}),
+             OptionSpec::number("coverage", "share of the calibration rows a line must cross to be kept: 0 = any "
+                                            "line (the paper); 0.5 refuses the two-cell lines in a corner of the map "
+                                            "that the extension would continue through every longer row")
+                 .with_default(0.0)
+                 .at_least(0.0)
+                 .at_most(1.0),
              OptionSpec::number("sigmas", "k of the drop-off threshold mu + k sigma (the paper: 4; the code: 4.5 "
                                           "cross, 0.87 self)")
                  .with_default(4.0)
@@ -110,6 +116,7 @@ class Calibrate final : public lengen::Stage {
         rows_(o.get_int("rows")),
         logits_(o.get_string("scores") == "logits"),
         statistic_(o.get_string("statistic") == "sum" ? abc::Statistic::kSum : abc::Statistic::kMean),
+        coverage_(o.get_float("coverage")),
         sigmas_(o.get_float("sigmas")),
         self_sigmas_(o.get_float("self_sigmas") < 0 ? o.get_float("sigmas") : o.get_float("self_sigmas")),
         layer_(o.get_int("layer")),
@@ -209,6 +216,7 @@ class Calibrate final : public lengen::Stage {
                           {"drawn", maps.drawn},
                           {"scores", logits_ ? "logits" : "weights"},
                           {"statistic", statistic_ == abc::Statistic::kSum ? "sum" : "mean"},
+                          {"coverage", coverage_},
                           {"sigmas", sigmas_},
                           {"self_sigmas", self_sigmas_},
                           {"layer", layer},
@@ -232,6 +240,7 @@ class Calibrate final : public lengen::Stage {
         const int64_t full_rows = heads[0]->mean.size(0), keys = heads[0]->mean.size(1);
         const int64_t m = rows > 0 ? std::min(rows, full_rows) : full_rows;
         const int64_t n = cross ? keys : m;  // self: the keys the first m rows can see
+        const auto min_rows = static_cast<int64_t>(std::ceil(coverage_ * static_cast<double>(m) - 1e-9));
         abc::KindLines kl;
         std::vector<torch::Tensor> averages, extended;
         nlohmann::json jheads = nlohmann::json::array();
@@ -243,7 +252,8 @@ class Calibrate final : public lengen::Stage {
           for (auto d : dirs) {
             // Self-attention lines stay anchored left: its keys grow while decoding.
             const auto anchor = cross ? anchors_.at(d) : abc::Anchor::kLeft;
-            lines.push_back(abc::average_lines(avg, visible, d, anchor, cross ? sigmas_ : self_sigmas_, statistic_));
+            lines.push_back(
+                abc::average_lines(avg, visible, d, anchor, cross ? sigmas_ : self_sigmas_, statistic_, min_rows));
             const auto& l = lines.back();
             nlohmann::json kept = nlohmann::json::object();
             for (int64_t k = 0; k < l.count(); ++k) {
@@ -294,6 +304,7 @@ class Calibrate final : public lengen::Stage {
   int64_t samples_, rows_;
   bool logits_;
   abc::Statistic statistic_;
+  double coverage_;
   double sigmas_, self_sigmas_;
   int64_t layer_;
   bool per_layer_;

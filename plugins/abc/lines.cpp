@@ -43,7 +43,7 @@ int64_t Lines::line_of(int64_t i, int64_t j, int64_t N) const {
 }
 
 Lines average_lines(const torch::Tensor& mean_in, const torch::Tensor& visible, Direction direction, Anchor anchor,
-                    double sigmas, Statistic statistic) {
+                    double sigmas, Statistic statistic, int64_t min_rows) {
   LENGEN_CHECK(mean_in.dim() == 2, "abc: expected an averaged map [m, n], got {} dimensions", mean_in.dim());
   const auto mean = mean_in.to(torch::kCPU, torch::kFloat64).contiguous();
   Lines out;
@@ -54,6 +54,8 @@ Lines average_lines(const torch::Tensor& mean_in, const torch::Tensor& visible, 
   const auto vis = visible.defined() ? visible.to(torch::kCPU, torch::kBool).contiguous() : torch::Tensor();
   std::vector<double> sum(static_cast<size_t>(out.count()), 0.0);
   std::vector<int64_t> size(static_cast<size_t>(out.count()), 0);
+  std::vector<int64_t> last_row(static_cast<size_t>(out.count()), -1);
+  std::vector<int64_t> rows_crossed(static_cast<size_t>(out.count()), 0);  // rows with a visible cell
   const double* a = mean.data_ptr<double>();
   const bool* seen = vis.defined() ? vis.data_ptr<bool>() : nullptr;
   for (int64_t i = 0; i < out.rows; ++i) {
@@ -63,6 +65,10 @@ Lines average_lines(const torch::Tensor& mean_in, const torch::Tensor& visible, 
       const auto k = static_cast<size_t>(out.line_of(i, j, out.cols) - out.first());
       sum[k] += v;
       size[k] += 1;
+      if (last_row[k] != i) {
+        rows_crossed[k] += 1;
+        last_row[k] = i;
+      }
     }
   }
   out.mean.assign(sum.size(), std::numeric_limits<double>::quiet_NaN());
@@ -82,8 +88,16 @@ Lines average_lines(const torch::Tensor& mean_in, const torch::Tensor& visible, 
   out.sigma = std::sqrt(var / static_cast<double>(lines.size()));  // population (ddof 0)
   out.threshold = mu + sigmas * out.sigma;
   out.d_max = *std::max_element(lines.begin(), lines.end());
+  // d_max over the lines that may be kept, so the strongest kept line's bias is 0 (Algorithm 1).
+  double eligible_max = -kInf;
   for (size_t k = 0; k < sum.size(); ++k) {
-    if (size[k] > 0 && out.mean[k] > out.threshold) out.bias[k] = out.mean[k] - out.d_max;
+    if (size[k] > 0 && rows_crossed[k] >= min_rows) eligible_max = std::max(eligible_max, out.mean[k]);
+  }
+  if (std::isfinite(eligible_max)) out.d_max = eligible_max;
+  for (size_t k = 0; k < sum.size(); ++k) {
+    if (size[k] > 0 && out.mean[k] > out.threshold && rows_crossed[k] >= min_rows) {
+      out.bias[k] = out.mean[k] - out.d_max;
+    }
   }
   return out;
 }

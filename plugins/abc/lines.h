@@ -60,12 +60,17 @@ struct Lines {
 /// The lines of `mean` [m, n] (float64) in one direction. `visible` [m, n] bool marks the cells
 /// that carry attention (a causal map's upper triangle does not); undefined: all. Cells that
 /// are not finite count as invisible too. `statistic`: d_l is the line's mean or its sum.
+/// `min_rows`: a line is kept only if it has visible cells in at least this many rows of the
+/// map (0: any line, the paper). mu and sigma still count every line, so the rule only refuses
+/// lines whose evidence is a corner of the map (two cells of the last rows), which the extension
+/// would continue through every longer row; d_max is the largest line that may be kept.
 Lines average_lines(const torch::Tensor& mean,
                                const torch::Tensor& visible,
                                Direction direction,
                                Anchor anchor,
                                double sigmas,
-                               Statistic statistic = Statistic::kMean);
+                               Statistic statistic = Statistic::kMean,
+                               int64_t min_rows = 0);
 
 /// One head's bias for rows [row0, row0 + M) and N columns: per cell the maximum over the
 /// directions of the kept line's value (-inf where none), Algorithm 1's merge. When no

@@ -190,3 +190,47 @@ TEST_CASE("abc: a line's sum weighs it by its length; a one-cell corner line win
   CHECK(kept(sum) == std::vector<int64_t>{2});    // the sum keeps the line
   CHECK(sum.bias[at(sum, 2)] == 0.0);
 }
+
+TEST_CASE("abc: min_rows refuses a corner line that crosses too few rows, and only that", "[abc]") {
+  // 7 x 30, background 0.01: the anti-diagonal l = 2 at 0.3 in every row, and a line of two
+  // cells in the last two rows' right corner (l = 29 - i - j = -5 at (5, 29) and (6, 28)), 0.6
+  // each: what layer 0, head 3 of seed 2's N x 1 calibration kept (docs/results.md).
+  auto m = torch::full({7, 30}, 0.01, torch::kFloat64);
+  for (int64_t i = 0; i < 7; ++i) m[i][29 - 2 - i] = 0.3;
+  m[5][29] = 0.6;
+  m[6][28] = 0.6;
+  auto kept = [](const abc::Lines& l) {
+    std::vector<int64_t> out;
+    for (int64_t k = 0; k < l.count(); ++k) {
+      if (std::isfinite(l.bias[static_cast<size_t>(k)])) out.push_back(l.first() + k);
+    }
+    return out;
+  };
+  const auto sum = abc::Statistic::kSum;
+  auto any = abc::average_lines(m, {}, abc::Direction::kAntiDiagonal, abc::Anchor::kRight, 2.0, sum);
+  CHECK(kept(any) == std::vector<int64_t>{-5, 2});  // a sum of 1.2 passes beside the line's 2.1
+  // The corner line crosses 2 rows: kept at min_rows 2, refused from 3 on; the line of 7 rows
+  // stays up to min_rows 7 and is refused at 8. The statistics are those of every line.
+  for (int64_t rows : {1, 2, 3, 4, 7, 8}) {
+    auto l = abc::average_lines(m, {}, abc::Direction::kAntiDiagonal, abc::Anchor::kRight, 2.0, sum, rows);
+    const std::vector<int64_t> want = rows <= 2 ? std::vector<int64_t>{-5, 2}
+                                      : rows <= 7 ? std::vector<int64_t>{2}
+                                                  : std::vector<int64_t>{};
+    CHECK(kept(l) == want);
+    CHECK(l.mu == any.mu);
+    CHECK(l.sigma == any.sigma);
+    CHECK(l.mean == any.mean);
+  }
+  // The strongest kept line's bias is 0, the others' d_l - d_max over the lines that may be kept.
+  auto four = abc::average_lines(m, {}, abc::Direction::kAntiDiagonal, abc::Anchor::kRight, 2.0, sum, 4);
+  CHECK(four.bias[static_cast<size_t>(2 - four.first())] == 0.0);
+  CHECK(any.bias[static_cast<size_t>(-5 - any.first())] == Approx(1.2 - 2.1));
+  // In a causal map rows count visible cells only: the previous-token diagonal (l = -1) has
+  // cells in rows 1-6 (0-based), 6 of 7.
+  auto causal = torch::full({7, 7}, 0.02, torch::kFloat64);
+  for (int64_t i = 1; i < 7; ++i) causal[i][i - 1] = 0.9;
+  const auto visible = torch::ones({7, 7}, torch::kBool).tril();
+  CHECK(kept(abc::average_lines(causal, visible, abc::Direction::kDiagonal, abc::Anchor::kLeft, 2.0, sum, 6)) ==
+        std::vector<int64_t>{-1});
+  CHECK(kept(abc::average_lines(causal, visible, abc::Direction::kDiagonal, abc::Anchor::kLeft, 2.0, sum, 7)).empty());
+}

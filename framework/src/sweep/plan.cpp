@@ -443,7 +443,16 @@ void write_plan(const Sweep& s) {
       const fs::path dir(p.run_dir);
       const bool ran = fs::exists(dir / "checkpoints") || fs::exists(dir / "stages") ||
                        fs::exists(dir / "eval" / "summary.json");
-      if (ran && body(read_text(cfg.string())) != body(text)) {
+      // The config it ran under, read by today's schemas: an option added since then shows with
+      // its default, as it ran; a file today's schemas refuse is compared as written.
+      auto ran_under = [&]() {
+        try {
+          return Experiment::load(cfg.string(), {}).resolved_yaml();
+        } catch (const Error&) {
+          return read_text(cfg.string());
+        }
+      };
+      if (ran && body(read_text(cfg.string())) != body(text) && body(ran_under()) != body(text)) {
         throw Error(fmt::format("{}: point '{}' already ran with a different config ({}); move its run "
                                 "directory away or restore the sweep file",
                                 s.file, p.name, cfg.string()));

@@ -92,6 +92,20 @@ TEST_CASE("sweep: a point that ran with another config is refused, staged runs i
   CHECK_THROWS_WITH(sweep::write_plan(plan(9)), Contains("seed=2"));
   // The same config again is not a change: the finished point stays.
   CHECK_NOTHROW(sweep::write_plan(plan(8)));
+  // Nor is an option added since the point ran (its config.yaml lacks it), read at its default;
+  // the plan rewrites the file with it. The same option at another value is a change.
+  const fs::path cfg0 = fs::path(s.points[0].run_dir) / "config.yaml";
+  fs::create_directories(fs::path(s.points[0].run_dir) / "checkpoints");
+  std::string old = test::read_text(cfg0);
+  REQUIRE(old.find("  softmax_eps: 0\n") != std::string::npos);
+  old.erase(old.find("  softmax_eps: 0\n"), std::string("  softmax_eps: 0\n").size());
+  test::write_text(cfg0.string(), old);
+  CHECK_NOTHROW(sweep::write_plan(plan(8)));
+  CHECK_THAT(test::read_text(cfg0), Contains("softmax_eps: 0"));
+  std::string other = test::read_text(cfg0);
+  other.replace(other.find("  softmax_eps: 0\n"), std::string("  softmax_eps: 0\n").size(), "  softmax_eps: 0.5\n");
+  test::write_text(cfg0.string(), other);
+  CHECK_THROWS_WITH(sweep::write_plan(plan(8)), Contains("seed=0") && Contains("different config"));
 }
 
 TEST_CASE("sweep: labels name an axis's values in point names", "[sweep]") {
