@@ -80,6 +80,40 @@ struct Axis {
   ConfigNode where;
 };
 
+// Two YAML trees hold the same data: scalars by their text, sequences in order, maps by their
+// keys in any order. Styles (flow or block) do not count.
+bool same_yaml(const YAML::Node& a, const YAML::Node& b) {
+  if (a.Type() != b.Type()) return false;
+  switch (a.Type()) {
+    case YAML::NodeType::Scalar: return a.Scalar() == b.Scalar();
+    case YAML::NodeType::Sequence:
+      if (a.size() != b.size()) return false;
+      for (size_t i = 0; i < a.size(); ++i) {
+        if (!same_yaml(a[i], b[i])) return false;
+      }
+      return true;
+    case YAML::NodeType::Map:
+      if (a.size() != b.size()) return false;
+      for (const auto& kv : a) {
+        const YAML::Node other = b[kv.first.Scalar()];
+        if (!other.IsDefined() || !same_yaml(kv.second, other)) return false;
+      }
+      return true;
+    default: return true;
+  }
+}
+
+// Whether two resolved configs are the same experiment: not counting the provenance, the
+// executor's thread count, or the paper's reference figures.
+bool same_experiment(const std::string& a, const std::string& b) {
+  auto body = [](const std::string& text) {
+    YAML::Node n = YAML::Load(text);
+    for (const char* k : {"provenance", "threads", "paper"}) n.remove(k);
+    return n;
+  };
+  return same_yaml(body(a), body(b));
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------
@@ -427,24 +461,12 @@ void write_plan(const Sweep& s) {
     const fs::path cfg = fs::path(p.run_dir) / "config.yaml";
     const std::string text = e.resolved_yaml();
     if (fs::exists(cfg)) {
-      // What defines the experiment: not the provenance, not the executor's thread count.
-      // Nor the paper's reference figures (`paper:` and its indented lines).
-      auto body = [](const std::string& y) {
-        std::istringstream in(y.substr(0, y.find("provenance:")));
-        std::string out;
-        bool in_paper = false;
-        for (std::string line; std::getline(in, line);) {
-          if (!line.empty() && line[0] != ' ' && line[0] != '-') in_paper = line.rfind("paper:", 0) == 0;
-          if (!in_paper && line.rfind("threads:", 0) != 0) out += line + "\n";
-        }
-        return out;
-      };
       // A point has run once it holds checkpoints, a staged run's stages, or results.
       const fs::path dir(p.run_dir);
       const bool ran = fs::exists(dir / "checkpoints") || fs::exists(dir / "stages") ||
                        fs::exists(dir / "eval" / "summary.json");
-      // The config it ran under, read by today's schemas: an option added since then shows with
-      // its default, as it ran; a file today's schemas refuse is compared as written.
+      // The config it ran under, also read by today's schemas: an option added since then shows
+      // with its default, as it ran; a file today's schemas refuse is compared as written.
       auto ran_under = [&]() {
         try {
           return Experiment::load(cfg.string(), {}).resolved_yaml();
@@ -452,7 +474,7 @@ void write_plan(const Sweep& s) {
           return read_text(cfg.string());
         }
       };
-      if (ran && body(read_text(cfg.string())) != body(text) && body(ran_under()) != body(text)) {
+      if (ran && !same_experiment(read_text(cfg.string()), text) && !same_experiment(ran_under(), text)) {
         throw Error(fmt::format("{}: point '{}' already ran with a different config ({}); move its run "
                                 "directory away or restore the sweep file",
                                 s.file, p.name, cfg.string()));

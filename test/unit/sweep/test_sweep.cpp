@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <tuple>
 
 using namespace lengen;
@@ -102,6 +103,19 @@ TEST_CASE("sweep: a point that ran with another config is refused, staged runs i
   test::write_text(cfg0.string(), old);
   CHECK_NOTHROW(sweep::write_plan(plan(8)));
   CHECK_THAT(test::read_text(cfg0), Contains("softmax_eps: 0"));
+  // Nor is the same data written in another YAML style: a flow list as a block list here.
+  const std::string flow = test::read_text(cfg0);
+  const std::smatch digits = [&] {
+    std::smatch m;
+    REQUIRE(std::regex_search(flow, m, std::regex(R"(\n  train_digits: \[(\d+), (\d+)\]\n)")));
+    return m;
+  }();
+  test::write_text(cfg0.string(), flow.substr(0, static_cast<size_t>(digits.position(0))) +
+                                      fmt::format("\n  train_digits:\n    - {}\n    - {}\n", digits.str(1),
+                                                  digits.str(2)) +
+                                      digits.suffix().str());
+  REQUIRE(test::read_text(cfg0).find("train_digits: [") == std::string::npos);
+  CHECK_NOTHROW(sweep::write_plan(plan(8)));
   std::string other = test::read_text(cfg0);
   other.replace(other.find("  softmax_eps: 0\n"), std::string("  softmax_eps: 0\n").size(), "  softmax_eps: 0.5\n");
   test::write_text(cfg0.string(), other);
