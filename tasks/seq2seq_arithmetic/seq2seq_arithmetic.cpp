@@ -22,14 +22,16 @@
 //
 // Training (section 3.3): a random permutation of the integers [0, train_max] split
 // train_fraction : rest (7:1); operands come from the training part (both independently for
-// addition), the N x 1 digit uniform in 0..9; parity writes them in binary. Evaluation at L
-// digits (bits): operands of exactly L digits (the digit of N x 1 is still 0..9).
+// addition), the N x 1 digit uniform in 0..9; parity writes them in binary. `train_lengths:
+// digits` draws an operand's length uniformly first (a search option, not the paper's).
+// Evaluation at L digits (bits): operands of exactly L digits (the digit of N x 1 is still 0..9).
 #include "lengen/core/error.h"
 #include "lengen/plugin/plugin.h"
 #include "lengen/task/decimal.h"
 #include "lengen/task/task.h"
 
 #include <algorithm>
+#include <map>
 #include <numeric>
 
 namespace {
@@ -92,6 +94,12 @@ class Seq2SeqArithmetic final : public lengen::Task {
                  .at_least(0.0)
                  .at_most(1.0),
              OptionSpec::integer("split_seed", "seed of the permutation").with_default(int64_t{0}).at_least(0),
+             OptionSpec::string("train_lengths", "numbers: each operand uniform over the training numbers (the "
+                                                 "paper; most have the longest length) | digits: its length "
+                                                 "(digits, bits) uniform first, then a training number of that "
+                                                 "length")
+                 .with_default("numbers")
+                 .one_of({"numbers", "digits"}),
              OptionSpec::int_list("eval_digits", "[lo, hi]: default range of the 'digits' grid axis")
                  .with_default(std::vector<int64_t>{1, 50})
                  .at_least(1)}};
@@ -136,6 +144,12 @@ class Seq2SeqArithmetic final : public lengen::Task {
     if (n_train == 0) o.fail("train_fraction", "leaves no training numbers");
     perm.resize(n_train);
     train_ = std::move(perm);
+    if (o.get_string("train_lengths") == "digits") {
+      // The training numbers of each length; the empty lengths (none in the training part) are left out.
+      std::map<size_t, std::vector<uint32_t>> by_length;
+      for (uint32_t v : train_) by_length[binary() ? to_binary(v).size() : std::to_string(v).size()].push_back(v);
+      for (auto& [len, numbers] : by_length) by_length_.push_back(std::move(numbers));
+    }
     op_token_ = vocab_.id(op_ == Op::kNx1 ? "*" : "+");
   }
 
@@ -144,7 +158,10 @@ class Seq2SeqArithmetic final : public lengen::Task {
 
   Example sample_train(lengen::Rng& rng) const override {
     auto pick = [&] {
-      const uint32_t v = train_[static_cast<size_t>(rng.uniform_int(0, static_cast<int64_t>(train_.size()) - 1))];
+      const auto& from = by_length_.empty()
+                             ? train_
+                             : by_length_[static_cast<size_t>(rng.uniform_int(0, static_cast<int64_t>(by_length_.size()) - 1))];
+      const uint32_t v = from[static_cast<size_t>(rng.uniform_int(0, static_cast<int64_t>(from.size()) - 1))];
       return binary() ? to_binary(v) : std::to_string(v);
     };
     const std::string a = pick();
@@ -344,6 +361,7 @@ class Seq2SeqArithmetic final : public lengen::Task {
   int64_t width_ = 0, train_len_ = 0;
   int64_t op_token_ = 0;
   std::vector<uint32_t> train_;
+  std::vector<std::vector<uint32_t>> by_length_;  ///< train_lengths: digits: the training numbers per length
   lengen::Vocabulary vocab_;
 };
 

@@ -2,6 +2,9 @@
 // for token, the interleaved input of A.4, significance IDs, the permutation split, refusals.
 #include "helpers.h"
 
+#include <algorithm>
+#include <cstdlib>
+#include <map>
 #include <set>
 
 using lengen::test::make_task;
@@ -76,6 +79,30 @@ TEST_CASE("seq2seq_arithmetic: training numbers come from 7/8 of a permutation o
   for (int i = 0; i < 4000; ++i) seen1.insert(other->render(other->to_seq2seq(other->sample_train(rng)).source));
   CHECK(seen1.size() == 56);
   CHECK(seen1 != seen);  // another split
+  // train_lengths: digits draws the length first: 1, 2 and 3 digits each about a third of the
+  // time where the numbers' own distribution gives 3 digits 90% (900 of 1000), and from the
+  // same training part (every number it draws is one of the default's 875).
+  auto count = [&](const std::string& lengths, int samples, std::set<std::string>& numbers) {
+    auto add = make_task("{name: seq2seq_arithmetic, operation: addition, train_max: 999, width: 4, "
+                         "eval_digits: [1, 3], train_lengths: " + lengths + "}");
+    std::map<size_t, int> by_length;
+    for (int i = 0; i < samples; ++i) {
+      const std::string src = add->render(add->to_seq2seq(add->sample_train(rng)).source);  // 0aaa+0bbb
+      const std::string a = src.substr(0, 4);
+      const size_t first = a.find_first_not_of('0');
+      const std::string digits = first == std::string::npos ? "0" : a.substr(first);
+      numbers.insert(digits);
+      by_length[digits.size()] += 1;
+    }
+    return by_length;
+  };
+  std::set<std::string> by_numbers, by_digits;
+  auto numbers = count("numbers", 60000, by_numbers);  // every training number, about 69 times
+  auto lengths = count("digits", 6000, by_digits);
+  CHECK(by_numbers.size() == 875);  // 7/8 of [0, 999]
+  CHECK(numbers[3] > 50000);
+  for (size_t len : {1, 2, 3}) CHECK(std::abs(lengths[len] - 2000) < 200);
+  CHECK(std::includes(by_numbers.begin(), by_numbers.end(), by_digits.begin(), by_digits.end()));
   // Evaluation operands have exactly L digits; the response is right.
   auto add = make_task("{name: seq2seq_arithmetic, operation: addition, eval_digits: [1, 20]}");
   for (int i = 0; i < 50; ++i) {
