@@ -77,6 +77,11 @@ class Calibrate final : public lengen::Stage {
                  .with_default(0.0)
                  .at_least(0.0)
                  .at_most(1.0),
+             OptionSpec::string("select", "threshold: every line above mu + k sigma (the paper) | explain_away: the "
+                                          "strongest line of a head first, its cells then zeroed and the lines "
+                                          "recomputed, so lines that only cross a kept line's cells fall away")
+                 .with_default("threshold")
+                 .one_of({"threshold", "explain_away"}),
              OptionSpec::number("sigmas", "k of the drop-off threshold mu + k sigma (the paper: 4; the code: 4.5 "
                                           "cross, 0.87 self)")
                  .with_default(4.0)
@@ -117,6 +122,7 @@ class Calibrate final : public lengen::Stage {
         logits_(o.get_string("scores") == "logits"),
         statistic_(o.get_string("statistic") == "sum" ? abc::Statistic::kSum : abc::Statistic::kMean),
         coverage_(o.get_float("coverage")),
+        explain_away_(o.get_string("select") == "explain_away"),
         sigmas_(o.get_float("sigmas")),
         self_sigmas_(o.get_float("self_sigmas") < 0 ? o.get_float("sigmas") : o.get_float("self_sigmas")),
         layer_(o.get_int("layer")),
@@ -217,6 +223,7 @@ class Calibrate final : public lengen::Stage {
                           {"scores", logits_ ? "logits" : "weights"},
                           {"statistic", statistic_ == abc::Statistic::kSum ? "sum" : "mean"},
                           {"coverage", coverage_},
+                          {"select", explain_away_ ? "explain_away" : "threshold"},
                           {"sigmas", sigmas_},
                           {"self_sigmas", self_sigmas_},
                           {"layer", layer},
@@ -248,23 +255,25 @@ class Calibrate final : public lengen::Stage {
           auto avg = h->mean.narrow(0, 0, m).narrow(1, 0, n).contiguous();  // [m, n]
           auto visible = cross ? torch::Tensor() : torch::ones({m, n}, torch::kBool).tril();
           std::vector<abc::Lines> lines;
-          nlohmann::json jl = nlohmann::json::object();
           for (auto d : dirs) {
             // Self-attention lines stay anchored left: its keys grow while decoding.
             const auto anchor = cross ? anchors_.at(d) : abc::Anchor::kLeft;
             lines.push_back(
                 abc::average_lines(avg, visible, d, anchor, cross ? sigmas_ : self_sigmas_, statistic_, min_rows));
-            const auto& l = lines.back();
+          }
+          if (explain_away_) abc::explain_away(lines, avg, visible, statistic_, min_rows);
+          nlohmann::json jl = nlohmann::json::object();
+          for (const auto& l : lines) {
             nlohmann::json kept = nlohmann::json::object();
             for (int64_t k = 0; k < l.count(); ++k) {
               if (std::isfinite(l.bias[static_cast<size_t>(k)])) kept[std::to_string(l.first() + k)] = l.bias[static_cast<size_t>(k)];
             }
-            jl[abc::direction_name(d)] = {{"anchor", anchor == abc::Anchor::kRight ? "right" : "left"},
-                                          {"mu", l.mu},
-                                          {"sigma", l.sigma},
-                                          {"threshold", l.threshold},
-                                          {"d_max", l.d_max},
-                                          {"kept", kept}};
+            jl[abc::direction_name(l.direction)] = {{"anchor", l.anchor == abc::Anchor::kRight ? "right" : "left"},
+                                                    {"mu", l.mu},
+                                                    {"sigma", l.sigma},
+                                                    {"threshold", l.threshold},
+                                                    {"d_max", l.d_max},
+                                                    {"kept", kept}};
           }
           auto ext = abc::extend(lines, 0, full_rows, keys, !cross);  // the training sample's size
           averages.push_back(avg);
@@ -305,6 +314,7 @@ class Calibrate final : public lengen::Stage {
   bool logits_;
   abc::Statistic statistic_;
   double coverage_;
+  bool explain_away_;
   double sigmas_, self_sigmas_;
   int64_t layer_;
   bool per_layer_;

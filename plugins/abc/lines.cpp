@@ -10,6 +10,36 @@ namespace lengen::abc {
 
 namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// Per line of `geometry`'s direction: the sum of its visible cells in `a` (rows x cols), their
+// count, and the count of rows they lie in.
+struct Tally {
+  std::vector<double> sum;
+  std::vector<int64_t> size, rows;
+  double value(size_t k, Statistic statistic) const {
+    return statistic == Statistic::kSum ? sum[k] : sum[k] / static_cast<double>(size[k]);
+  }
+};
+
+Tally tally(const Lines& geometry, const double* a, const bool* seen) {
+  const auto count = static_cast<size_t>(geometry.count());
+  Tally t{std::vector<double>(count, 0.0), std::vector<int64_t>(count, 0), std::vector<int64_t>(count, 0)};
+  std::vector<int64_t> last_row(count, -1);
+  for (int64_t i = 0; i < geometry.rows; ++i) {
+    for (int64_t j = 0; j < geometry.cols; ++j) {
+      const double v = a[i * geometry.cols + j];
+      if (!std::isfinite(v) || (seen && !seen[i * geometry.cols + j])) continue;
+      const auto k = static_cast<size_t>(geometry.line_of(i, j, geometry.cols) - geometry.first());
+      t.sum[k] += v;
+      t.size[k] += 1;
+      if (last_row[k] != i) {
+        t.rows[k] += 1;
+        last_row[k] = i;
+      }
+    }
+  }
+  return t;
+}
 }  // namespace
 
 const char* direction_name(Direction d) {
@@ -52,30 +82,15 @@ Lines average_lines(const torch::Tensor& mean_in, const torch::Tensor& visible, 
   out.rows = mean.size(0);
   out.cols = mean.size(1);
   const auto vis = visible.defined() ? visible.to(torch::kCPU, torch::kBool).contiguous() : torch::Tensor();
-  std::vector<double> sum(static_cast<size_t>(out.count()), 0.0);
-  std::vector<int64_t> size(static_cast<size_t>(out.count()), 0);
-  std::vector<int64_t> last_row(static_cast<size_t>(out.count()), -1);
-  std::vector<int64_t> rows_crossed(static_cast<size_t>(out.count()), 0);  // rows with a visible cell
-  const double* a = mean.data_ptr<double>();
-  const bool* seen = vis.defined() ? vis.data_ptr<bool>() : nullptr;
-  for (int64_t i = 0; i < out.rows; ++i) {
-    for (int64_t j = 0; j < out.cols; ++j) {
-      const double v = a[i * out.cols + j];
-      if (!std::isfinite(v) || (seen && !seen[i * out.cols + j])) continue;
-      const auto k = static_cast<size_t>(out.line_of(i, j, out.cols) - out.first());
-      sum[k] += v;
-      size[k] += 1;
-      if (last_row[k] != i) {
-        rows_crossed[k] += 1;
-        last_row[k] = i;
-      }
-    }
-  }
+  const Tally t = tally(out, mean.data_ptr<double>(), vis.defined() ? vis.data_ptr<bool>() : nullptr);
+  const std::vector<double>& sum = t.sum;
+  const std::vector<int64_t>& size = t.size;
+  const std::vector<int64_t>& rows_crossed = t.rows;
   out.mean.assign(sum.size(), std::numeric_limits<double>::quiet_NaN());
   std::vector<double> lines;
   for (size_t k = 0; k < sum.size(); ++k) {
     if (size[k] == 0) continue;
-    out.mean[k] = statistic == Statistic::kSum ? sum[k] : sum[k] / static_cast<double>(size[k]);
+    out.mean[k] = t.value(k, statistic);
     lines.push_back(out.mean[k]);
   }
   out.bias.assign(sum.size(), -kInf);
@@ -100,6 +115,47 @@ Lines average_lines(const torch::Tensor& mean_in, const torch::Tensor& visible, 
     }
   }
   return out;
+}
+
+void explain_away(std::vector<Lines>& head, const torch::Tensor& mean_in, const torch::Tensor& visible,
+                  Statistic statistic, int64_t min_rows) {
+  auto work = mean_in.to(torch::kCPU, torch::kFloat64).contiguous().clone();
+  const auto vis = visible.defined() ? visible.to(torch::kCPU, torch::kBool).contiguous() : torch::Tensor();
+  const bool* seen = vis.defined() ? vis.data_ptr<bool>() : nullptr;
+  double* a = work.data_ptr<double>();
+  for (Lines& l : head) {
+    LENGEN_CHECK(l.rows == work.size(0) && l.cols == work.size(1), "abc: lines of a {} x {} map for a {} x {} map",
+                 l.rows, l.cols, work.size(0), work.size(1));
+    std::fill(l.bias.begin(), l.bias.end(), -kInf);
+  }
+  while (true) {
+    // The line furthest above its direction's threshold, in sigmas, among those not yet kept.
+    double best_z = -kInf;
+    size_t best_d = 0, best_k = 0;
+    for (size_t d = 0; d < head.size(); ++d) {
+      const Lines& l = head[d];
+      if (!(l.sigma > 0)) continue;
+      const Tally t = tally(l, a, seen);
+      for (size_t k = 0; k < t.sum.size(); ++k) {
+        if (t.size[k] == 0 || t.rows[k] < min_rows || std::isfinite(l.bias[k])) continue;
+        const double v = t.value(k, statistic);
+        const double z = (v - l.mu) / l.sigma;
+        if (v > l.threshold && z > best_z) {
+          best_z = z;
+          best_d = d;
+          best_k = k;
+        }
+      }
+    }
+    if (!std::isfinite(best_z)) break;
+    Lines& kept = head[best_d];
+    kept.bias[best_k] = kept.mean[best_k] - kept.d_max;
+    for (int64_t i = 0; i < kept.rows; ++i) {  // its cells are explained: 0 for the next pass
+      for (int64_t j = 0; j < kept.cols; ++j) {
+        if (static_cast<size_t>(kept.line_of(i, j, kept.cols) - kept.first()) == best_k) a[i * kept.cols + j] = 0.0;
+      }
+    }
+  }
 }
 
 torch::Tensor extend(const std::vector<Lines>& head, int64_t row0, int64_t M, int64_t N, bool causal) {

@@ -72,6 +72,17 @@ Lines average_lines(const torch::Tensor& mean,
                                Statistic statistic = Statistic::kMean,
                                int64_t min_rows = 0);
 
+/// Explain-away selection over one head's directions (beyond the paper and the released code;
+/// docs/abc.md): keep the line furthest above its direction's threshold (in sigmas), set its
+/// cells to 0 in a copy of `mean`, recompute every line there, and repeat while a line not yet
+/// kept still passes its threshold and crosses at least `min_rows` rows. A line that only
+/// passes through a kept line's strong cells (a vertical or a diagonal through an
+/// anti-diagonal's cells) then falls below. `head` holds average_lines's result for each
+/// direction of `mean`; mu, sigma, the thresholds and d_max stay the first pass's, and each
+/// kept line gets its first-pass d_l - d_max, as average_lines gives it.
+void explain_away(std::vector<Lines>& head, const torch::Tensor& mean, const torch::Tensor& visible,
+                  Statistic statistic, int64_t min_rows);
+
 /// One head's bias for rows [row0, row0 + M) and N columns: per cell the maximum over the
 /// directions of the kept line's value (-inf where none), Algorithm 1's merge. When no
 /// direction keeps any line the head is transparent (all 0: the paper's fallback for a bias

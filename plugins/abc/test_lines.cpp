@@ -234,3 +234,44 @@ TEST_CASE("abc: min_rows refuses a corner line that crosses too few rows, and on
         std::vector<int64_t>{-1});
   CHECK(kept(abc::average_lines(causal, visible, abc::Direction::kDiagonal, abc::Anchor::kLeft, 2.0, sum, 7)).empty());
 }
+
+TEST_CASE("abc: explain-away keeps the lines, not the lines through their cells", "[abc]") {
+  // 7 x 30, background 0.01: an anti-diagonal of 1.0 per cell (l = 2, columns 21-27) and a
+  // vertical line of 0.3 per cell (column 5, l = 6). At k = 1 the threshold also keeps every
+  // vertical and diagonal that crosses one of the anti-diagonal's cells; explain-away keeps
+  // the anti-diagonal, zeroes its cells, and then only the vertical line still passes.
+  auto m = torch::full({7, 30}, 0.01, torch::kFloat64);
+  for (int64_t i = 0; i < 7; ++i) m[i][27 - i] = 1.0;
+  m.select(1, 5).fill_(0.3);
+  const auto sum = abc::Statistic::kSum;
+  auto head = [&] {
+    return std::vector<abc::Lines>{
+        abc::average_lines(m, {}, abc::Direction::kDiagonal, abc::Anchor::kLeft, 1.0, sum),
+        abc::average_lines(m, {}, abc::Direction::kAntiDiagonal, abc::Anchor::kRight, 1.0, sum),
+        abc::average_lines(m, {}, abc::Direction::kVertical, abc::Anchor::kRight, 1.0, sum)};
+  };
+  auto kept = [](const abc::Lines& l) {
+    std::vector<int64_t> out;
+    for (int64_t k = 0; k < l.count(); ++k) {
+      if (std::isfinite(l.bias[static_cast<size_t>(k)])) out.push_back(l.first() + k);
+    }
+    return out;
+  };
+  auto threshold = head();
+  CHECK(kept(threshold[0]) == std::vector<int64_t>{15, 17, 19, 21, 23, 25, 27});
+  CHECK(kept(threshold[1]) == std::vector<int64_t>{2});
+  CHECK(kept(threshold[2]) == std::vector<int64_t>{6, 22, 23, 24, 25, 26, 27, 28});
+  auto selected = head();
+  abc::explain_away(selected, m, {}, sum, 0);
+  CHECK(kept(selected[0]).empty());
+  CHECK(kept(selected[1]) == std::vector<int64_t>{2});
+  CHECK(kept(selected[2]) == std::vector<int64_t>{6});
+  // Kept lines keep their first-pass values, d_l - d_max of their own direction.
+  CHECK(selected[1].bias[static_cast<size_t>(2 - selected[1].first())] == 0.0);
+  CHECK(selected[2].bias[static_cast<size_t>(6 - selected[2].first())] ==
+        threshold[2].bias[static_cast<size_t>(6 - threshold[2].first())]);
+  // min_rows applies to the candidates: with 8 rows required nothing is kept.
+  auto none = head();
+  abc::explain_away(none, m, {}, sum, 8);
+  for (const auto& l : none) CHECK(kept(l).empty());
+}
