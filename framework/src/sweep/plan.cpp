@@ -17,7 +17,6 @@
 #include <filesystem>
 #include <map>
 #include <set>
-#include <sstream>
 
 #include <unistd.h>
 
