@@ -82,6 +82,12 @@ class Calibrate final : public lengen::Stage {
                                           "recomputed, so lines that only cross a kept line's cells fall away")
                  .with_default("threshold")
                  .one_of({"threshold", "explain_away"}),
+             OptionSpec::string("constant_keys", "keep | drop: drop refuses a line whose every cell lies on a key "
+                                                 "holding the same token in all calibration samples (zero padding, a "
+                                                 "marker): it reads nothing of the input, and extended to longer "
+                                                 "inputs it lands on digits (the paper: keep)")
+                 .with_default("keep")
+                 .one_of({"keep", "drop"}),
              OptionSpec::number("sigmas", "k of the drop-off threshold mu + k sigma (the paper: 4; the code: 4.5 "
                                           "cross, 0.87 self)")
                  .with_default(4.0)
@@ -123,6 +129,7 @@ class Calibrate final : public lengen::Stage {
         statistic_(o.get_string("statistic") == "sum" ? abc::Statistic::kSum : abc::Statistic::kMean),
         coverage_(o.get_float("coverage")),
         explain_away_(o.get_string("select") == "explain_away"),
+        drop_constant_(o.get_string("constant_keys") == "drop"),
         sigmas_(o.get_float("sigmas")),
         self_sigmas_(o.get_float("self_sigmas") < 0 ? o.get_float("sigmas") : o.get_float("self_sigmas")),
         layer_(o.get_int("layer")),
@@ -224,6 +231,7 @@ class Calibrate final : public lengen::Stage {
                           {"statistic", statistic_ == abc::Statistic::kSum ? "sum" : "mean"},
                           {"coverage", coverage_},
                           {"select", explain_away_ ? "explain_away" : "threshold"},
+                          {"constant_keys", drop_constant_ ? "drop" : "keep"},
                           {"sigmas", sigmas_},
                           {"self_sigmas", self_sigmas_},
                           {"layer", layer},
@@ -254,14 +262,22 @@ class Calibrate final : public lengen::Stage {
         for (const auto* h : heads) {
           auto avg = h->mean.narrow(0, 0, m).narrow(1, 0, n).contiguous();  // [m, n]
           auto visible = cross ? torch::Tensor() : torch::ones({m, n}, torch::kBool).tril();
+          torch::Tensor informative;  // [m, n]: cells on keys whose token varies over the samples
+          if (drop_constant_) {
+            informative = torch::ones({m, n}, torch::kBool);
+            for (int64_t j = 0; j < n && j < static_cast<int64_t>(h->constant_keys.size()); ++j) {
+              if (h->constant_keys[static_cast<size_t>(j)]) informative.select(1, j).fill_(false);
+            }
+          }
           std::vector<abc::Lines> lines;
           for (auto d : dirs) {
             // Self-attention lines stay anchored left: its keys grow while decoding.
             const auto anchor = cross ? anchors_.at(d) : abc::Anchor::kLeft;
             lines.push_back(
-                abc::average_lines(avg, visible, d, anchor, cross ? sigmas_ : self_sigmas_, statistic_, min_rows));
+                abc::average_lines(avg, visible, d, anchor, cross ? sigmas_ : self_sigmas_, statistic_, min_rows,
+                                   informative));
           }
-          if (explain_away_) abc::explain_away(lines, avg, visible, statistic_, min_rows);
+          if (explain_away_) abc::explain_away(lines, avg, visible, statistic_, min_rows, informative);
           nlohmann::json jl = nlohmann::json::object();
           for (const auto& l : lines) {
             nlohmann::json kept = nlohmann::json::object();
@@ -295,6 +311,7 @@ class Calibrate final : public lengen::Stage {
         part[kind] = {{"rows", m},
                      {"queries", heads[0]->queries},
                      {"keys", heads[0]->keys},
+                     {"constant_keys", heads[0]->constant_keys},
                      {"heads", jheads}};
       }
       if (per_layer_) doc["layers"].push_back({{"layer", l}, {"self", part.value("self", nlohmann::json())},
@@ -315,6 +332,7 @@ class Calibrate final : public lengen::Stage {
   abc::Statistic statistic_;
   double coverage_;
   bool explain_away_;
+  bool drop_constant_;
   double sigmas_, self_sigmas_;
   int64_t layer_;
   bool per_layer_;

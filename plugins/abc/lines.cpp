@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
+
+#include <fmt/format.h>
 
 namespace lengen::abc {
 
@@ -12,26 +15,31 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // Per line of `geometry`'s direction: the sum of its visible cells in `a` (rows x cols), their
-// count, and the count of rows they lie in.
+// count, the count of rows they lie in and of those that are informative (all without `info`).
 struct Tally {
   std::vector<double> sum;
-  std::vector<int64_t> size, rows;
+  std::vector<int64_t> size, rows, informative;
   double value(size_t k, Statistic statistic) const {
     return statistic == Statistic::kSum ? sum[k] : sum[k] / static_cast<double>(size[k]);
   }
+  // May line k be kept, besides the threshold?
+  bool eligible(size_t k, int64_t min_rows) const { return size[k] > 0 && rows[k] >= min_rows && informative[k] > 0; }
 };
 
-Tally tally(const Lines& geometry, const double* a, const bool* seen) {
+Tally tally(const Lines& geometry, const double* a, const bool* seen, const bool* info) {
   const auto count = static_cast<size_t>(geometry.count());
-  Tally t{std::vector<double>(count, 0.0), std::vector<int64_t>(count, 0), std::vector<int64_t>(count, 0)};
+  Tally t{std::vector<double>(count, 0.0), std::vector<int64_t>(count, 0), std::vector<int64_t>(count, 0),
+          std::vector<int64_t>(count, 0)};
   std::vector<int64_t> last_row(count, -1);
   for (int64_t i = 0; i < geometry.rows; ++i) {
     for (int64_t j = 0; j < geometry.cols; ++j) {
-      const double v = a[i * geometry.cols + j];
-      if (!std::isfinite(v) || (seen && !seen[i * geometry.cols + j])) continue;
+      const int64_t c = i * geometry.cols + j;
+      const double v = a[c];
+      if (!std::isfinite(v) || (seen && !seen[c])) continue;
       const auto k = static_cast<size_t>(geometry.line_of(i, j, geometry.cols) - geometry.first());
       t.sum[k] += v;
       t.size[k] += 1;
+      t.informative[k] += (!info || info[c]) ? 1 : 0;
       if (last_row[k] != i) {
         t.rows[k] += 1;
         last_row[k] = i;
@@ -40,6 +48,16 @@ Tally tally(const Lines& geometry, const double* a, const bool* seen) {
   }
   return t;
 }
+
+// `mask` [rows, cols] as a contiguous bool tensor on the CPU (undefined stays undefined).
+torch::Tensor cell_mask(const torch::Tensor& mask, int64_t rows, int64_t cols, const char* what) {
+  if (!mask.defined()) return {};
+  std::vector<int64_t> shape(mask.sizes().begin(), mask.sizes().end());
+  LENGEN_CHECK(mask.dim() == 2 && mask.size(0) == rows && mask.size(1) == cols,
+               "abc: the {} mask must be [{}, {}] like the map, got [{}]", what, rows, cols, fmt::join(shape, ", "));
+  return mask.to(torch::kCPU, torch::kBool).contiguous();
+}
+const bool* data_or_null(const torch::Tensor& t) { return t.defined() ? t.data_ptr<bool>() : nullptr; }
 }  // namespace
 
 const char* direction_name(Direction d) {
@@ -73,7 +91,7 @@ int64_t Lines::line_of(int64_t i, int64_t j, int64_t N) const {
 }
 
 Lines average_lines(const torch::Tensor& mean_in, const torch::Tensor& visible, Direction direction, Anchor anchor,
-                    double sigmas, Statistic statistic, int64_t min_rows) {
+                    double sigmas, Statistic statistic, int64_t min_rows, const torch::Tensor& informative) {
   LENGEN_CHECK(mean_in.dim() == 2, "abc: expected an averaged map [m, n], got {} dimensions", mean_in.dim());
   const auto mean = mean_in.to(torch::kCPU, torch::kFloat64).contiguous();
   Lines out;
@@ -81,11 +99,11 @@ Lines average_lines(const torch::Tensor& mean_in, const torch::Tensor& visible, 
   out.anchor = anchor;
   out.rows = mean.size(0);
   out.cols = mean.size(1);
-  const auto vis = visible.defined() ? visible.to(torch::kCPU, torch::kBool).contiguous() : torch::Tensor();
-  const Tally t = tally(out, mean.data_ptr<double>(), vis.defined() ? vis.data_ptr<bool>() : nullptr);
+  const auto vis = cell_mask(visible, out.rows, out.cols, "visible");
+  const auto info = cell_mask(informative, out.rows, out.cols, "informative");
+  const Tally t = tally(out, mean.data_ptr<double>(), data_or_null(vis), data_or_null(info));
   const std::vector<double>& sum = t.sum;
   const std::vector<int64_t>& size = t.size;
-  const std::vector<int64_t>& rows_crossed = t.rows;
   out.mean.assign(sum.size(), std::numeric_limits<double>::quiet_NaN());
   std::vector<double> lines;
   for (size_t k = 0; k < sum.size(); ++k) {
@@ -106,11 +124,11 @@ Lines average_lines(const torch::Tensor& mean_in, const torch::Tensor& visible, 
   // d_max over the lines that may be kept, so the strongest kept line's bias is 0 (Algorithm 1).
   double eligible_max = -kInf;
   for (size_t k = 0; k < sum.size(); ++k) {
-    if (size[k] > 0 && rows_crossed[k] >= min_rows) eligible_max = std::max(eligible_max, out.mean[k]);
+    if (t.eligible(k, min_rows)) eligible_max = std::max(eligible_max, out.mean[k]);
   }
   if (std::isfinite(eligible_max)) out.d_max = eligible_max;
   for (size_t k = 0; k < sum.size(); ++k) {
-    if (size[k] > 0 && out.mean[k] > out.threshold && rows_crossed[k] >= min_rows) {
+    if (t.eligible(k, min_rows) && out.mean[k] > out.threshold) {
       out.bias[k] = out.mean[k] - out.d_max;
     }
   }
@@ -118,10 +136,12 @@ Lines average_lines(const torch::Tensor& mean_in, const torch::Tensor& visible, 
 }
 
 void explain_away(std::vector<Lines>& head, const torch::Tensor& mean_in, const torch::Tensor& visible,
-                  Statistic statistic, int64_t min_rows) {
+                  Statistic statistic, int64_t min_rows, const torch::Tensor& informative) {
+  LENGEN_CHECK(mean_in.dim() == 2, "abc: expected an averaged map [m, n], got {} dimensions", mean_in.dim());
   auto work = mean_in.to(torch::kCPU, torch::kFloat64).contiguous().clone();
-  const auto vis = visible.defined() ? visible.to(torch::kCPU, torch::kBool).contiguous() : torch::Tensor();
-  const bool* seen = vis.defined() ? vis.data_ptr<bool>() : nullptr;
+  const auto vis = cell_mask(visible, work.size(0), work.size(1), "visible");
+  const auto info = cell_mask(informative, work.size(0), work.size(1), "informative");
+  const bool* seen = data_or_null(vis);
   double* a = work.data_ptr<double>();
   for (Lines& l : head) {
     LENGEN_CHECK(l.rows == work.size(0) && l.cols == work.size(1), "abc: lines of a {} x {} map for a {} x {} map",
@@ -135,9 +155,9 @@ void explain_away(std::vector<Lines>& head, const torch::Tensor& mean_in, const 
     for (size_t d = 0; d < head.size(); ++d) {
       const Lines& l = head[d];
       if (!(l.sigma > 0)) continue;
-      const Tally t = tally(l, a, seen);
+      const Tally t = tally(l, a, seen, data_or_null(info));
       for (size_t k = 0; k < t.sum.size(); ++k) {
-        if (t.size[k] == 0 || t.rows[k] < min_rows || std::isfinite(l.bias[k])) continue;
+        if (!t.eligible(k, min_rows) || std::isfinite(l.bias[k])) continue;
         const double v = t.value(k, statistic);
         const double z = (v - l.mu) / l.sigma;
         if (v > l.threshold && z > best_z) {

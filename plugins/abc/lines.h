@@ -64,13 +64,18 @@ struct Lines {
 /// map (0: any line, the paper). mu and sigma still count every line, so the rule only refuses
 /// lines whose evidence is a corner of the map (two cells of the last rows), which the extension
 /// would continue through every longer row; d_max is the largest line that may be kept.
+/// `informative` [m, n] bool (undefined: every cell): a line is kept only if one of its visible
+/// cells is informative. Marking the keys that hold the same token in every calibration sample
+/// as not informative refuses lines that read only zero padding or a marker (an attention sink
+/// of the short map); extended to longer inputs, such a line lands on digits.
 Lines average_lines(const torch::Tensor& mean,
                                const torch::Tensor& visible,
                                Direction direction,
                                Anchor anchor,
                                double sigmas,
                                Statistic statistic = Statistic::kMean,
-                               int64_t min_rows = 0);
+                               int64_t min_rows = 0,
+                               const torch::Tensor& informative = {});
 
 /// Explain-away selection over one head's directions (beyond the paper and the released code;
 /// docs/abc.md): keep the line furthest above its direction's threshold (in sigmas), set its
@@ -79,9 +84,10 @@ Lines average_lines(const torch::Tensor& mean,
 /// passes through a kept line's strong cells (a vertical or a diagonal through an
 /// anti-diagonal's cells) then falls below. `head` holds average_lines's result for each
 /// direction of `mean`; mu, sigma, the thresholds and d_max stay the first pass's, and each
-/// kept line gets its first-pass d_l - d_max, as average_lines gives it.
+/// kept line gets its first-pass d_l - d_max, as average_lines gives it. `informative`: as for
+/// average_lines.
 void explain_away(std::vector<Lines>& head, const torch::Tensor& mean, const torch::Tensor& visible,
-                  Statistic statistic, int64_t min_rows);
+                  Statistic statistic, int64_t min_rows, const torch::Tensor& informative = {});
 
 /// One head's bias for rows [row0, row0 + M) and N columns: per cell the maximum over the
 /// directions of the kept line's value (-inf where none), Algorithm 1's merge. When no

@@ -275,3 +275,49 @@ TEST_CASE("abc: explain-away keeps the lines, not the lines through their cells"
   abc::explain_away(none, m, {}, sum, 8);
   for (const auto& l : none) CHECK(kept(l).empty());
 }
+
+TEST_CASE("abc: a line that reads only constant keys is refused when keys are marked, and only then", "[abc]") {
+  // 7 x 30, background 0.01: the anti-diagonal l = 2 at 0.5 per cell, and a vertical line of
+  // 0.4 per cell on column 20 (l = 21), an attention sink on a key that holds the same token in
+  // every calibration sample (zero padding beyond the trained length). Unmarked, both pass;
+  // with column 20 marked not informative, the vertical line is refused and the anti-diagonal,
+  // which crosses column 20 in one row (i = 5) only, is still kept, by threshold and by
+  // explain-away alike.
+  auto m = torch::full({7, 30}, 0.01, torch::kFloat64);
+  for (int64_t i = 0; i < 7; ++i) m[i][29 - 2 - i] = 0.5;
+  m.select(1, 20).fill_(0.4);
+  auto informative = torch::ones({7, 30}, torch::kBool);
+  informative.select(1, 20).fill_(false);
+  const auto sum = abc::Statistic::kSum;
+  auto kept = [](const abc::Lines& l) {
+    std::vector<int64_t> out;
+    for (int64_t k = 0; k < l.count(); ++k) {
+      if (std::isfinite(l.bias[static_cast<size_t>(k)])) out.push_back(l.first() + k);
+    }
+    return out;
+  };
+  auto vertical = [&](const torch::Tensor& info) {
+    return abc::average_lines(m, {}, abc::Direction::kVertical, abc::Anchor::kRight, 2.0, sum, 0, info);
+  };
+  auto anti = [&](const torch::Tensor& info) {
+    return abc::average_lines(m, {}, abc::Direction::kAntiDiagonal, abc::Anchor::kRight, 2.0, sum, 0, info);
+  };
+  CHECK(kept(vertical({})) == std::vector<int64_t>{21});
+  CHECK(kept(vertical(informative)).empty());
+  CHECK(kept(anti({})) == std::vector<int64_t>{2});
+  CHECK(kept(anti(informative)) == std::vector<int64_t>{2});
+  // The statistics do not change: only which lines may be kept.
+  CHECK(vertical(informative).mu == vertical({}).mu);
+  CHECK(vertical(informative).sigma == vertical({}).sigma);
+  std::vector<abc::Lines> head{anti({}), vertical({})};
+  abc::explain_away(head, m, {}, sum, 0, informative);
+  CHECK(kept(head[0]) == std::vector<int64_t>{2});
+  CHECK(kept(head[1]).empty());
+  std::vector<abc::Lines> unmarked{anti({}), vertical({})};
+  abc::explain_away(unmarked, m, {}, sum, 0);
+  CHECK(kept(unmarked[1]) == std::vector<int64_t>{21});
+  // A mask of another shape is refused, naming what it expected.
+  CHECK_THROWS_WITH(abc::average_lines(m, {}, abc::Direction::kVertical, abc::Anchor::kRight, 2.0, sum, 0,
+                                       torch::ones({7, 29}, torch::kBool)),
+                    Catch::Contains("[7, 30]"));
+}

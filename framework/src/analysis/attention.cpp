@@ -71,6 +71,12 @@ AttentionMaps mean_attention(Transformer& model, const Task& task, const std::ve
   const Architecture& objective = model->arch();
   std::vector<torch::Tensor> sums;
   Batch first;
+  torch::Tensor same_inputs, same_source;  // [T], [S] bool: the same token as the first sample's
+  auto same_as_first = [](torch::Tensor& acc, const torch::Tensor& tokens, const torch::Tensor& reference) {
+    if (!tokens.defined()) return;
+    auto same = tokens.eq(reference[0].unsqueeze(0)).all(0);
+    acc = acc.defined() ? acc.logical_and(same) : same;
+  };
   torch::NoGradGuard no_grad;
   model->set_attention_scores(req.pre_softmax);
   try {
@@ -80,6 +86,8 @@ AttentionMaps mean_attention(Transformer& model, const Task& task, const std::ve
                                  examples.begin() + static_cast<std::ptrdiff_t>(b1));
       Batch b = objective.make_batch(task, chunk);
       if (b0 == 0) first = b;
+      same_as_first(same_inputs, b.inputs, first.inputs);
+      same_as_first(same_source, b.source, first.source);
       std::vector<torch::Tensor> attn;
       objective.logits(model, b.to(device), &attn);
       if (sums.empty()) sums.resize(attn.size());
@@ -102,6 +110,12 @@ AttentionMaps mean_attention(Transformer& model, const Task& task, const std::ve
   // encoder_decoder's encoder is over the source, its cross-attention from target to source.
   const std::vector<std::string> tokens = token_row(first.inputs);
   const std::vector<std::string> source = first.source.defined() ? token_row(first.source) : tokens;
+  auto flags = [](const torch::Tensor& same) {
+    const auto t = same.to(torch::kCPU, torch::kUInt8).contiguous();
+    return std::vector<uint8_t>(t.data_ptr<uint8_t>(), t.data_ptr<uint8_t>() + t.numel());
+  };
+  const std::vector<uint8_t> constant_inputs = flags(same_inputs);
+  const std::vector<uint8_t> constant_source = same_source.defined() ? flags(same_source) : constant_inputs;
   AttentionMaps out;
   out.samples = static_cast<int64_t>(examples.size());
   out.drawn = static_cast<int64_t>(examples_in.size());
@@ -118,6 +132,7 @@ AttentionMaps mean_attention(Transformer& model, const Task& task, const std::ve
       m.mean = mean[h].contiguous();
       m.queries = enc ? source : tokens;
       m.keys = enc || cross ? source : tokens;
+      m.constant_keys = enc || cross ? constant_source : constant_inputs;
       out.maps.push_back(std::move(m));
     }
   }

@@ -299,6 +299,19 @@ TEST_CASE("analysis: pre-softmax scores are what the attention weights are the s
     CHECK(test::max_abs_diff(torch::softmax(s.maps[i].mean, -1), w.maps[i].mean) < 1e-6);
     CHECK(std::isinf(s.maps[i].mean[0][1].item<double>()));  // causal: the first query sees one key
   }
+  // Constant keys: over one sample every key is its own; over many, the keys where all agree.
+  for (const auto& map : w.maps) {
+    CHECK(map.constant_keys == std::vector<uint8_t>(map.keys.size(), 1));
+  }
+  auto many = cell_samples(*e.task, GridCell{{"digits", 3}}, 64, 7);
+  auto wm = mean_attention(m, *e.task, many, torch::kCPU, post);
+  std::vector<uint8_t> want(wm.maps[0].keys.size(), 1);
+  for (const auto& ex : many) {
+    for (size_t t = 0; t < want.size(); ++t) want[t] &= ex.tokens[t] == many[0].tokens[t] ? 1 : 0;
+  }
+  CHECK(wm.maps[0].constant_keys == want);
+  CHECK(std::count(want.begin(), want.end(), 0) >= 6);  // the operands' digits vary
+  CHECK(want[0] == 1);                                   // BOS is the same in every sample
   // Samples of different lengths cannot be averaged.
   auto mixed = cell_samples(*e.task, GridCell{{"digits", 2}}, 1, 7);
   mixed.push_back(samples[0]);

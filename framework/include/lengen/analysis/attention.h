@@ -30,6 +30,9 @@ struct AttentionMap {
   int64_t head = 0;
   torch::Tensor mean;     ///< [queries, keys] float64 on the CPU
   std::vector<std::string> queries, keys;  ///< token strings of the first sample used
+  /// Per key: 1 where every sample averaged holds the same token there (zero padding, a
+  /// marker), so attending to it reads nothing of the input.
+  std::vector<uint8_t> constant_keys;
 };
 
 struct AttentionMaps {
