@@ -259,16 +259,19 @@ class Calibrate final : public lengen::Stage {
         abc::KindLines kl;
         std::vector<torch::Tensor> averages, extended;
         nlohmann::json jheads = nlohmann::json::array();
+        const auto visible = cross ? torch::Tensor() : torch::ones({m, n}, torch::kBool).tril();
+        // [m, n]: cells on keys whose token varies over the samples. The keys are the same
+        // tokens for every head of a kind, so the mask is built once from the first head.
+        torch::Tensor informative;
+        if (drop_constant_) {
+          informative = torch::ones({m, n}, torch::kBool);
+          const auto& constant = heads[0]->constant_keys;
+          for (int64_t j = 0; j < n && j < static_cast<int64_t>(constant.size()); ++j) {
+            if (constant[static_cast<size_t>(j)]) informative.select(1, j).fill_(false);
+          }
+        }
         for (const auto* h : heads) {
           auto avg = h->mean.narrow(0, 0, m).narrow(1, 0, n).contiguous();  // [m, n]
-          auto visible = cross ? torch::Tensor() : torch::ones({m, n}, torch::kBool).tril();
-          torch::Tensor informative;  // [m, n]: cells on keys whose token varies over the samples
-          if (drop_constant_) {
-            informative = torch::ones({m, n}, torch::kBool);
-            for (int64_t j = 0; j < n && j < static_cast<int64_t>(h->constant_keys.size()); ++j) {
-              if (h->constant_keys[static_cast<size_t>(j)]) informative.select(1, j).fill_(false);
-            }
-          }
           std::vector<abc::Lines> lines;
           for (auto d : dirs) {
             // Self-attention lines stay anchored left: its keys grow while decoding.

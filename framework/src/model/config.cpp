@@ -71,6 +71,10 @@ const Section<ModelConfig>& model_section() {
                                          "one); not with tie_embeddings"))
         .field(&M::embedding_norm, O::boolean("embedding_norm", "a norm (model.norm) over token plus position "
                                               "embeddings before the first block, as BERT's embedding LayerNorm"))
+        .field(&M::scale_embedding,
+               O::boolean("scale_embedding", "token embeddings times sqrt(d_model) before positions are added "
+                          "(Vaswani et al. 2017; PyTorch's translation tutorial and the ABC authors' code), so "
+                          "with Embedding N(0, 1) a token outweighs a sinusoidal position by sqrt(d_model)"))
         .field(&M::init, O::string("init", "weight initialisation of the core's layers: pytorch (each module's own "
                                    "default: Linear U(+-1/sqrt(fan_in)), Embedding N(0, 1)) or normal (every Linear "
                                    "and Embedding weight N(0, init_std), biases 0: Hugging Face BERT and GPT-2). "

@@ -264,6 +264,9 @@ torch::Tensor TransformerImpl::forward(const ModelInputs& in,
                "outputs_from needs a forward without a cache and without attention maps");
   auto embed = [&](const torch::Tensor& tokens, const std::vector<torch::Tensor>& ids) {
     auto x = tok_emb_(tokens);  // [B, T, C]
+    if (cfg_.scale_embedding) {
+      x = x * std::sqrt(static_cast<double>(cfg_.d_model));
+    }
     for (size_t i = 0; i < n; ++i) {
       if (schemes_[i]->hooks() & kHookInputEmbedding) {
         x = x + schemes_[i]->embed(ids[i]);  // [B, T, C]

@@ -263,6 +263,35 @@ TEST_CASE("model: the embedding norm makes the model blind to the embeddings' sc
   }
 }
 
+TEST_CASE("model: scale_embedding multiplies the token embedding by sqrt(d_model), not the positions",
+          "[model]") {
+  // A model with the scale equals the same model (same seed, same weights) without it whose
+  // token table was multiplied by sqrt(d_model): the position table is left as it is, so the
+  // identity fails if the scale reached the positions or the output head.
+  ModelConfig c = base();
+  c.layers = 1;
+  c.tie_embeddings = false;
+  auto build = [&](bool scale) {
+    ModelConfig m = c;
+    m.scale_embedding = scale;
+    torch::manual_seed(9);
+    SchemeContext sc{m.d_model, m.heads, m.head_dim(), m.layers, 1, ""};
+    Transformer t(m, 14, Schemes{test::make_scheme("{name: ape, max_position: 20}", sc)});
+    t->to(torch::kFloat64);
+    t->eval();
+    return t;
+  };
+  torch::NoGradGuard ng;
+  auto scaled = build(true);
+  auto plain = build(false);
+  auto tokens = torch::tensor({{1, 2, 3, 4, 5}}, torch::kInt64);
+  auto ids = torch::arange(5).view({1, 1, 5});
+  const auto with_scale = scaled->forward(tokens, ids);
+  CHECK(test::max_abs_diff(with_scale, plain->forward(tokens, ids)) > 1e-3);
+  plain->named_parameters()["tok_emb.weight"].mul_(std::sqrt(static_cast<double>(c.d_model)));
+  CHECK(test::max_abs_diff(with_scale, plain->forward(tokens, ids)) < 1e-10);
+}
+
 TEST_CASE("model: head_bias adds a learned bias to every logit", "[model]") {
   ModelConfig c = base();
   c.head_bias = true;

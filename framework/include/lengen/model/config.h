@@ -36,6 +36,7 @@ struct LENGEN_API ModelConfig {
   bool tie_embeddings = false;         ///< LM head shares the token embedding
   bool head_bias = false;              ///< a bias in the output head (BERT's classifier)
   bool embedding_norm = false;         ///< a norm over token + position embeddings (BERT)
+  bool scale_embedding = false;        ///< token embeddings times sqrt(d_model) (Vaswani et al.)
   std::string init = "pytorch";        ///< pytorch (each module's default) | normal
   double init_std = 0.02;              ///< std of `init: normal` (BERT, GPT-2: 0.02)
   bool shared_layers = false;          ///< universal: one block per stack applied `layers` times
