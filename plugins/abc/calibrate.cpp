@@ -88,6 +88,12 @@ class Calibrate final : public lengen::Stage {
                                                  "inputs it lands on digits (the paper: keep)")
                  .with_default("keep")
                  .one_of({"keep", "drop"}),
+             OptionSpec::string("empty_heads", "transparent | strongest: a head where no line passes is left "
+                                               "transparent, attending by content alone (the paper), or keeps its "
+                                               "one line furthest above the mean in sigmas (among those coverage "
+                                               "and constant_keys allow), so that every head has a position")
+                 .with_default("transparent")
+                 .one_of({"transparent", "strongest"}),
              OptionSpec::number("sigmas", "k of the drop-off threshold mu + k sigma (the paper: 4; the code: 4.5 "
                                           "cross, 0.87 self)")
                  .with_default(4.0)
@@ -130,6 +136,7 @@ class Calibrate final : public lengen::Stage {
         coverage_(o.get_float("coverage")),
         explain_away_(o.get_string("select") == "explain_away"),
         drop_constant_(o.get_string("constant_keys") == "drop"),
+        strongest_(o.get_string("empty_heads") == "strongest"),
         sigmas_(o.get_float("sigmas")),
         self_sigmas_(o.get_float("self_sigmas") < 0 ? o.get_float("sigmas") : o.get_float("self_sigmas")),
         layer_(o.get_int("layer")),
@@ -232,6 +239,7 @@ class Calibrate final : public lengen::Stage {
                           {"coverage", coverage_},
                           {"select", explain_away_ ? "explain_away" : "threshold"},
                           {"constant_keys", drop_constant_ ? "drop" : "keep"},
+                          {"empty_heads", strongest_ ? "strongest" : "transparent"},
                           {"sigmas", sigmas_},
                           {"self_sigmas", self_sigmas_},
                           {"layer", layer},
@@ -281,6 +289,7 @@ class Calibrate final : public lengen::Stage {
                                    informative));
           }
           if (explain_away_) abc::explain_away(lines, avg, visible, statistic_, min_rows, informative);
+          const bool fell_back = strongest_ && abc::keep_strongest(lines, avg, visible, statistic_, min_rows, informative);
           nlohmann::json jl = nlohmann::json::object();
           for (const auto& l : lines) {
             nlohmann::json kept = nlohmann::json::object();
@@ -297,7 +306,11 @@ class Calibrate final : public lengen::Stage {
           auto ext = abc::extend(lines, 0, full_rows, keys, !cross);  // the training sample's size
           averages.push_back(avg);
           extended.push_back(ext);
-          jheads.push_back({{"head", h->head}, {"average", matrix(avg)}, {"extended", matrix(ext)}, {"lines", jl}});
+          jheads.push_back({{"head", h->head},
+                            {"average", matrix(avg)},
+                            {"extended", matrix(ext)},
+                            {"lines", jl},
+                            {"fallback", fell_back}});
           kl.heads.push_back(std::move(lines));
           std::string summary;
           for (const auto& l : kl.heads.back()) {
@@ -305,7 +318,9 @@ class Calibrate final : public lengen::Stage {
             for (double b : l.bias) kept += std::isfinite(b) ? 1 : 0;
             summary += fmt::format(" {} {}", abc::direction_name(l.direction), kept);
           }
-          lengen::logger("calibrate")->info("{}{} head {}: kept lines:{}", prefix, kind, h->head, summary);
+          lengen::logger("calibrate")
+              ->info("{}{} head {}: kept lines:{}{}", prefix, kind, h->head, summary,
+                     fell_back ? " (none passed: its strongest line, empty_heads: strongest)" : "");
         }
         auto t = abc::to_tensors(prefix + kind, kl);
         tensors.insert(tensors.end(), t.begin(), t.end());
@@ -336,6 +351,7 @@ class Calibrate final : public lengen::Stage {
   double coverage_;
   bool explain_away_;
   bool drop_constant_;
+  bool strongest_;
   double sigmas_, self_sigmas_;
   int64_t layer_;
   bool per_layer_;

@@ -178,6 +178,37 @@ void explain_away(std::vector<Lines>& head, const torch::Tensor& mean_in, const 
   }
 }
 
+bool keep_strongest(std::vector<Lines>& head, const torch::Tensor& mean_in, const torch::Tensor& visible,
+                    Statistic statistic, int64_t min_rows, const torch::Tensor& informative) {
+  if (std::any_of(head.begin(), head.end(), [](const Lines& l) { return l.any_kept(); })) return false;
+  LENGEN_CHECK(mean_in.dim() == 2, "abc: expected an averaged map [m, n], got {} dimensions", mean_in.dim());
+  const auto mean = mean_in.to(torch::kCPU, torch::kFloat64).contiguous();
+  const auto vis = cell_mask(visible, mean.size(0), mean.size(1), "visible");
+  const auto info = cell_mask(informative, mean.size(0), mean.size(1), "informative");
+  double best_z = -kInf;
+  size_t best_d = 0, best_k = 0;
+  for (size_t d = 0; d < head.size(); ++d) {
+    const Lines& l = head[d];
+    LENGEN_CHECK(l.rows == mean.size(0) && l.cols == mean.size(1), "abc: lines of a {} x {} map for a {} x {} map",
+                 l.rows, l.cols, mean.size(0), mean.size(1));
+    if (!(l.sigma > 0)) continue;  // every line equal: none stands out
+    const Tally t = tally(l, mean.data_ptr<double>(), data_or_null(vis), data_or_null(info));
+    for (size_t k = 0; k < t.sum.size(); ++k) {
+      if (!t.eligible(k, min_rows)) continue;
+      const double z = (t.value(k, statistic) - l.mu) / l.sigma;
+      if (z > best_z) {
+        best_z = z;
+        best_d = d;
+        best_k = k;
+      }
+    }
+  }
+  if (!std::isfinite(best_z)) return false;
+  Lines& kept = head[best_d];
+  kept.bias[best_k] = kept.mean[best_k] - kept.d_max;
+  return true;
+}
+
 torch::Tensor extend(const std::vector<Lines>& head, int64_t row0, int64_t M, int64_t N, bool causal) {
   auto out = torch::zeros({M, N}, torch::kFloat64);
   const bool transparent = std::none_of(head.begin(), head.end(), [](const Lines& l) { return l.any_kept(); });

@@ -89,6 +89,15 @@ Lines average_lines(const torch::Tensor& mean,
 void explain_away(std::vector<Lines>& head, const torch::Tensor& mean, const torch::Tensor& visible,
                   Statistic statistic, int64_t min_rows, const torch::Tensor& informative = {});
 
+/// The fallback for a head where no line passes (beyond the paper and the released code, which
+/// leave such a head transparent; docs/abc.md): if no direction of `head` keeps a line, keep the
+/// one line furthest above its direction's mean mu, in sigmas, among those that cross at least
+/// `min_rows` rows and read an informative cell, with its d_l - d_max as average_lines gives it.
+/// `head` holds average_lines's result for each direction of `mean`. Returns whether it kept one
+/// (false when the head already had a line, or no line is eligible).
+bool keep_strongest(std::vector<Lines>& head, const torch::Tensor& mean, const torch::Tensor& visible,
+                    Statistic statistic, int64_t min_rows, const torch::Tensor& informative = {});
+
 /// One head's bias for rows [row0, row0 + M) and N columns: per cell the maximum over the
 /// directions of the kept line's value (-inf where none), Algorithm 1's merge. When no
 /// direction keeps any line the head is transparent (all 0: the paper's fallback for a bias

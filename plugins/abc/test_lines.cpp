@@ -321,3 +321,50 @@ TEST_CASE("abc: a line that reads only constant keys is refused when keys are ma
                                        torch::ones({7, 29}, torch::kBool)),
                     Catch::Contains("[7, 30]"));
 }
+
+TEST_CASE("abc: empty_heads strongest keeps a transparent head's most outstanding line, and only then", "[abc]") {
+  // The worked example at k = 4 keeps no line. The most outstanding line, in sigmas above its
+  // direction's mean, is the reversed copy: anti-diagonal l = 0, (0.75 - 0.1903) / 0.2518 = 2.22
+  // (diagonal l = 3: (0.80 - 0.2936) / 0.2516 = 2.01; vertical l = 4: 0.76).
+  auto head = all_directions(example_map(), 4.0);
+  REQUIRE(abc::keep_strongest(head, example_map(), {}, abc::Statistic::kMean, 0));
+  CHECK(!head[0].any_kept());
+  CHECK(!head[2].any_kept());
+  REQUIRE(head[1].any_kept());
+  int64_t kept = 0;
+  for (int64_t k = 0; k < head[1].count(); ++k) {
+    if (std::isfinite(head[1].bias[static_cast<size_t>(k)])) {
+      CHECK(head[1].first() + k == 0);
+      CHECK(head[1].bias[static_cast<size_t>(k)] == Approx(0.0));  // the direction's d_max: bias 0
+      ++kept;
+    }
+  }
+  CHECK(kept == 1);
+  // Extended, every row reads its reversed input digit (right-anchored anti-diagonal l = 0):
+  // row i of a 5 x 6 map attends column N - 1 - i.
+  auto ext = abc::extend(head, 0, 5, 6);
+  for (int64_t i = 0; i < 5; ++i) {
+    for (int64_t j = 0; j < 6; ++j) {
+      CHECK(std::isfinite(ext[i][j].item<double>()) == (j == 5 - i));
+    }
+  }
+  // A head with a kept line is left as it is.
+  auto passed = all_directions(example_map(), 1.0);
+  auto before = passed;
+  CHECK(!abc::keep_strongest(passed, example_map(), {}, abc::Statistic::kMean, 0));
+  for (size_t d = 0; d < passed.size(); ++d) CHECK(passed[d].bias == before[d].bias);
+  // Eligibility holds: with the anti-diagonal's cells marked constant, the next line is chosen:
+  // not the diagonal l = 3 (its one cell is the anti-diagonal's too), but the vertical l = 4,
+  // (0.3333 - 0.25) / 0.1096 = 0.76 (the diagonal l = -1: 0.32).
+  auto info = torch::ones({3, 4}, torch::kBool);
+  info[0][3] = false, info[1][2] = false, info[2][1] = false;
+  auto masked = all_directions(example_map(), 4.0);
+  REQUIRE(abc::keep_strongest(masked, example_map(), {}, abc::Statistic::kMean, 0, info));
+  CHECK(!masked[0].any_kept());
+  CHECK(!masked[1].any_kept());
+  CHECK(std::isfinite(masked[2].bias[3]));
+  // With no line eligible (every cell constant), the head stays transparent.
+  auto none = all_directions(example_map(), 4.0);
+  CHECK(!abc::keep_strongest(none, example_map(), {}, abc::Statistic::kMean, 0, torch::zeros({3, 4}, torch::kBool)));
+  for (const auto& l : none) CHECK(!l.any_kept());
+}
