@@ -13,6 +13,12 @@
 // 10^n (the second below 10^k for N x k), padded to the same width w. `exact_digits` draws
 // exactly n (k) digits instead, in training and test.
 //
+// `reverse` (not the paper's): every number, operands and answer, is written least significant
+// digit first and still right-padded, so digit i of each number sits i positions after its
+// number's start and the operands are aligned by significance whatever their lengths:
+//   12+39 with w = 3, reverse:   input  2 1 <PAD> + 9 3 <PAD>   labels  1 5 <PAD> <PAD>
+// Queries (parse_query, `lengen decode`) are written as usual, most significant digit first.
+//
 // As one sequence (decoder layouts) an example is `$ x1 op x2 = y $` with the padded numbers;
 // Task::to_labeled gives the paper's input `x1 op x2` (2w + 1 tokens, IDs 0..2w) with the
 // answer on the first n_out positions, and from_labeled reads it back from there. The
@@ -85,6 +91,11 @@ class PaddedArithmetic final : public lengen::Task {
              OptionSpec::boolean("exact_digits", "operands have exactly n digits (no leading zero) "
                                                  "instead of being uniform below 10^n, in training "
                                                  "and test (e.g. primers of exactly 35 digits)")
+                 .with_default(false),
+             OptionSpec::boolean("reverse", "every number (operands and answer) least significant digit first, "
+                                            "still right-padded, so the operands are aligned by significance "
+                                            "(not the paper's encoding; queries are still written most "
+                                            "significant digit first)")
                  .with_default(false)}};
   }
 
@@ -93,6 +104,7 @@ class PaddedArithmetic final : public lengen::Task {
         modulus_(o.get_int("modulus")),
         train_(o.get_int_range("train_digits")),
         exact_(o.get_bool("exact_digits")),
+        reverse_(o.get_bool("reverse")),
         vocab_({"_", "<PAD>", "0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "+", "%", "×", "*", "=", "$"},
                "_", "$", "$") {
     const bool mul = op_ == Op::kMul;
@@ -264,8 +276,10 @@ class PaddedArithmetic final : public lengen::Task {
     int64_t t = 0;
     auto push = [&](int64_t tok, bool loss) { ex.push(tok, {t++}, loss); };
     auto number = [&](const std::string& x, int64_t width, bool loss) {
+      const auto size = static_cast<int64_t>(x.size());
       for (int64_t i = 0; i < width; ++i) {
-        push(i < static_cast<int64_t>(x.size()) ? vocab_.id(std::string(1, x[i])) : pad_, loss);
+        const char digit = i < size ? x[static_cast<size_t>(reverse_ ? size - 1 - i : i)] : 0;
+        push(i < size ? vocab_.id(std::string(1, digit)) : pad_, loss);
       }
     };
     push(vocab_.bos(), false);
@@ -277,7 +291,8 @@ class PaddedArithmetic final : public lengen::Task {
     number(y, n_out_, true);
     push(vocab_.eos(), true);
     ex.meta["digits"] = static_cast<int64_t>(std::max(a.size(), b.size()));
-    // Operands of different lengths are misaligned in this encoding (both start at the left).
+    // Operands of different lengths are misaligned in this encoding (both start at the left),
+    // unless `reverse` writes them units first.
     ex.meta["length_gap"] = std::abs(static_cast<int64_t>(a.size()) - static_cast<int64_t>(b.size()));
     if (op_ == Op::kAdd) {
       const auto c = decimal::carries({a, b});
@@ -291,6 +306,7 @@ class PaddedArithmetic final : public lengen::Task {
   int64_t modulus_;
   std::pair<int64_t, int64_t> train_, eval_;
   bool exact_;
+  bool reverse_;
   int64_t width_ = 0, second_ = 0, n_out_ = 0;
   int64_t pad_ = 0, op_token_ = 0, eq_ = 0;
   std::vector<std::string> train_set_;

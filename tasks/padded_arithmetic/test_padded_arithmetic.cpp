@@ -3,6 +3,7 @@
 #include "helpers.h"
 #include "lengen/task/decimal.h"
 
+#include <algorithm>
 #include <set>
 
 using lengen::test::make_task;
@@ -214,4 +215,45 @@ TEST_CASE("padded_arithmetic: refusals name the option", "[padded_arithmetic]") 
   CHECK_THROWS_WITH(task->sample_eval({{"digits", 5}}, rng), Catch::Contains("task.width"));
   CHECK_THROWS_WITH(task->parse_query("12345+1"), Catch::Contains("width"));
   CHECK_THROWS_WITH(task->parse_query("12-1"), Catch::Contains("query like"));
+}
+
+TEST_CASE("padded_arithmetic: reverse writes every number units first, aligned by significance", "[padded_arithmetic]") {
+  auto task = make_task("{name: padded_arithmetic, width: 3, train_digits: 2, reverse: true}");
+  auto [x, y] = labeled(*task, "12+39");
+  CHECK(x == "2 1 <PAD> + 9 3 <PAD>");
+  CHECK(y == "1 5 <PAD> <PAD>");
+  std::tie(x, y) = labeled(*task, "999+5");  // operands of different lengths: units under units
+  CHECK(x == "9 9 9 + 5 <PAD> <PAD>");
+  CHECK(y == "4 0 0 1");
+  auto mul = make_task("{name: padded_arithmetic, operation: mul, width: 3, train_digits: 2, reverse: true}");
+  CHECK(labeled(*mul, "535x257").second == "5 9 4 7 3 1");
+  // Property: over random training and test examples, each reversed number read back units
+  // first is the number the paper's encoding writes, token for token.
+  auto plain = make_task("{name: padded_arithmetic, width: 6, train_digits: [1, 5]}");
+  auto rev = make_task("{name: padded_arithmetic, width: 6, train_digits: [1, 5], reverse: true}");
+  auto numbers = [](const lengen::Task& t, const lengen::Example& ex) {
+    std::vector<std::string> out(1);
+    for (int64_t i = 1; i + 1 < ex.length(); ++i) {
+      const std::string tok = t.vocabulary().token(ex.tokens[i]);
+      if (tok == "+" || tok == "=") {
+        out.emplace_back();
+      } else if (tok != "<PAD>") {
+        out.back() += tok;
+      }
+    }
+    return out;
+  };
+  lengen::Rng ra(11), rb(11);
+  for (int i = 0; i < 300; ++i) {
+    const auto a = plain->sample_train(ra);
+    const auto b = rev->sample_train(rb);
+    REQUIRE(a.length() == b.length());
+    auto na = numbers(*plain, a), nb = numbers(*rev, b);
+    REQUIRE(na.size() == 3);
+    REQUIRE(nb.size() == 3);
+    for (auto& n : nb) std::reverse(n.begin(), n.end());
+    CHECK(na == nb);
+    CHECK(lengen::decimal::add({na[0], na[1]}) == na[2]);
+    CHECK(a.meta.at("length_gap") == b.meta.at("length_gap"));
+  }
 }
