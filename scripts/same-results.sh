@@ -26,7 +26,7 @@ run_set() {
     "qs-warmup-fraction|experiments/quickstart.yaml|--set train.steps=40 --set eval.samples=10 --set train.schedule.warmup_steps=~ --set train.schedule.warmup_fraction=0.25"
     "encoder|experiments/priming/addition-cpu.yaml|--set train.steps=40 --set train.schedule.warmup_steps=10 --set eval.samples=10"
     "encoder-decoder|experiments/architectures/encoder_decoder.yaml|--set train.steps=40 --set train.schedule.warmup_steps=10 --set eval.samples=10"
-    "abc|experiments/abc/successor-cpu.yaml|--set train.steps=300 --set train.schedule.warmup_steps=10 --set eval.samples=20"
+    "abc|experiments/abc/pipeline-cpu.yaml|--set task.operation=successor --set train.steps=300 --set train.schedule.warmup_steps=10 --set eval.samples=20"
     "theorem-4.1|experiments/multi_operand/theorem-4.1.yaml|--set eval.samples=10"
   )
   for r in "${runs[@]}"; do
