@@ -135,44 +135,62 @@ Lines average_lines(const torch::Tensor& mean_in, const torch::Tensor& visible, 
   return out;
 }
 
+namespace {
+
+struct Pick {
+  size_t direction = 0, line = 0;
+  bool found = false;
+};
+
+// The eligible line not yet kept that lies furthest above its direction's mean, in sigmas, over
+// the averaged map `a`; with `must_pass`, only lines above their direction's threshold count.
+Pick most_outstanding(const std::vector<Lines>& head, const double* a, const bool* seen, const bool* info,
+                      Statistic statistic, int64_t min_rows, bool must_pass) {
+  Pick pick;
+  double best_z = -kInf;
+  for (size_t d = 0; d < head.size(); ++d) {
+    const Lines& l = head[d];
+    if (!(l.sigma > 0)) continue;  // every line equal: none stands out
+    const Tally t = tally(l, a, seen, info);
+    for (size_t k = 0; k < t.sum.size(); ++k) {
+      if (!t.eligible(k, min_rows) || std::isfinite(l.bias[k])) continue;
+      const double v = t.value(k, statistic);
+      const double z = (v - l.mu) / l.sigma;
+      if ((!must_pass || v > l.threshold) && z > best_z) {
+        best_z = z;
+        pick = {d, k, true};
+      }
+    }
+  }
+  return pick;
+}
+
+void check_geometry(const std::vector<Lines>& head, const torch::Tensor& map) {
+  for (const Lines& l : head) {
+    LENGEN_CHECK(l.rows == map.size(0) && l.cols == map.size(1), "abc: lines of a {} x {} map for a {} x {} map",
+                 l.rows, l.cols, map.size(0), map.size(1));
+  }
+}
+
+}  // namespace
+
 void explain_away(std::vector<Lines>& head, const torch::Tensor& mean_in, const torch::Tensor& visible,
                   Statistic statistic, int64_t min_rows, const torch::Tensor& informative) {
   LENGEN_CHECK(mean_in.dim() == 2, "abc: expected an averaged map [m, n], got {} dimensions", mean_in.dim());
   auto work = mean_in.to(torch::kCPU, torch::kFloat64).contiguous().clone();
+  check_geometry(head, work);
   const auto vis = cell_mask(visible, work.size(0), work.size(1), "visible");
   const auto info = cell_mask(informative, work.size(0), work.size(1), "informative");
-  const bool* seen = data_or_null(vis);
   double* a = work.data_ptr<double>();
-  for (Lines& l : head) {
-    LENGEN_CHECK(l.rows == work.size(0) && l.cols == work.size(1), "abc: lines of a {} x {} map for a {} x {} map",
-                 l.rows, l.cols, work.size(0), work.size(1));
-    std::fill(l.bias.begin(), l.bias.end(), -kInf);
-  }
+  for (Lines& l : head) std::fill(l.bias.begin(), l.bias.end(), -kInf);
   while (true) {
-    // The line furthest above its direction's threshold, in sigmas, among those not yet kept.
-    double best_z = -kInf;
-    size_t best_d = 0, best_k = 0;
-    for (size_t d = 0; d < head.size(); ++d) {
-      const Lines& l = head[d];
-      if (!(l.sigma > 0)) continue;
-      const Tally t = tally(l, a, seen, data_or_null(info));
-      for (size_t k = 0; k < t.sum.size(); ++k) {
-        if (!t.eligible(k, min_rows) || std::isfinite(l.bias[k])) continue;
-        const double v = t.value(k, statistic);
-        const double z = (v - l.mu) / l.sigma;
-        if (v > l.threshold && z > best_z) {
-          best_z = z;
-          best_d = d;
-          best_k = k;
-        }
-      }
-    }
-    if (!std::isfinite(best_z)) break;
-    Lines& kept = head[best_d];
-    kept.bias[best_k] = kept.mean[best_k] - kept.d_max;
+    const Pick p = most_outstanding(head, a, data_or_null(vis), data_or_null(info), statistic, min_rows, true);
+    if (!p.found) break;
+    Lines& kept = head[p.direction];
+    kept.bias[p.line] = kept.mean[p.line] - kept.d_max;
     for (int64_t i = 0; i < kept.rows; ++i) {  // its cells are explained: 0 for the next pass
       for (int64_t j = 0; j < kept.cols; ++j) {
-        if (static_cast<size_t>(kept.line_of(i, j, kept.cols) - kept.first()) == best_k) a[i * kept.cols + j] = 0.0;
+        if (static_cast<size_t>(kept.line_of(i, j, kept.cols) - kept.first()) == p.line) a[i * kept.cols + j] = 0.0;
       }
     }
   }
@@ -183,29 +201,14 @@ bool keep_strongest(std::vector<Lines>& head, const torch::Tensor& mean_in, cons
   if (std::any_of(head.begin(), head.end(), [](const Lines& l) { return l.any_kept(); })) return false;
   LENGEN_CHECK(mean_in.dim() == 2, "abc: expected an averaged map [m, n], got {} dimensions", mean_in.dim());
   const auto mean = mean_in.to(torch::kCPU, torch::kFloat64).contiguous();
+  check_geometry(head, mean);
   const auto vis = cell_mask(visible, mean.size(0), mean.size(1), "visible");
   const auto info = cell_mask(informative, mean.size(0), mean.size(1), "informative");
-  double best_z = -kInf;
-  size_t best_d = 0, best_k = 0;
-  for (size_t d = 0; d < head.size(); ++d) {
-    const Lines& l = head[d];
-    LENGEN_CHECK(l.rows == mean.size(0) && l.cols == mean.size(1), "abc: lines of a {} x {} map for a {} x {} map",
-                 l.rows, l.cols, mean.size(0), mean.size(1));
-    if (!(l.sigma > 0)) continue;  // every line equal: none stands out
-    const Tally t = tally(l, mean.data_ptr<double>(), data_or_null(vis), data_or_null(info));
-    for (size_t k = 0; k < t.sum.size(); ++k) {
-      if (!t.eligible(k, min_rows)) continue;
-      const double z = (t.value(k, statistic) - l.mu) / l.sigma;
-      if (z > best_z) {
-        best_z = z;
-        best_d = d;
-        best_k = k;
-      }
-    }
-  }
-  if (!std::isfinite(best_z)) return false;
-  Lines& kept = head[best_d];
-  kept.bias[best_k] = kept.mean[best_k] - kept.d_max;
+  const Pick p =
+      most_outstanding(head, mean.data_ptr<double>(), data_or_null(vis), data_or_null(info), statistic, min_rows, false);
+  if (!p.found) return false;
+  Lines& kept = head[p.direction];
+  kept.bias[p.line] = kept.mean[p.line] - kept.d_max;
   return true;
 }
 
