@@ -70,3 +70,37 @@ TEST_CASE("priming: eps of the examples are the fixed primers, the rest standard
   CHECK(primer_seen.size() == 10);  // the fixed primers, both operands fixed
   CHECK(first_operands.size() == 99);
 }
+
+// The other reading of the paper's primers (section 2.2: "the second operands are generated
+// online" in all training procedures): the primers' source keeps N_train = 10 fixed first
+// operands of exactly 12 digits and draws each second operand fresh, as the standard source does.
+TEST_CASE("priming: online primers keep their first operands fixed and draw the second fresh", "[data][priming]") {
+  auto standard = test::make_task("{name: padded_arithmetic, operation: mul, width: 12, train_set_size: 99}");
+  auto primers = test::make_task(
+      "{name: padded_arithmetic, operation: mul, width: 12, train_digits: 12, train_set_size: 10, "
+      "exact_digits: true}");
+  TrainingData data({{"standard", standard, 0.95, 0}, {"primers", primers, 0.05, 0}}, 3);
+  const auto& vocab = primers->vocabulary();
+  std::set<std::vector<int64_t>> primer_firsts, primer_examples;
+  int64_t n_primers = 0;
+  for (int64_t step = 0; step < 200; ++step) {
+    std::vector<int> source;
+    auto batch = data.batch(step, 100, &source);
+    for (size_t i = 0; i < batch.size(); ++i) {
+      if (source[i] != 1) continue;
+      const auto& t = batch[i].tokens;
+      ++n_primers;
+      primer_firsts.emplace(t.begin() + 1, t.begin() + 13);
+      primer_examples.insert(t);
+      CHECK(t[1] != vocab.id("0"));   // exactly 12 digits: no leading zero,
+      CHECK(t[12] != vocab.id("<PAD>"));  // and no padding inside the first operand
+      CHECK(t[16] != vocab.id("<PAD>"));  // the second has exactly 3 digits (exact_digits)
+      CHECK(t[17] == vocab.id("<PAD>"));
+    }
+  }
+  CHECK(n_primers > 850);  // 1000 expected of 20000
+  CHECK(primer_firsts.size() == 10);
+  // 10 first operands x 900 second ones: about 955 distinct pairs in 1000 draws; fixed
+  // primers would give 10.
+  CHECK(primer_examples.size() > 800);
+}
