@@ -146,6 +146,36 @@ TEST_CASE("padded_arithmetic: primer lengths as one value or a range", "[padded_
   CHECK(lengths.size() >= 30);
 }
 
+TEST_CASE("padded_arithmetic: a length range balances the training operands' lengths", "[padded_arithmetic]") {
+  // Uniform below 10^5 (the paper's sampler), 99% of pairs have a 5-digit operand and 2% are
+  // two or more digits apart; train_digits [1, 5] draws each operand's length uniformly (the
+  // first once, into the fixed set; the second every time), so about 1 pair in 3 reaches 5
+  // digits and half are two or more digits apart.
+  auto shares = [](const std::string& yaml) {
+    auto task = make_task(yaml);
+    lengen::Rng rng(5);
+    const int n = 4000;
+    int five = 0, apart = 0;
+    std::set<int64_t> longest;
+    for (int i = 0; i < n; ++i) {
+      auto ex = task->sample_train(rng);
+      five += ex.meta.at("digits") == 5 ? 1 : 0;
+      apart += ex.meta.at("length_gap") >= 2 ? 1 : 0;
+      longest.insert(ex.meta.at("digits"));
+    }
+    return std::make_tuple(double(five) / n, double(apart) / n, longest.size());
+  };
+  auto [five, apart, lengths] = shares("{name: padded_arithmetic, width: 20, train_digits: 5}");
+  CHECK(five > 0.97);
+  CHECK(apart < 0.05);
+  std::tie(five, apart, lengths) = shares("{name: padded_arithmetic, width: 20, train_digits: [1, 5]}");
+  CHECK(five > 0.28);
+  CHECK(five < 0.42);
+  CHECK(apart > 0.35);
+  CHECK(apart < 0.55);
+  CHECK(lengths == 5);
+}
+
 TEST_CASE("padded_arithmetic: evaluation operands below 10^n, or of exactly n digits", "[padded_arithmetic]") {
   auto below = make_task("{name: padded_arithmetic, width: 8}");
   auto exact = make_task("{name: padded_arithmetic, width: 8, exact_digits: true}");
