@@ -298,6 +298,9 @@ class PaddedArithmetic final : public lengen::Task {
       const auto c = decimal::carries({a, b});
       ex.meta["carries"] = c.count;
       ex.meta["carry_chain"] = c.longest_chain;
+      // 1 when the sum has one digit more than the longer operand: the answer's carry-out slot,
+      // the first position past both operands, holds a 1 rather than <PAD>.
+      ex.meta["carry_out"] = y.size() > std::max(a.size(), b.size()) ? 1 : 0;
     }
     return ex;
   }

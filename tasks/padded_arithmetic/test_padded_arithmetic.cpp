@@ -216,11 +216,35 @@ TEST_CASE("padded_arithmetic: carries counted per example", "[padded_arithmetic]
   CHECK(ex.meta.at("carries") == 3);
   CHECK(ex.meta.at("carry_chain") == 3);
   CHECK(ex.meta.at("length_gap") == 0);
+  CHECK(ex.meta.at("carry_out") == 1);  // 1100: one digit more than 909
   ex = task->parse_query("15+15");
   CHECK(ex.meta.at("carries") == 1);
   CHECK(ex.meta.at("carry_chain") == 1);
+  CHECK(ex.meta.at("carry_out") == 0);
   ex = task->parse_query("15+12345");  // misaligned: both numbers start at the left
   CHECK(ex.meta.at("length_gap") == 3);
+  CHECK(ex.meta.at("carry_out") == 0);
+  CHECK(task->parse_query("5+99999").meta.at("carry_out") == 1);
+  // Property: the answer has a carry-out exactly when its first label past the longer operand
+  // is a digit (the carry-out slot), not <PAD>.
+  auto rev = make_task("{name: padded_arithmetic, width: 8, train_digits: [1, 5], reverse: true}");
+  lengen::Rng rng(3);
+  int with = 0;
+  for (int i = 0; i < 400; ++i) {
+    const auto ex = rev->sample_train(rng);
+    const auto lx = rev->to_labeled(ex);
+    std::vector<int64_t> labels;
+    for (int64_t t = 0; t < lx.length(); ++t) {
+      if (lx.label_mask[t]) labels.push_back(lx.labels[t]);
+    }
+    const auto slot = static_cast<size_t>(ex.meta.at("digits"));
+    REQUIRE(slot < labels.size());
+    const bool digit = labels[slot] != rev->vocabulary().id("<PAD>");
+    CHECK(digit == (ex.meta.at("carry_out") == 1));
+    with += digit ? 1 : 0;
+  }
+  CHECK(with > 50);
+  CHECK(with < 350);
 }
 
 TEST_CASE("padded_arithmetic: decimal helpers on long numbers", "[padded_arithmetic]") {
