@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include <unistd.h>
 
@@ -121,7 +122,39 @@ bool same_experiment(const std::string& a, const std::string& b) {
 Sweep load_sweep(const std::string& path, const std::vector<std::string>& overrides) {
   Sweep s;
   s.file = fs::absolute(path).string();
-  ConfigNode root = apply_overrides(load_config_file(path), overrides);
+  // `--set set.model.layers=6` means "model.layers: 6 for every point": the rest of the key
+  // after `set.` (or `grid.`) is one key of that map, as a sweep file writes it. Walked as a
+  // path it would nest `set: {model: {layers: 6}}`, whose map then replaces the base's whole
+  // `model:` section.
+  std::vector<std::string> plain;
+  std::vector<std::tuple<std::string, std::string, std::string>> section_keys;  // section, key, value
+  for (const auto& text : overrides) {
+    const auto eq = text.find('=');
+    bool section_key = false;
+    for (const char* section : {"set.", "grid."}) {
+      const std::string prefix = section;
+      if (eq != std::string::npos && eq > prefix.size() && text.compare(0, prefix.size(), prefix) == 0) {
+        section_keys.emplace_back(prefix.substr(0, prefix.size() - 1),
+                                  text.substr(prefix.size(), eq - prefix.size()), text.substr(eq + 1));
+        section_key = true;
+      }
+    }
+    if (!section_key) plain.push_back(text);
+  }
+  ConfigNode root = apply_overrides(load_config_file(path), plain);
+  for (const auto& [section, key, value] : section_keys) {
+    YAML::Node parsed;
+    try {
+      parsed = YAML::Load(value);
+    } catch (const YAML::Exception& e) {
+      throw Error(fmt::format("--set {}.{}={}: the value is not valid YAML: {}", section, key, value, e.msg));
+    }
+    YAML::Node tree = root.yaml();
+    if (tree[section].IsDefined() && !tree[section].IsNull() && !tree[section].IsMap()) {
+      throw Error(fmt::format("--set {}.{}: '{}:' in {} is not a map", section, key, section, path));
+    }
+    tree[section][key] = parsed;
+  }
   MapReader r(root);
   s.name = r.get_string("name", fs::path(path).stem().string());
   ConfigNode base = r.child("base");

@@ -5,6 +5,7 @@
 #include "lengen/sweep/sweep.h"
 
 #include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
 
 #include <filesystem>
 #include <fstream>
@@ -192,6 +193,34 @@ TEST_CASE("sweep: --only keeps the points with an axis's values, by value or com
                     Contains("'model.heads' is not an axis") && Contains("axes: position, seed"));
   CHECK_THROWS_WITH(sweep::select_points(s, {"seed=9"}), Contains("no point") && Contains("its values: 0; 1; 2; 5"));
   CHECK_THROWS_WITH(sweep::select_points(s, {"seed=5", "position=nope"}), Contains("no point of"));
+}
+
+TEST_CASE("sweep: --set set.KEY and grid.KEY add one key to that map, the base's other keys kept", "[sweep]") {
+  test::TempDir dir;
+  test::write_text(dir.file("base.yaml"), test::kTinyAddition);
+  test::write_text(dir.file("s.yaml"), fmt::format(R"(name: keys
+base: base.yaml
+output_dir: {}
+set: {{train.steps: 7, model.d_ff: 48}}
+grid: {{seed: [0]}}
+)",
+                                                   dir.str()));
+  const sweep::Sweep s = sweep::load_sweep(
+      dir.file("s.yaml"), {"set.model.layers=2", "set.model.d_ff=40", "grid.model.heads=[1, 4]"});
+  REQUIRE(s.points.size() == 2);
+  CHECK(s.axes == std::vector<std::string>{"seed", "model.heads"});
+  CHECK(s.points[1].name == "heads=4,seed=0");
+  sweep::write_plan(s);
+  const YAML::Node cfg = YAML::LoadFile((fs::path(s.points[1].run_dir) / "config.yaml").string());
+  // The base's model keys stay; the sweep's own set key is replaced, not duplicated.
+  CHECK(cfg["model"]["layers"].as<int>() == 2);
+  CHECK(cfg["model"]["heads"].as<int>() == 4);
+  CHECK(cfg["model"]["d_model"].as<int>() == 16);
+  CHECK(cfg["model"]["d_ff"].as<int>() == 40);
+  CHECK(cfg["train"]["steps"].as<int>() == 7);
+  CHECK(cfg["train"]["batch_size"].as<int>() == 4);
+  CHECK_THROWS_WITH(sweep::load_sweep(dir.file("s.yaml"), {"set.model.layers=[1"}),
+                    Contains("set.model.layers") && Contains("not valid YAML"));
 }
 
 TEST_CASE("sweep: invalid axes are refused before anything runs, naming the sweep file", "[sweep]") {
