@@ -57,7 +57,7 @@ torch::Tensor Architecture::scored_logits(Transformer& model, const Batch& batch
   return model->forward(batch.model_inputs(/*scored_rows_only=*/true));  // [B, T - first, V]
 }
 
-torch::Tensor Architecture::loss(const torch::Tensor& logits, const Batch& batch) const {
+torch::Tensor Architecture::loss(const torch::Tensor& logits, const Batch& batch, double label_smoothing) const {
   const int64_t V = logits.size(-1), T = batch.targets.size(1), rows = logits.size(1);
   LENGEN_CHECK(rows <= T, "internal: logits of {} positions for targets of {}", rows, T);
   const auto targets = batch.targets.narrow(1, T - rows, rows);  // [B, rows]
@@ -67,7 +67,7 @@ torch::Tensor Architecture::loss(const torch::Tensor& logits, const Batch& batch
   const auto dtype = logits.scalar_type() == torch::kFloat64 ? torch::kFloat64 : torch::kFloat32;
   auto per_token = torch::nn::functional::cross_entropy(
       logits.reshape({-1, V}).to(dtype), targets.reshape({-1}),
-      torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));  // [B*rows]
+      torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone).label_smoothing(label_smoothing));  // [B*rows]
   auto mask = scored.reshape({-1}).to(dtype);                                     // [B*rows]
   return (per_token * mask).sum() / mask.sum().clamp_min(1.0);
 }

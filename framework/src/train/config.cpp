@@ -59,6 +59,12 @@ const Section<TrainConfig>& train_section() {
           .field("schedule", &C::min_lr_ratio,
                  O::number("min_lr_ratio", "final lr = lr * min_lr_ratio").at_least(0).at_most(1))
           .field(&C::grad_clip, O::number("grad_clip", "global L2 norm of the gradients; 0 disables").at_least(0))
+          .field(&C::label_smoothing,
+                 O::number("label_smoothing", "cross-entropy against (1 - e) * one-hot + e / V (Szegedy et al. "
+                           "2016), which bounds how far a logit margin is pushed; the logged loss is this one. "
+                           "0: plain cross-entropy")
+                     .at_least(0)
+                     .at_most(0.5))
           .field(&C::dataset_size,
                  O::integer("dataset_size", "0: a fresh sample every step; N: a fixed training set of N examples, "
                             "visited in seeded epochs (with task.mixture each source has its own)")

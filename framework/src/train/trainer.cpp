@@ -166,7 +166,7 @@ torch::Tensor Trainer::backward(const std::vector<Batch>& batches) {
       compat::CudaAutocast autocast(bf16_autocast_ && device_.is_cuda());
       logits = objective_->scored_logits(model_, batches[i]);  // [B, T - first_scored, V]
     }
-    auto loss = objective_->loss(logits, batches[i]) * (counts[i] / scored);
+    auto loss = objective_->loss(logits, batches[i], cfg_.label_smoothing) * (counts[i] / scored);
     loss.backward();
     total = total.defined() ? total + loss.detach() : loss.detach();
   }

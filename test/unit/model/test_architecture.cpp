@@ -132,3 +132,34 @@ position: [nope]
   architecture_registry().remove_library(library);
   CHECK(architecture_registry().find("test_no_stack") == nullptr);
 }
+
+TEST_CASE("architecture: label smoothing is cross-entropy against (1 - e) one-hot + e / V on the scored targets",
+          "[arch]") {
+  auto task = test::make_task("{name: addition}");
+  Rng rng(3);
+  std::vector<Example> exs;
+  for (int d = 1; d <= 3; ++d) exs.push_back(task->sample_eval({{"digits", d}}, rng));
+  Transformer model = build("decoder", *task);
+  const auto& arch = model->arch();
+  const Batch batch = arch.make_batch(*task, exs);
+  const auto logits = arch.logits(model, batch).detach().to(torch::kFloat64);  // [B, T, V]
+
+  // By hand: -(1 - e) log p(target) - e * mean over the vocabulary of log p, masked mean.
+  auto by_hand = [&](const torch::Tensor& lg, double e) {
+    const auto logp = torch::log_softmax(lg, -1);
+    const auto target = logp.gather(-1, batch.targets.unsqueeze(-1)).squeeze(-1);
+    const auto per_token = -(1 - e) * target - e * logp.mean(-1);
+    const auto mask = batch.mask.to(torch::kFloat64);
+    return ((per_token * mask).sum() / mask.sum()).item<double>();
+  };
+  for (double e : {0.0, 0.1, 0.3}) {
+    CHECK(arch.loss(logits, batch, e).item<double>() == Approx(by_hand(logits, e)).epsilon(1e-12));
+  }
+  CHECK(arch.loss(logits, batch).item<double>() == Approx(by_hand(logits, 0.0)).epsilon(1e-12));
+
+  // The property it is for: plain cross-entropy keeps falling as a right answer's margin grows,
+  // the smoothed loss turns back up, so it stops rewarding ever larger margins.
+  const auto right = torch::nn::functional::one_hot(batch.targets, logits.size(-1)).to(torch::kFloat64);
+  CHECK(arch.loss(right * 40, batch, 0.0).item<double>() < arch.loss(right * 10, batch, 0.0).item<double>());
+  CHECK(arch.loss(right * 40, batch, 0.1).item<double>() > arch.loss(right * 10, batch, 0.1).item<double>());
+}

@@ -66,8 +66,9 @@ class LENGEN_API Architecture {
   torch::Tensor scored_logits(Transformer& model, const Batch& batch) const;
 
   /// Mean cross-entropy over the scored targets, in float32 (a scalar). `logits` are those
-  /// of the last logits.size(1) positions (all of them, or scored_logits()).
-  virtual torch::Tensor loss(const torch::Tensor& logits, const Batch& batch) const;
+  /// of the last logits.size(1) positions (all of them, or scored_logits()). With
+  /// label_smoothing e the target is (1 - e) * one-hot + e / V (train.label_smoothing).
+  virtual torch::Tensor loss(const torch::Tensor& logits, const Batch& batch, double label_smoothing = 0.0) const;
 
   /// Greedy decoding of the examples' queries (their responses are not read, except by
   /// per_position, whose slots take the response's IDs, which the query fixes; see

@@ -25,6 +25,7 @@ struct LENGEN_API TrainConfig {
   std::string decay = "cosine";    ///< a registered decay after the warm-up (lengen/train/schedule.h)
   double min_lr_ratio = 0.0;       ///< final lr = lr * min_lr_ratio
   double grad_clip = 1.0;          ///< global L2 norm; 0 disables
+  double label_smoothing = 0.0;    ///< target mass spread uniformly over the vocabulary
   int64_t dataset_size = 0;        ///< 0: fresh samples every step; N: fixed set of N examples
   int64_t log_every = 100;         ///< metrics.jsonl / progress line period
   int64_t checkpoint_every = 1000; ///< 0: only the final checkpoint
