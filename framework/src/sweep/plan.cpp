@@ -129,17 +129,13 @@ Sweep load_sweep(const std::string& path, const std::vector<std::string>& overri
   std::vector<std::string> plain;
   std::vector<std::tuple<std::string, std::string, std::string>> section_keys;  // section, key, value
   for (const auto& text : overrides) {
-    const auto eq = text.find('=');
-    bool section_key = false;
-    for (const char* section : {"set.", "grid."}) {
-      const std::string prefix = section;
-      if (eq != std::string::npos && eq > prefix.size() && text.compare(0, prefix.size(), prefix) == 0) {
-        section_keys.emplace_back(prefix.substr(0, prefix.size() - 1),
-                                  text.substr(prefix.size(), eq - prefix.size()), text.substr(eq + 1));
-        section_key = true;
-      }
+    const auto eq = text.find('='), dot = text.find('.');
+    const std::string section = text.substr(0, dot);
+    if (eq != std::string::npos && dot + 1 < eq && (section == "set" || section == "grid")) {
+      section_keys.emplace_back(section, text.substr(dot + 1, eq - dot - 1), text.substr(eq + 1));
+    } else {
+      plain.push_back(text);
     }
-    if (!section_key) plain.push_back(text);
   }
   ConfigNode root = apply_overrides(load_config_file(path), plain);
   for (const auto& [section, key, value] : section_keys) {
