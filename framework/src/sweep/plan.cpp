@@ -48,10 +48,34 @@ YAML::Node resolve_label(const std::map<std::string, std::map<std::string, std::
   return want;
 }
 
+// The value at a dotted key (`model.shared_layers`) of a YAML tree; undefined where it has none.
+YAML::Node value_at(const YAML::Node& tree, const std::string& key) {
+  if (!tree.IsMap()) return YAML::Node(YAML::NodeType::Undefined);
+  const auto dot = key.find('.');
+  const YAML::Node child = tree[key.substr(0, dot)];
+  if (!child) return YAML::Node(YAML::NodeType::Undefined);
+  return dot == std::string::npos ? child : value_at(child, key.substr(dot + 1));
+}
+
+// A point's value of an axis key: the value it sets, or for a point that does not set the key
+// (an explicit point, or a grid point beside explicit ones), the value its resolved experiment
+// has there (`model.shared_layers: false` from the base). Undefined where neither has it.
+YAML::Node point_value(const std::vector<std::pair<std::string, YAML::Node>>& values, const YAML::Node& resolved,
+                       const std::string& key) {
+  auto it = std::find_if(values.begin(), values.end(), [&](const auto& kv) { return kv.first == key; });
+  return it != values.end() ? it->second : value_at(resolved, key);
+}
+
+YAML::Node point_value(const Point& p, const std::string& key) {
+  std::vector<std::pair<std::string, YAML::Node>> values;
+  for (const auto& [k, v] : p.varied) values.emplace_back(k, YAML::Load(v));
+  return point_value(values, p.resolved.empty() ? YAML::Node() : YAML::Load(p.resolved), key);
+}
+
 // Whether a point's values satisfy a paper row's `where:`: each key is a sweep axis whose value
-// matches (value_matches), written as a value or as its `labels:` name.
+// (point_value) matches (value_matches), written as a value or as its `labels:` name.
 bool paper_row_matches(const PaperRow& row, const std::vector<std::pair<std::string, YAML::Node>>& values,
-                       const std::vector<std::string>& axes, const ConfigNode& row_node,
+                       const YAML::Node& resolved, const std::vector<std::string>& axes, const ConfigNode& row_node,
                        const std::map<std::string, std::map<std::string, std::string>>& labels) {
   for (const auto& kw : row.where) {
     const std::string& k = kw.first;
@@ -60,9 +84,8 @@ bool paper_row_matches(const PaperRow& row, const std::vector<std::pair<std::str
       row_node.child("where").key_node(k).fail(
           fmt::format("paper row '{}': '{}' is not an axis of this sweep (axes: {})", row.label, k, join(axes, ", ")));
     }
-    auto it = std::find_if(values.begin(), values.end(), [&](const auto& kv) { return kv.first == k; });
-    if (it == values.end()) return false;  // an explicit point that does not set this key
-    if (!value_matches(resolve_label(labels, k, want), it->second)) return false;
+    const YAML::Node have = point_value(values, resolved, k);
+    if (!have.IsDefined() || !value_matches(resolve_label(labels, k, want), have)) return false;
   }
   return true;
 }
@@ -393,9 +416,11 @@ Sweep load_sweep(const std::string& path, const std::vector<std::string>& overri
       s.paper = paper.defined() ? PaperReference::from_config(paper, e.eval.axes(), true) : e.paper;
       row_configs.resize(s.paper.rows.size());
     }
+    p.resolved = e.resolved_yaml();
+    const YAML::Node resolved = YAML::Load(p.resolved);
     for (size_t ri = 0; ri < s.paper.rows.size(); ++ri) {
       const ConfigNode row_node = paper.child("rows").at(ri);
-      if (!paper_row_matches(s.paper.rows[ri], raws[i].values, s.axes, row_node, s.labels)) continue;
+      if (!paper_row_matches(s.paper.rows[ri], raws[i].values, resolved, s.axes, row_node, s.labels)) continue;
       const std::string& stage = s.paper.rows[ri].stage;
       if (!stage.empty() && std::none_of(e.stages.begin(), e.stages.end(), [&](const StageSpec& st) {
             return st.name == stage && st.evaluates;
@@ -451,15 +476,14 @@ std::vector<Point> select_points(const Sweep& s, const std::vector<std::string>&
     if (it == filters.end()) it = filters.insert(filters.end(), {key, {}});
     it->second.push_back(value);
     const bool any = std::any_of(s.points.begin(), s.points.end(), [&](const Point& p) {
-      return std::any_of(p.varied.begin(), p.varied.end(),
-                         [&](const auto& kv) { return kv.first == key && value_matches(value, YAML::Load(kv.second)); });
+      const YAML::Node have = point_value(p, key);
+      return have.IsDefined() && value_matches(value, have);
     });
     if (!any) {
       std::set<std::string> values;
       for (const auto& p : s.points) {
-        for (const auto& [k, v] : p.varied) {
-          if (k == key) values.insert(v);
-        }
+        const YAML::Node have = point_value(p, key);
+        if (have.IsDefined()) values.insert(flow(have));
       }
       throw Error(fmt::format("--only '{}': no point of {} has that value of {} (its values: {})", f, s.file, key,
                               join(std::vector<std::string>(values.begin(), values.end()), "; ")));
@@ -468,9 +492,8 @@ std::vector<Point> select_points(const Sweep& s, const std::vector<std::string>&
   std::vector<Point> kept;
   for (const auto& p : s.points) {
     const bool keep = std::all_of(filters.begin(), filters.end(), [&](const auto& filter) {
-      auto it = std::find_if(p.varied.begin(), p.varied.end(), [&](const auto& kv) { return kv.first == filter.first; });
-      if (it == p.varied.end()) return false;  // an explicit point that does not set this key
-      const YAML::Node have = YAML::Load(it->second);
+      const YAML::Node have = point_value(p, filter.first);
+      if (!have.IsDefined()) return false;
       return std::any_of(filter.second.begin(), filter.second.end(),
                          [&](const YAML::Node& want) { return value_matches(want, have); });
     });

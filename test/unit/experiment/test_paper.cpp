@@ -152,6 +152,32 @@ grid:
                                                    "    - {label: a, where: {model.layers: coupled}, values: {4: 1}}\n");
   CHECK_THROWS_WITH(sweep::load_sweep(dir.file("l2.yaml")), Contains("matches no configuration"));
 
+  // A key an explicit point sets and the grid does not: the grid's points match by the value
+  // their resolved experiment has there (layers: 1 from the base), so the two rows split them.
+  test::write_text(dir.file("x.yaml"), fmt::format(R"(name: x
+base: base.yaml
+output_dir: {}
+grid:
+  position: [[nope], [{{name: coupling, max_position: 16}}]]
+  seed: [0, 1]
+points:
+  - {{position: [nope], model.layers: 2, seed: 0}}
+paper:
+  cite: P
+  table: T
+  rows:
+    - {{label: shallow, where: {{position: nope, model.layers: 1}}, values: {{4: 10}}}}
+    - {{label: deep, where: {{position: nope, model.layers: 2}}, values: {{4: 20}}}}
+)", dir.str()));
+  sweep::Sweep xs = sweep::load_sweep(dir.file("x.yaml"));
+  REQUIRE(xs.paper.rows.size() == 2);
+  CHECK(xs.paper.rows[0].configs == std::vector<std::string>{"position=nope"});
+  CHECK(xs.paper.rows[1].configs == std::vector<std::string>{"position=nope,layers=2"});
+  std::string both = test::read_text(dir.file("x.yaml"));
+  both.replace(both.find("position: nope, model.layers: 1"), 31, "position: nope");
+  test::write_text(dir.file("x2.yaml"), both);
+  CHECK_THROWS_WITH(sweep::load_sweep(dir.file("x2.yaml")), Contains("matches two paper rows: 'shallow' and 'deep'"));
+
   // Without its own block a sweep takes the base experiment's values, beside every configuration.
   test::write_text(dir.file("base.yaml"), std::string(test::kTinyAddition) + "paper: {cite: P, table: T, values: {4: 50}}\n");
   test::write_text(dir.file("s2.yaml"), head);

@@ -192,7 +192,14 @@ TEST_CASE("sweep: --only keeps the points with an axis's values, by value or com
   CHECK_THROWS_WITH(sweep::select_points(s, {"model.heads=2"}),
                     Contains("'model.heads' is not an axis") && Contains("axes: position, seed"));
   CHECK_THROWS_WITH(sweep::select_points(s, {"seed=9"}), Contains("no point") && Contains("its values: 0; 1; 2; 5"));
-  CHECK_THROWS_WITH(sweep::select_points(s, {"seed=5", "position=nope"}), Contains("no point of"));
+  CHECK_THROWS_WITH(sweep::select_points(s, {"seed=5", "position=coupling"}), Contains("no point of"));
+  // A point that does not set an axis key has its resolved experiment's value there: the grid
+  // runs with the base's layers: 1, the explicit point with the base's position [nope].
+  CHECK(names({"model.layers=1", "seed=0", "model.d_model=16"}) ==
+        std::vector<std::string>{"0:position=nope,d_model=16,d_ff=32,seed=0",
+                                 "6:position=coupling,d_model=16,d_ff=32,seed=0"});
+  CHECK(names({"seed=5", "position=nope"}) == std::vector<std::string>{"12:layers=2,seed=5"});
+  CHECK_THROWS_WITH(sweep::select_points(s, {"model.layers=3"}), Contains("its values: 1; 2"));
 }
 
 TEST_CASE("sweep: --set set.KEY and grid.KEY add one key to that map, the base's other keys kept", "[sweep]") {
