@@ -67,9 +67,8 @@ YAML::Node point_value(const std::vector<std::pair<std::string, YAML::Node>>& va
 }
 
 YAML::Node point_value(const Point& p, const std::string& key) {
-  std::vector<std::pair<std::string, YAML::Node>> values;
-  for (const auto& [k, v] : p.varied) values.emplace_back(k, YAML::Load(v));
-  return point_value(values, p.resolved.empty() ? YAML::Node() : YAML::Load(p.resolved), key);
+  auto it = std::find_if(p.varied.begin(), p.varied.end(), [&](const auto& kv) { return kv.first == key; });
+  return it != p.varied.end() ? YAML::Load(it->second) : value_at(YAML::Load(p.resolved), key);
 }
 
 // Whether a point's values satisfy a paper row's `where:`: each key is a sweep axis whose value
@@ -507,10 +506,9 @@ void write_plan(const Sweep& s) {
   fs::create_directories(s.dir);
   json points = json::array();
   for (const auto& p : s.points) {
-    Experiment e = Experiment::load(s.base, p.overrides);
     fs::create_directories(p.run_dir);
     const fs::path cfg = fs::path(p.run_dir) / "config.yaml";
-    const std::string text = e.resolved_yaml();
+    const std::string& text = p.resolved;  // load_sweep resolved every point's experiment
     if (fs::exists(cfg)) {
       // A point has run once it holds checkpoints, a staged run's stages, or results.
       const fs::path dir(p.run_dir);

@@ -25,7 +25,7 @@ struct Point {
   std::vector<std::pair<std::string, std::string>> varied;  ///< key -> value (YAML flow text)
   std::vector<std::string> overrides;                        ///< `key=value` for Experiment::load
   std::string run_dir;                                       ///< <sweep dir>/runs/<config name>/<seed>
-  std::string resolved;  ///< the point's resolved experiment (YAML): the value of a key it does not vary
+  std::string resolved;  ///< the point's resolved experiment (YAML): its config.yaml, and the value of a key it does not vary
 };
 
 /// `slurm:` section (every key optional).
