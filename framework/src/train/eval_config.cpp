@@ -44,7 +44,12 @@ const Section<EvalConfig>& eval_section() {
                      .at_least(0))
           .field(&E::breakdown, O::string_list("breakdown", "example features to break each cell's accuracy down by "
                                                "(e.g. addition's carries, carry_chain); also records the number and "
-                                               "positions of wrong tokens (decodes)"));
+                                               "positions of wrong tokens (decodes)"))
+          .field(&E::examples,
+                 O::integer("examples", "up to this many samples of each cell written to eval/examples.jsonl, the "
+                            "wrong ones first: the query, the reference and the model's response, the verdict "
+                            "and the task's features (decodes); 0: none")
+                     .at_least(0));
   return s;
 }
 

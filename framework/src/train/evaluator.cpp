@@ -50,7 +50,7 @@ static int64_t answer_separator(const Example& ex, const Vocabulary& vocab) {
 }
 
 std::string metric_description(const EvalConfig& cfg) {
-  const char* how = cfg.greedy_decode || !cfg.breakdown.empty()
+  const char* how = cfg.greedy_decode || !cfg.breakdown.empty() || cfg.examples > 0
                         ? "under greedy decoding"
                         : "teacher-forced (equal to greedy decoding)";
   if (cfg.metric == "answer") {
@@ -133,12 +133,16 @@ std::vector<CellResult> evaluate_grid(
     std::map<std::pair<int64_t, int64_t>, int64_t> first_errors;
     const bool breakdown = !cfg.breakdown.empty();
     CellAnalysis analysis;
-    if (cfg.greedy_decode || answer || breakdown) {
+    // eval.examples: each sample's verdict and response, kept by its index in the cell.
+    const auto keep = static_cast<size_t>(cfg.examples);
+    std::vector<std::pair<bool, std::vector<int64_t>>> decoded(keep > 0 ? examples.size() : 0);
+    if (cfg.greedy_decode || answer || breakdown || keep > 0) {
       const Architecture& objective = model->arch();
       // A cell's counts do not depend on the order, so decode sorted by length too.
       const BatchPlan plan(examples, cfg.batch_size, cfg.batch_tokens, device, model);
       for (const auto& batch : plan.batches) {
         std::vector<Example> chunk = plan.chunk(examples, batch);
+        const size_t first = batch.first;
         auto responses = objective.decode(model, task, chunk, device);
         for (size_t i = 0; i < chunk.size(); ++i) {
           const Example& ex = chunk[i];
@@ -148,6 +152,9 @@ std::vector<CellResult> evaluate_grid(
                                  : task.exact_match(ex, resp);
           if (breakdown) {
             analysis.add(ex.meta, cfg.breakdown, ok, ex.response(), resp);
+          }
+          if (keep > 0) {
+            decoded[plan.order[first + i]] = {ok, resp};
           }
           if (ok) {
             ++correct;
@@ -177,6 +184,18 @@ std::vector<CellResult> evaluate_grid(
     r.samples = cfg.samples;
     r.correct = correct;
     r.analysis = std::move(analysis);
+    // The first `keep` wrong samples in sampling order, then right ones to fill the count.
+    for (const bool want : {false, true}) {
+      for (size_t i = 0; i < decoded.size() && r.examples.size() < keep; ++i) {
+        if (decoded[i].first != want) {
+          continue;
+        }
+        const Example& ex = examples[i];
+        const std::vector<int64_t> prompt(ex.tokens.begin(), ex.tokens.begin() + ex.prompt_length);
+        r.examples.push_back({task.render(prompt), task.render(ex.response()),
+                              task.render(decoded[i].second), want, ex.meta});
+      }
+    }
     for (const auto& [tokens, n] : first_errors) {
       r.first_errors[{token_name(task, tokens.first), token_name(task, tokens.second)}] += n;
     }

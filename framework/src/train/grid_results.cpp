@@ -165,9 +165,31 @@ void write_grid_results(const std::string& dir,
   for (const auto& [axis, range] : trained) {
     summary["trained"][axis] = {range.first, range.second};
   }
+  // eval.examples: one sample a line, its cell first.
+  std::string examples;
+  for (const auto& r : results) {
+    for (const auto& e : r.examples) {
+      nlohmann::json cell = nlohmann::json::object();
+      for (const auto& a : axes) {
+        cell[a] = r.cell.at(a);
+      }
+      nlohmann::json line{{"cell", cell},           {"correct", e.correct},
+                          {"prompt", e.prompt},     {"reference", e.reference},
+                          {"response", e.response}, {"features", e.features}};
+      examples += line.dump() + "\n";
+    }
+  }
   write_file_atomic((fs::path(dir) / "grid.csv").string(), csv);
-  if (any_analysis) {
-    write_file_atomic((fs::path(dir) / "breakdown.csv").string(), breakdown_csv);
+  // The optional files: written when this evaluation has them, else an earlier one's removed.
+  for (const auto& [name, text] : {std::pair{"breakdown.csv", any_analysis ? breakdown_csv : std::string()},
+                                   std::pair{"examples.jsonl", examples}}) {
+    const fs::path file = fs::path(dir) / name;
+    if (!text.empty()) {
+      write_file_atomic(file.string(), text);
+    } else {
+      std::error_code ec;
+      fs::remove(file, ec);
+    }
   }
   write_file_atomic((fs::path(dir) / "summary.json").string(), summary.dump(2) + "\n");
 }

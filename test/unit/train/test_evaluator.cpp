@@ -249,3 +249,114 @@ TEST_CASE("eval: answer-only accuracy is never below whole-response accuracy", "
     CHECK(listed <= cell["samples"].get<int64_t>() - cell["correct"].get<int64_t>());
   }
 }
+
+TEST_CASE("eval: eval.examples keeps each cell's first wrong samples, then right ones, and writes them to examples.jsonl",
+          "[eval]") {
+  test::TempDir dir;
+  test::write_text(dir.file("p.yaml"),
+                   "task: {name: parity, train_bits: [1, 3]}\n"
+                   "model: {layers: 1, heads: 2, d_model: 16, d_ff: 32, norm: none, activation: relu}\n"
+                   "position: [{name: nope}]\n"
+                   "eval: {samples: 60, grid: {bits: [1, 4]}, examples: 40}\n");
+  Experiment exp = Experiment::load(dir.file("p.yaml"), {"output_dir=" + dir.str()});
+  REQUIRE(exp.eval.examples == 40);
+  const size_t keep = 40;
+  CHECK_THAT(metric_description(exp.eval), Contains("greedy decoding"));  // it decodes
+  // A hand-set bigram model: attention and MLP zero, each token embedded one-hot, the head
+  // maps '=' to '0' and a digit to '$'. It answers `$bits=0$`, right on the strings of even
+  // parity (about half), so both groups fill.
+  Transformer model = exp.build_model(torch::kCPU);
+  const auto& v = exp.task->vocabulary();
+  {
+    torch::NoGradGuard no_grad;
+    for (auto& p : model->named_parameters()) p.value().zero_();
+    auto emb = model->named_parameters()["tok_emb.weight"];
+    for (int64_t t = 0; t < emb.size(0); ++t) emb[t][t] = 1.0;
+    auto head = model->named_parameters()["lm_head.weight"];
+    head[v.id("0")][v.id("=")] = 1.0;
+    head[v.eos()][v.id("0")] = 1.0;
+    head[v.eos()][v.id("1")] = 1.0;
+  }
+  // The final answer of a rendered response: the bit before its first '$' (none: "").
+  auto final_bit = [](const std::string& text) {
+    const size_t end = text.find('$');
+    return end == std::string::npos || end == 0 ? std::string() : text.substr(end - 1, 1);
+  };
+  std::vector<CellResult> kept, counted;
+  int64_t wrong_cells = 0, right_cells = 0;
+  for (const std::string metric : {"response", "answer"}) {
+    exp.eval.metric = metric;
+    kept = evaluate_grid(model, *exp.task, exp.eval, torch::kCPU);
+    EvalConfig plain = exp.eval;
+    plain.examples = 0;
+    counted = evaluate_grid(model, *exp.task, plain, torch::kCPU);
+    REQUIRE(kept.size() == 4);
+    for (size_t i = 0; i < kept.size(); ++i) {
+      const CellResult& r = kept[i];
+      CHECK(r.correct == counted[i].correct);  // keeping samples changes no verdict
+      CHECK(counted[i].examples.empty());
+      REQUIRE(r.examples.size() == keep);
+      // The wrong ones first: as many as the cell has, up to the count.
+      const auto wrong = static_cast<size_t>(std::min<int64_t>(keep, r.samples - r.correct));
+      wrong_cells += wrong > 0;
+      right_cells += wrong < keep;
+      for (size_t k = 0; k < r.examples.size(); ++k) {
+        const SampleRecord& e = r.examples[k];
+        CHECK(e.correct == (k >= wrong));
+        // The verdict, read off the rendered texts.
+        if (metric == "response") {
+          CHECK(e.correct == (e.response == e.reference));
+        } else {
+          CHECK(e.correct == (!final_bit(e.response).empty() &&
+                              final_bit(e.response) == final_bit(e.reference)));
+        }
+        // $bits=parity$: the query has the cell's bit count, the features the task's.
+        const int64_t n = r.cell.at("bits");
+        CHECK(e.response == "0$");
+        CHECK(e.prompt.size() == static_cast<size_t>(n + 2));
+        CHECK(e.prompt.front() == '$');
+        CHECK(e.reference.size() == 2);
+        CHECK(e.reference.back() == '$');
+        REQUIRE(e.features.count("bits"));
+        CHECK(e.features.at("bits") == n);
+      }
+    }
+  }
+  CHECK(wrong_cells > 0);  // the test sees both groups
+  CHECK(right_cells > 0);
+  // The same seed keeps the same samples.
+  auto again = evaluate_grid(model, *exp.task, exp.eval, torch::kCPU);
+  for (size_t i = 0; i < kept.size(); ++i) {
+    for (size_t k = 0; k < kept[i].examples.size(); ++k) {
+      CHECK(again[i].examples[k].prompt == kept[i].examples[k].prompt);
+    }
+  }
+  // examples.jsonl: one sample a line, its cell first; an evaluation without examples (or
+  // without a breakdown) leaves no file of an earlier one behind.
+  write_grid_results(dir.str(), kept, {"bits"});
+  std::ifstream in(dir.file("examples.jsonl"));
+  std::string line;
+  size_t lines = 0;
+  while (std::getline(in, line)) {
+    auto j = nlohmann::json::parse(line);
+    const CellResult& r = kept[lines / keep];
+    const SampleRecord& e = r.examples[lines % keep];
+    CHECK(j.begin().key() == "cell");
+    CHECK(j["cell"]["bits"] == r.cell.at("bits"));
+    CHECK(j["correct"] == e.correct);
+    CHECK(j["prompt"] == e.prompt);
+    CHECK(j["reference"] == e.reference);
+    CHECK(j["response"] == e.response);
+    CHECK(j["features"]["bits"] == r.cell.at("bits"));
+    ++lines;
+  }
+  CHECK(lines == 4 * keep);
+  test::write_text(dir.file("breakdown.csv"), "an earlier evaluation's\n");
+  write_grid_results(dir.str(), counted, {"bits"});
+  CHECK_FALSE(fs::exists(dir.file("examples.jsonl")));
+  CHECK_FALSE(fs::exists(dir.file("breakdown.csv")));
+  CHECK(fs::exists(dir.file("summary.json")));
+  // The option is checked like every other.
+  CHECK_THROWS_WITH(EvalConfig::from_config(load_config_string("{examples: -1}", "<t>"), exp.task->grid_axes()),
+                    Contains("examples"));
+}

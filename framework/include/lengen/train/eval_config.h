@@ -40,6 +40,10 @@ struct LENGEN_API EvalConfig {
   /// `carry_chain`) to break each cell's accuracy down by; non-empty also records where wrong
   /// responses are wrong (CellAnalysis). Decodes (the breakdown needs the responses).
   std::vector<std::string> breakdown;
+  /// Up to this many samples of each cell kept for eval/examples.jsonl (the query, the
+  /// reference, the model's response, the verdict, the features), the wrong ones first.
+  /// Non-zero decodes, as the breakdown does.
+  int64_t examples = 0;
 
   /// The section's schema (validation and docs/config-reference.md).
   static ComponentSpec schema();

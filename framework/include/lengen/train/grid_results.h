@@ -35,6 +35,15 @@ struct LENGEN_API CellAnalysis {
            const std::vector<int64_t>& response);
 };
 
+/// One evaluated sample as eval.examples writes it to eval/examples.jsonl.
+struct SampleRecord {
+  std::string prompt;     ///< the query as the task renders it
+  std::string reference;  ///< the reference response
+  std::string response;   ///< the model's response (a greedy decode)
+  bool correct = false;   ///< the cell's verdict on it (eval.metric)
+  std::map<std::string, int64_t> features;  ///< the task's features of the example (Example::meta)
+};
+
 /// Result of one grid cell.
 struct CellResult {
   GridCell cell;
@@ -51,6 +60,8 @@ struct CellResult {
   /// the reference (possibly in the scratchpad).
   std::map<std::pair<std::string, std::string>, int64_t> first_errors;
   CellAnalysis analysis;  ///< empty unless eval.breakdown is set
+  /// Up to eval.examples samples, the wrong ones first, each group in sampling order.
+  std::vector<SampleRecord> examples;
 };
 
 /// 95% Wilson score interval for k successes out of n.
@@ -63,7 +74,9 @@ using TrainedRanges = std::map<std::string, std::pair<int64_t, int64_t>>;
 LENGEN_API TrainedRanges trained_ranges(const std::vector<GridAxis>& axes);
 
 /// Writes eval/grid.csv and eval/summary.json (atomically) under `dir`; summary.json records
-/// the metric and the trained ranges.
+/// the metric and the trained ranges. breakdown.csv (eval.breakdown) and examples.jsonl
+/// (eval.examples: one JSON object a line, `cell` first) are written when the results hold
+/// them and removed when they do not, so no file in `dir` describes an earlier evaluation.
 LENGEN_API void write_grid_results(const std::string& dir,
                                    const std::vector<CellResult>& results,
                                    const std::vector<std::string>& axes,
