@@ -29,6 +29,12 @@ namespace fs = std::filesystem;
 using namespace lengen;
 using Catch::Contains;
 
+// The experiment of an inline YAML file, its outputs under `dir`.
+static Experiment load_experiment(const test::TempDir& dir, const std::string& yaml) {
+  test::write_text(dir.file("e.yaml"), yaml);
+  return Experiment::load(dir.file("e.yaml"), {"output_dir=" + dir.str()});
+}
+
 TEST_CASE("eval: Wilson score interval", "[eval]") {
   auto [lo, hi] = wilson_interval(50, 100);
   CHECK(lo == Approx(0.4038).epsilon(1e-3));
@@ -91,13 +97,12 @@ TEST_CASE("eval: a decode that runs past the position tables is a wrong answer, 
   // A model that writes '7' forever: every scratchpad number grows until its coupled ID passes
   // max_position (here exactly what the references need).
   test::TempDir dir;
-  test::write_text(dir.file("e.yaml"),
-                   "name: overflow\nseed: 0\ndtype: float64\n"
-                   "task: {name: addition, scratchpad: true, pad_to: answer, operands: 2, train_digits: [1, 2],\n"
-                   "       eval_digits: [1, 2]}\n"
-                   "model: {layers: 1, heads: 1, d_model: 4, d_ff: 4, norm: none, activation: relu}\n"
-                   "position: [{name: coupling, max_position: [4, 3]}]\n");
-  Experiment exp = Experiment::load(dir.file("e.yaml"), {"output_dir=" + dir.str()});
+  Experiment exp = load_experiment(dir,
+                                   "name: overflow\nseed: 0\ndtype: float64\n"
+                                   "task: {name: addition, scratchpad: true, pad_to: answer, operands: 2, train_digits: [1, 2],\n"
+                                   "       eval_digits: [1, 2]}\n"
+                                   "model: {layers: 1, heads: 1, d_model: 4, d_ff: 4, norm: none, activation: relu}\n"
+                                   "position: [{name: coupling, max_position: [4, 3]}]\n");
   Transformer model = exp.build_model(torch::kCPU);
   {
     torch::NoGradGuard no_grad;
@@ -185,12 +190,11 @@ TEST_CASE("eval: answer-only accuracy is never below whole-response accuracy", "
   // An untrained model gets some answers right by chance; every sample whose whole response is
   // right has its answer right, cell by cell, and the answer metric sees the chance hits.
   test::TempDir dir;
-  test::write_text(dir.file("p.yaml"),
-                   "task: {name: parity, scratchpad: true, position_ids: coupled, train_bits: [1, 3]}\n"
-                   "model: {layers: 1, heads: 2, d_model: 16, d_ff: 32}\n"
-                   "position: [{name: coupling, max_position: 8}]\n"
-                   "eval: {samples: 200, grid: {bits: [1, 3]}}\n");
-  Experiment exp = Experiment::load(dir.file("p.yaml"), {"output_dir=" + dir.str()});
+  Experiment exp = load_experiment(dir,
+                                   "task: {name: parity, scratchpad: true, position_ids: coupled, train_bits: [1, 3]}\n"
+                                   "model: {layers: 1, heads: 2, d_model: 16, d_ff: 32}\n"
+                                   "position: [{name: coupling, max_position: 8}]\n"
+                                   "eval: {samples: 200, grid: {bits: [1, 3]}}\n");
   Transformer model = exp.build_model(torch::kCPU);
   auto whole = evaluate_grid(model, *exp.task, exp.eval, torch::kCPU);
   exp.eval.metric = "answer_given_scratchpad";
@@ -253,12 +257,11 @@ TEST_CASE("eval: answer-only accuracy is never below whole-response accuracy", "
 TEST_CASE("eval: eval.examples keeps each cell's first wrong samples, then right ones, and writes them to examples.jsonl",
           "[eval]") {
   test::TempDir dir;
-  test::write_text(dir.file("p.yaml"),
-                   "task: {name: parity, train_bits: [1, 3]}\n"
-                   "model: {layers: 1, heads: 2, d_model: 16, d_ff: 32, norm: none, activation: relu}\n"
-                   "position: [{name: nope}]\n"
-                   "eval: {samples: 60, grid: {bits: [1, 4]}, examples: 40}\n");
-  Experiment exp = Experiment::load(dir.file("p.yaml"), {"output_dir=" + dir.str()});
+  Experiment exp = load_experiment(dir,
+                                   "task: {name: parity, train_bits: [1, 3]}\n"
+                                   "model: {layers: 1, heads: 2, d_model: 16, d_ff: 32, norm: none, activation: relu}\n"
+                                   "position: [{name: nope}]\n"
+                                   "eval: {samples: 60, grid: {bits: [1, 4]}, examples: 40}\n");
   REQUIRE(exp.eval.examples == 40);
   const size_t keep = 40;
   CHECK_THAT(metric_description(exp.eval), Contains("greedy decoding"));  // it decodes
