@@ -49,8 +49,14 @@ static int64_t answer_separator(const Example& ex, const Vocabulary& vocab) {
   return s.size() == 1 && s[0] >= '0' && s[0] <= '9' ? -1 : tok;
 }
 
+// Whether the evaluation decodes: asked for, the answer metric (a wrong scratchpad is visible
+// only to a decode), or an output that needs the responses (breakdown, kept samples).
+static bool decodes(const EvalConfig& cfg) {
+  return cfg.greedy_decode || cfg.metric == "answer" || !cfg.breakdown.empty() || cfg.examples > 0;
+}
+
 std::string metric_description(const EvalConfig& cfg) {
-  const char* how = cfg.greedy_decode || !cfg.breakdown.empty() || cfg.examples > 0
+  const char* how = decodes(cfg)
                         ? "under greedy decoding"
                         : "teacher-forced (equal to greedy decoding)";
   if (cfg.metric == "answer") {
@@ -136,7 +142,7 @@ std::vector<CellResult> evaluate_grid(
     // eval.examples: each sample's verdict and response, kept by its index in the cell.
     const auto keep = static_cast<size_t>(cfg.examples);
     std::vector<std::pair<bool, std::vector<int64_t>>> decoded(keep > 0 ? examples.size() : 0);
-    if (cfg.greedy_decode || answer || breakdown || keep > 0) {
+    if (decodes(cfg)) {
       const Architecture& objective = model->arch();
       // A cell's counts do not depend on the order, so decode sorted by length too.
       const BatchPlan plan(examples, cfg.batch_size, cfg.batch_tokens, device, model);
