@@ -9,7 +9,9 @@
 //
 // Training: the first operand comes from a fixed set of `train_set_size` values drawn once
 // (seeded by `train_set_seed`), the second is fresh every time; both uniform below 10^n
-// (n = train_digits, a value or a range). Evaluation at n digits: both operands uniform below
+// (n = train_digits, a value or a range: each fixed-set value draws its own n, each pair draws
+// the second operand's; `paired_lengths` takes the first operand among the values drawn with the
+// pair's n, so both share it). Evaluation at n digits: both operands uniform below
 // 10^n (the second below 10^k for N x k), padded to the same width w. `exact_digits` draws
 // exactly n (k) digits instead, in training and test.
 //
@@ -84,6 +86,11 @@ class PaddedArithmetic final : public lengen::Task {
              OptionSpec::integer("train_set_seed", "seed of the fixed first-operand set")
                  .with_default(int64_t{0})
                  .at_least(0),
+             OptionSpec::boolean("paired_lengths", "with a train_digits range: a training pair draws one n and "
+                                                   "takes its first operand among the fixed set's values drawn "
+                                                   "below 10^n, so both operands share n (fresh first operands "
+                                                   "always do); false: each set value keeps the n it was drawn with")
+                 .with_default(false),
              OptionSpec::int_list("eval_digits", "[lo, hi]: default range of the 'digits' grid axis; "
                                                  "[0, 0] = [1, width]")
                  .with_default(std::vector<int64_t>{0, 0})
@@ -105,6 +112,7 @@ class PaddedArithmetic final : public lengen::Task {
         train_(o.get_int_range("train_digits")),
         exact_(o.get_bool("exact_digits")),
         reverse_(o.get_bool("reverse")),
+        paired_(o.get_bool("paired_lengths")),
         vocab_({"_", "<PAD>", "0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "+", "%", "×", "*", "=", "$"},
                "_", "$", "$") {
     const bool mul = op_ == Op::kMul;
@@ -135,8 +143,17 @@ class PaddedArithmetic final : public lengen::Task {
     eq_ = vocab_.id("=");
     const int64_t n = o.get_int("train_set_size");
     lengen::Rng rng(lengen::mix_seed(static_cast<uint64_t>(o.get_int("train_set_seed")), {0x5E7}));
+    by_length_.resize(static_cast<size_t>(train_.second + 1));
     for (int64_t i = 0; i < n; ++i) {
-      train_set_.push_back(operand(rng.uniform_int(train_.first, train_.second), rng));
+      const int64_t digits = rng.uniform_int(train_.first, train_.second);
+      by_length_[static_cast<size_t>(digits)].push_back(train_set_.size());
+      train_set_.push_back(operand(digits, rng));
+    }
+    for (int64_t d = train_.first; paired_ && n > 0 && d <= train_.second; ++d) {
+      if (by_length_[static_cast<size_t>(d)].empty()) {
+        o.fail("train_set_size", fmt::format("{} values leave no first operand drawn below 10^{} for "
+                                             "paired_lengths; raise train_set_size", n, d));
+      }
     }
   }
 
@@ -145,9 +162,15 @@ class PaddedArithmetic final : public lengen::Task {
 
   Example sample_train(lengen::Rng& rng) const override {
     const int64_t n = rng.uniform_int(train_.first, train_.second);
-    std::string a = train_set_.empty()
-                        ? operand(n, rng)
-                        : train_set_[static_cast<size_t>(rng.uniform_int(0, static_cast<int64_t>(train_set_.size()) - 1))];
+    std::string a;
+    if (train_set_.empty()) {
+      a = operand(n, rng);
+    } else if (paired_) {
+      const auto& same = by_length_[static_cast<size_t>(n)];
+      a = train_set_[same[static_cast<size_t>(rng.uniform_int(0, static_cast<int64_t>(same.size()) - 1))]];
+    } else {
+      a = train_set_[static_cast<size_t>(rng.uniform_int(0, static_cast<int64_t>(train_set_.size()) - 1))];
+    }
     return make_example(a, operand(second_ > 0 ? second_ : n, rng));
   }
 
@@ -310,9 +333,11 @@ class PaddedArithmetic final : public lengen::Task {
   std::pair<int64_t, int64_t> train_, eval_;
   bool exact_;
   bool reverse_;
+  bool paired_;
   int64_t width_ = 0, second_ = 0, n_out_ = 0;
   int64_t pad_ = 0, op_token_ = 0, eq_ = 0;
   std::vector<std::string> train_set_;
+  std::vector<std::vector<size_t>> by_length_;  // indices into train_set_ by the n each was drawn with
   lengen::Vocabulary vocab_;
 };
 

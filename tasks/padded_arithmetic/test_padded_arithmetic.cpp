@@ -176,6 +176,40 @@ TEST_CASE("padded_arithmetic: a length range balances the training operands' len
   CHECK(lengths == 5);
 }
 
+TEST_CASE("padded_arithmetic: paired_lengths draws both operands of a pair below 10^n for one n", "[padded_arithmetic]") {
+  // One n a pair, uniform in 1-5, both operands below 10^n: the longer operand's length is
+  // spread over 1-5 (about 1 pair in 5 reaches 5 digits, where the paper's sampler puts 99%
+  // there) and operands two or more digits apart are rare (about 1%), where the independent
+  // draw above puts about half there; the first operands still come from the fixed set.
+  auto task = make_task("{name: padded_arithmetic, width: 20, train_digits: [1, 5], paired_lengths: true}");
+  auto independent = make_task("{name: padded_arithmetic, width: 20, train_digits: [1, 5]}");
+  lengen::Rng rng(5), set_rng(11);
+  std::set<std::vector<int64_t>> set_values;
+  for (int i = 0; i < 40000; ++i) {  // every one of the 5000 values, all but about 1 in 3000
+    auto ex = independent->sample_train(set_rng);
+    set_values.emplace(ex.tokens.begin() + 1, ex.tokens.begin() + 21);
+  }
+  const int n = 4000;
+  int five = 0, apart = 0, in_set = 0;
+  std::vector<int> longest(6, 0);
+  for (int i = 0; i < n; ++i) {
+    auto ex = task->sample_train(rng);
+    five += ex.meta.at("digits") == 5 ? 1 : 0;
+    apart += ex.meta.at("length_gap") >= 2 ? 1 : 0;
+    ++longest[static_cast<size_t>(ex.meta.at("digits"))];
+    in_set += set_values.count({ex.tokens.begin() + 1, ex.tokens.begin() + 21});
+  }
+  CHECK(double(five) / n > 0.15);
+  CHECK(double(five) / n < 0.25);
+  CHECK(double(apart) / n < 0.03);
+  for (int d = 1; d <= 5; ++d) CHECK(longest[static_cast<size_t>(d)] > n / 8);
+  CHECK(in_set > n * 0.97);  // the same fixed set (train_set_seed 0) as without pairing
+  // Every length in the range needs values of its own in the set.
+  CHECK_THROWS_WITH(make_task("{name: padded_arithmetic, width: 20, train_digits: [1, 5], paired_lengths: true, "
+                              "train_set_size: 3}"),
+                    Catch::Contains("train_set_size") && Catch::Contains("paired_lengths"));
+}
+
 TEST_CASE("padded_arithmetic: evaluation operands below 10^n, or of exactly n digits", "[padded_arithmetic]") {
   auto below = make_task("{name: padded_arithmetic, width: 8}");
   auto exact = make_task("{name: padded_arithmetic, width: 8, exact_digits: true}");
