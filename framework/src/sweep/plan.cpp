@@ -502,33 +502,40 @@ std::vector<Point> select_points(const Sweep& s, const std::vector<std::string>&
   return kept;
 }
 
+void check_plan(const Sweep& s) {
+  for (const auto& p : s.points) {
+    const fs::path dir(p.run_dir), cfg = dir / "config.yaml";
+    if (!fs::exists(cfg)) continue;
+    // A point has run once it holds checkpoints, a staged run's stages, or results.
+    const bool ran = fs::exists(dir / "checkpoints") || fs::exists(dir / "stages") ||
+                     fs::exists(dir / "eval" / "summary.json");
+    if (!ran) continue;
+    // The config it ran under, also read by today's schemas: an option added since then shows
+    // with its default, as it ran; a file today's schemas refuse is compared as written.
+    auto ran_under = [&]() {
+      try {
+        return Experiment::load(cfg.string(), {}).resolved_yaml();
+      } catch (const Error&) {
+        return read_text(cfg.string());
+      }
+    };
+    const std::string& text = p.resolved;  // load_sweep resolved every point's experiment
+    if (!same_experiment(read_text(cfg.string()), text) && !same_experiment(ran_under(), text)) {
+      throw Error(fmt::format("{}: point '{}' already ran with a different config ({}); move its run "
+                              "directory away or restore the sweep file",
+                              s.file, p.name, cfg.string()));
+    }
+  }
+}
+
 void write_plan(const Sweep& s) {
+  check_plan(s);  // every point before any file is written
   fs::create_directories(s.dir);
   json points = json::array();
   for (const auto& p : s.points) {
     fs::create_directories(p.run_dir);
     const fs::path cfg = fs::path(p.run_dir) / "config.yaml";
-    const std::string& text = p.resolved;  // load_sweep resolved every point's experiment
-    if (fs::exists(cfg)) {
-      // A point has run once it holds checkpoints, a staged run's stages, or results.
-      const fs::path dir(p.run_dir);
-      const bool ran = fs::exists(dir / "checkpoints") || fs::exists(dir / "stages") ||
-                       fs::exists(dir / "eval" / "summary.json");
-      // The config it ran under, also read by today's schemas: an option added since then shows
-      // with its default, as it ran; a file today's schemas refuse is compared as written.
-      auto ran_under = [&]() {
-        try {
-          return Experiment::load(cfg.string(), {}).resolved_yaml();
-        } catch (const Error&) {
-          return read_text(cfg.string());
-        }
-      };
-      if (ran && !same_experiment(read_text(cfg.string()), text) && !same_experiment(ran_under(), text)) {
-        throw Error(fmt::format("{}: point '{}' already ran with a different config ({}); move its run "
-                                "directory away or restore the sweep file",
-                                s.file, p.name, cfg.string()));
-      }
-    }
+    const std::string& text = p.resolved;
     write_file_atomic(cfg.string(), text);
     json varied = json::object();
     for (const auto& [k, v] : p.varied) varied[k] = v;

@@ -92,6 +92,11 @@ TEST_CASE("sweep: a point that ran with another config is refused, staged runs i
   fs::create_directories(fs::path(s.points[2].run_dir) / "eval");
   test::write_text((fs::path(s.points[2].run_dir) / "eval" / "summary.json").string(), "{}");
   CHECK_THROWS_WITH(sweep::write_plan(plan(9)), Contains("seed=2"));
+  // The refusal comes before any file is written (the points before it keep their configs),
+  // and check_plan (what `lengen sweep --dry-run` calls) refuses the same plan, writing nothing.
+  CHECK_THAT(test::read_text(fs::path(s.points[0].run_dir) / "config.yaml"), Contains("steps: 8"));
+  CHECK_THROWS_WITH(sweep::check_plan(plan(9)), Contains("seed=2") && Contains("different config"));
+  CHECK_NOTHROW(sweep::check_plan(plan(8)));
   // The same config again is not a change: the finished point stays.
   CHECK_NOTHROW(sweep::write_plan(plan(8)));
   // Nor is an option added since the point ran (its config.yaml lacks it), read at its default;

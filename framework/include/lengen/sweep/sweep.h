@@ -69,9 +69,13 @@ LENGEN_API Sweep load_sweep(const std::string& path, const std::vector<std::stri
 /// that is not an axis (listing the axes), a value no point has (listing the axis's values).
 LENGEN_API std::vector<Point> select_points(const Sweep& sweep, const std::vector<std::string>& only);
 
-/// Writes <dir>/sweep.json (the points) and every point's resolved config.yaml, atomically.
-/// A point's existing config is kept when it equals the new one and refused (naming the key
-/// that changed is beyond us: the file) when it differs and the point already has results.
+/// Throws when a point that already ran (checkpoints, stages or results) holds a config.yaml
+/// that differs from its experiment in this plan, naming the sweep file, the point and the
+/// file (an option added since it ran counts at its default). Writes nothing.
+LENGEN_API void check_plan(const Sweep& sweep);
+
+/// Writes <dir>/sweep.json (the points) and every point's resolved config.yaml, atomically,
+/// after check_plan has passed for every point (a refused plan writes nothing).
 LENGEN_API void write_plan(const Sweep& sweep);
 
 enum class State { kDone, kRunning, kFailed, kInterrupted, kMissing };
