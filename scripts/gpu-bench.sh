@@ -76,8 +76,8 @@ seed001=experiments/multi_operand/addition-scratchpad-coupling.yaml
 parity=experiments/multi_operand/parity-scratchpad-coupling.yaml
 
 # 1. Training: the launch-bound parity file eagerly and as CUDA graphs (train.cuda_graphs: one
-#    captured step per padded shape, replayed), then seed 001's baseline the same two ways, and
-#    with 4 buckets if asked (BUCKETS4=1; it lost to 1 bucket on the first H100 session).
+#    captured step per padded shape, replayed), then seed 001's baseline the same two ways and
+#    packed (train.pack), and with 4 buckets if asked (BUCKETS4=1; it lost to 1 bucket on the first H100 session).
 graphs=(--set train.cuda_graphs=true)
 run train-parity "$bin" bench "$parity" "${steps[@]}" --peak-tflops "$peak" "${train_extra[@]}"
 run train-parity-graphs "$bin" bench "$parity" "${steps[@]}" --peak-tflops "$peak" "${graphs[@]}" \
@@ -86,6 +86,10 @@ run train-seed001-buckets1 "$bin" bench "$seed001" "${steps[@]}" --peak-tflops "
   --set train.buckets=1 "${train_extra[@]}"
 run train-seed001-graphs "$bin" bench "$seed001" "${steps[@]}" --peak-tflops "$peak" \
   --set train.buckets=1 "${graphs[@]}" "${train_extra[@]}"
+# Packed rows (train.pack): the same samples, about half the padded tokens; the issue's 40% of
+# peak on real tokens is read from this one's fraction_of_peak.
+run train-seed001-packed "$bin" bench "$seed001" "${steps[@]}" --peak-tflops "$peak" \
+  --set train.pack=true "${train_extra[@]}"
 if [[ ${BUCKETS4:-0} == 1 ]]; then
   run train-seed001-buckets4 "$bin" bench "$seed001" "${steps[@]}" --peak-tflops "$peak" \
     --set train.buckets=4 "${train_extra[@]}"

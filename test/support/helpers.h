@@ -141,6 +141,13 @@ struct TempDir {
   std::string file(const std::string& name) const { return (path / name).string(); }
 };
 
+/// A tensor's elements, flattened, as a vector (T: its element type).
+template <typename T>
+std::vector<T> to_vector(const torch::Tensor& t) {
+  const torch::Tensor c = t.contiguous().cpu();
+  return std::vector<T>(c.data_ptr<T>(), c.data_ptr<T>() + c.numel());
+}
+
 /// Max absolute difference, for messages.
 inline double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) {
   return (a.to(torch::kFloat64) - b.to(torch::kFloat64)).abs().max().item<double>();

@@ -184,6 +184,14 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionInpu
                    .masked_fill_(in.key_padding.view({B, 1, 1, S}), neg_inf);  // [B, 1, 1, S]
     extra = extra.defined() ? extra + pad : pad;
   }
+  if (in.other_sample.defined()) {
+    LENGEN_CHECK(!cross && in.cache_k == nullptr && in.other_sample.size(-1) == S,
+                 "internal: packed rows in {} attention over {} keys",
+                 attention_kind_name(kind_), S);
+    const auto& other = rows_from > 0 ? in.other_sample.narrow(2, rows_from, T) : in.other_sample;
+    auto apart = torch::zeros({B, 1, T, S}, q.options()).masked_fill_(other, neg_inf);  // [B, 1, T, S]
+    extra = extra.defined() ? extra + apart : apart;
+  }
 
   bool value_hooks = false;
   for (const auto& s : schemes) {

@@ -15,7 +15,7 @@ Batch Batch::to(const torch::Device& device) const {
   }
   Batch b = *this;
   for (torch::Tensor* t : {&b.inputs, &b.targets, &b.mask, &b.ids, &b.padding, &b.source,
-                           &b.source_ids, &b.source_padding}) {
+                           &b.source_ids, &b.source_padding, &b.segments, &b.sequence_index}) {
     if (t->defined()) {
       *t = t->to(device, /*non_blocking=*/true);
     }
@@ -33,6 +33,8 @@ ModelInputs Batch::model_inputs(bool scored_rows_only) const {
   in.source_ids = source_ids;
   in.source_padding = source_padding;
   in.lengths = lengths;
+  in.segments = segments;
+  in.sequence_index = sequence_index;
   if (layout == Layout::kLabeled) {
     in.labelled = mask;  // [B, T] float, 1 where labelled
   }
@@ -42,6 +44,7 @@ ModelInputs Batch::model_inputs(bool scored_rows_only) const {
 Batch pad_sequence_batch(const Batch& b, int64_t length, int64_t first_scored) {
   LENGEN_CHECK(b.layout == Layout::kSequence, "internal: only one-sequence batches pad to a fixed "
                "shape (this one is {})", layout_name(b.layout));
+  LENGEN_CHECK(!b.segments.defined(), "internal: a packed batch is not padded to a fixed shape");
   const int64_t T = b.inputs.size(1);
   LENGEN_CHECK(length >= T && first_scored >= 0 && first_scored <= b.first_scored,
                "internal: padding a batch of {} positions (scored from {}) to {} (from {})", T,
@@ -168,6 +171,84 @@ Batch make_batch(const std::vector<Example>& examples, int64_t pad_id) {
   b.ids = p.ids;
   fill_targets(b, rows, masks, /*shift=*/1, pad_id);
   b.tokens = (~p.padding).sum().item<int64_t>();
+  return b;
+}
+
+Batch make_packed_batch(const std::vector<Example>& examples, int64_t pad_id,
+                        std::vector<std::vector<size_t>>* rows_out) {
+  LENGEN_CHECK(!examples.empty(), "make_packed_batch: no examples");
+  const size_t n = examples.size();
+  const int64_t L = static_cast<int64_t>(examples[0].position_ids.size());
+  // Each sample contributes its inputs tokens[0 .. n-2] (targets tokens[1 .. n-1]).
+  std::vector<int64_t> len(n);
+  int64_t T = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const auto& e = examples[i];
+    LENGEN_CHECK(e.tokens.size() >= 2, "make_packed_batch: sample {} has {} token(s); a sample "
+                 "needs at least 2", i, e.tokens.size());
+    LENGEN_CHECK(static_cast<int64_t>(e.position_ids.size()) == L,
+                 "make_batch: examples disagree on position levels ({} vs {})", e.position_ids.size(), L);
+    len[i] = static_cast<int64_t>(e.tokens.size()) - 1;
+    T = std::max(T, len[i]);
+  }
+  // First fit by decreasing length: rows of T positions.
+  std::vector<size_t> order(n);
+  for (size_t i = 0; i < n; ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return len[a] > len[b]; });
+  std::vector<std::vector<size_t>> rows;
+  std::vector<int64_t> used;
+  for (size_t i : order) {
+    size_t r = 0;
+    while (r < rows.size() && used[r] + len[i] > T) ++r;
+    if (r == rows.size()) {
+      rows.emplace_back();
+      used.push_back(0);
+    }
+    rows[r].push_back(i);
+    used[r] += len[i];
+  }
+  const int64_t B = static_cast<int64_t>(rows.size());
+  Batch b;
+  b.layout = Layout::kSequence;
+  b.inputs = torch::full({B, T}, pad_id, torch::kInt64);
+  b.targets = torch::full({B, T}, pad_id, torch::kInt64);
+  b.mask = torch::zeros({B, T}, torch::kFloat32);
+  b.ids = torch::zeros({L, B, T}, torch::kInt64);
+  b.segments = torch::full({B, T}, int64_t{-1}, torch::kInt64);
+  b.sequence_index = torch::zeros({B, T}, torch::kInt64);
+  auto in = b.inputs.accessor<int64_t, 2>();
+  auto tg = b.targets.accessor<int64_t, 2>();
+  auto mk = b.mask.accessor<float, 2>();
+  auto id = b.ids.accessor<int64_t, 3>();
+  auto sg = b.segments.accessor<int64_t, 2>();
+  auto sx = b.sequence_index.accessor<int64_t, 2>();
+  b.scored = 0;
+  b.tokens = 0;
+  int64_t first = T;
+  for (int64_t r = 0; r < B; ++r) {
+    int64_t at = 0;
+    for (size_t s = 0; s < rows[r].size(); ++s) {
+      const Example& e = examples[rows[r][s]];
+      const int64_t m = len[rows[r][s]];
+      for (int64_t t = 0; t < m; ++t) {
+        in[r][at + t] = e.tokens[t];
+        tg[r][at + t] = e.tokens[t + 1];
+        const bool scored = e.loss_mask[t + 1] != 0;
+        mk[r][at + t] = scored ? 1.0f : 0.0f;
+        b.scored += scored ? 1 : 0;
+        first = scored ? std::min(first, at + t) : first;
+        for (int64_t l = 0; l < L; ++l) {
+          id[l][r][at + t] = e.position_ids[l][t];
+        }
+        sg[r][at + t] = static_cast<int64_t>(s);
+        sx[r][at + t] = t;
+      }
+      at += m;
+    }
+    b.tokens += at;
+  }
+  b.first_scored = first < T ? first : 0;
+  if (rows_out) *rows_out = std::move(rows);
   return b;
 }
 

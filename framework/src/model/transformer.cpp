@@ -283,6 +283,11 @@ torch::Tensor TransformerImpl::forward(const ModelInputs& in,
     attention->assign(static_cast<size_t>(per_loop * loops_), torch::Tensor());
   }
 
+  const bool packed = in.segments.defined();
+  LENGEN_CHECK(!packed || (stacks_.decoder && !stacks_.encoder && cache == nullptr),
+               "packed rows (train.pack) need the decoder architecture and no KV cache; this model's "
+               "architecture is '{}'",
+               arch_->name());
   if (!stacks_.decoder) {
     // Encoder only: every position sees every real position; no incremental decoding.
     LENGEN_CHECK(cache == nullptr, "the '{}' architecture has no incremental decoding", arch_->name());
@@ -361,11 +366,15 @@ torch::Tensor TransformerImpl::forward(const ModelInputs& in,
       (cache && cache->ids.defined()) ? torch::cat({cache->ids, in.ids}, 2) : in.ids;  // [L, B, S]
   if (!target_done) {
     for (size_t i = 0; i < n; ++i) {
-      q_ids[i] = schemes_[i]->position_ids(in.ids, offset, train);  // [L', B, T]
+      q_ids[i] = schemes_[i]->position_ids(in.ids, offset, train, in.sequence_index);  // [L', B, T]
       k_ids[i] = offset == 0 ? q_ids[i] : schemes_[i]->position_ids(all_ids, 0, train);  // [L', B, S]
     }
   }
   AttentionInputs self, cross;
+  if (packed) {
+    // Block-diagonal: a position attends only within its own sample (the causal mask does the rest).
+    self.other_sample = (in.segments.unsqueeze(2) != in.segments.unsqueeze(1)).unsqueeze(1);  // [B, 1, T, T]
+  }
   self.schemes = cross.schemes = &schemes_;
   self.query_ids = cross.query_ids = &q_ids;
   self.key_ids = &k_ids;

@@ -72,7 +72,19 @@ std::vector<torch::Tensor> PositionScheme::shared_transforms(std::vector<torch::
   return sides;
 }
 
-torch::Tensor PositionScheme::position_ids(const torch::Tensor& ids, int64_t offset, bool training) {
+torch::Tensor PositionScheme::position_ids(const torch::Tensor& ids, int64_t offset, bool training,
+                                           const torch::Tensor& sequence_index) {
+  LENGEN_CHECK(!sequence_index.defined() ||
+                   (offset == 0 && sequence_index.dim() == 2 &&
+                    sequence_index.size(0) == ids.size(1) && sequence_index.size(1) == ids.size(2)),
+               "internal: a packed sequence index must be [B, T] = [{}, {}] at offset 0", ids.size(1),
+               ids.size(2));
+  // Held only for this call: transform_ids (SourcedPositionScheme) reads it.
+  struct Hold {
+    torch::Tensor& slot;
+    ~Hold() { slot = torch::Tensor(); }
+  } hold{sequence_index_};
+  sequence_index_ = sequence_index;
   return shared_transforms({transform_ids(ids, offset, training)}, ids.size(1), training).front();
 }
 
@@ -181,9 +193,13 @@ PositionSource::PositionSource(const Options& o, const SchemeContext& ctx)
   }
 }
 
-torch::Tensor PositionSource::select(const torch::Tensor& ids, int64_t offset) const {
+torch::Tensor PositionSource::select(const torch::Tensor& ids, int64_t offset,
+                                     const torch::Tensor& sequence_index) const {
   if (!index_) {
     return ids.slice(0, level_, level_ + 1);  // [1, B, T]
+  }
+  if (sequence_index.defined()) {
+    return sequence_index.unsqueeze(0);  // [1, B, T]: each token's index in its own sample
   }
   // The same for every sample: batch dimension 1, broadcast by every hook.
   return torch::arange(offset, offset + ids.size(2), ids.options()).view({1, 1, -1});  // [1, 1, T]
@@ -197,7 +213,7 @@ SourcedPositionScheme::~SourcedPositionScheme() = default;
 torch::Tensor SourcedPositionScheme::transform_ids(const torch::Tensor& ids,
                                                    int64_t offset,
                                                    bool /*training*/) {
-  return source_.select(ids, offset);  // [1, B, T]
+  return source_.select(ids, offset, sequence_index());  // [1, B|1, T]
 }
 
 std::vector<OptionSpec> PositionTables::init_options(const std::string& default_init) {

@@ -44,6 +44,12 @@ const Section<TrainConfig>& train_section() {
                                          "only to its own longest sample (less compute on padding); the loss and "
                                          "gradients are the whole batch's. 1: one padded batch")
                                   .at_least(1))
+          .field(&C::pack, O::boolean("pack", "pack each step's samples into rows as long as its longest sample "
+                                      "(first fit by decreasing length), each position attending only to its own "
+                                      "sample (a block-diagonal causal mask) with its own position IDs and sequence "
+                                      "index; the loss and gradients are the unpacked batch's, less compute on "
+                                      "padding. Random offsets are drawn per row. Decoder architecture, buckets: 1, "
+                                      "no cuda_graphs"))
           .option(O::map("optimizer", "a registered optimizer (\"Optimizers\" below) and its options: {name: adamw, "
                          "lr: 3e-4, weight_decay: 0.01}; default adam")
                       .any_keys()
@@ -128,6 +134,12 @@ TrainConfig TrainConfig::from_config(const ConfigNode& node) {
   require(!c.cuda_graphs || c.buckets == 1, "cuda_graphs",
           fmt::format("train.cuda_graphs replays one padded shape per step and needs buckets: 1, got "
                       "buckets: {}", c.buckets));
+  require(!c.pack || c.buckets == 1, "pack",
+          fmt::format("train.pack fills rows from the whole batch and needs buckets: 1, got buckets: {}",
+                      c.buckets));
+  require(!c.pack || !c.cuda_graphs, "pack",
+          "train.pack and train.cuda_graphs do not combine: a graph replays one padded shape, and "
+          "packing changes the number of rows every step; choose one");
   return c;
 }
 

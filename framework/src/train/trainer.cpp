@@ -78,6 +78,14 @@ Trainer::Trainer(TrainConfig cfg,
       objective_(&model_->arch()),
       // Not owned: the caller keeps the task alive for the trainer's lifetime.
       data_(std::shared_ptr<const Task>(&task_, [](const Task*) {}), cfg_.dataset_size, seed_) {
+  if (cfg_.pack) {
+    LENGEN_CHECK(objective_->layout() == Layout::kSequence && objective_->stacks().decoder &&
+                     !objective_->stacks().encoder,
+                 "train.pack: packed rows need the decoder architecture (one-sequence layout, causal "
+                 "attention); model.arch is '{}'; set train.pack: false (train.buckets also cuts "
+                 "padding, for every architecture)",
+                 objective_->name());
+  }
   if (cfg_.cuda_graphs) {
     LENGEN_CHECK(objective_->layout() == Layout::kSequence,
                  "train.cuda_graphs: only the decoder's one-sequence layout pads to a fixed shape "
@@ -124,6 +132,10 @@ std::vector<Batch> Trainer::batches_for_step(int64_t step_index) {
     return b.to(device_);
   };
   std::vector<Batch> out;
+  if (cfg_.pack) {
+    out.push_back(upload(make_packed_batch(examples, task_.vocabulary().pad())));
+    return out;
+  }
   if (cfg_.buckets <= 1) {
     out.push_back(upload(objective_->make_batch(task_, examples)));
     return out;

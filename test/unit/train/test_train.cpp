@@ -540,6 +540,142 @@ train: {steps: 10, batch_size: 12}
   CHECK(d_single < 1e-12);
 }
 
+TEST_CASE("train: packed rows hold every sample once, first fit by decreasing length, each with "
+          "its own IDs and sequence index", "[train][pack]") {
+  // Three levels of IDs would do; one keeps the check readable. Lengths (inputs) 4, 2, 3, 1, 2.
+  auto example = [](std::vector<int64_t> tokens, std::vector<uint8_t> mask) {
+    Example e;
+    e.tokens = tokens;
+    e.loss_mask = mask;
+    e.position_ids = {std::vector<int64_t>(tokens.size())};
+    for (size_t t = 0; t < tokens.size(); ++t) e.position_ids[0][t] = 10 * tokens[0] + static_cast<int64_t>(t);
+    return e;
+  };
+  std::vector<Example> ex = {example({1, 2, 3, 4, 5}, {0, 0, 1, 1, 1}), example({2, 3, 4}, {0, 1, 1}),
+                             example({3, 4, 5, 6}, {0, 0, 0, 1}), example({4, 5}, {0, 1}),
+                             example({5, 6, 7}, {0, 0, 1})};
+  std::vector<std::vector<size_t>> rows;
+  Batch b = make_packed_batch(ex, /*pad_id=*/0, &rows);
+  // Rows of 4: [0], [2, 3], [1, 4] (decreasing 4, 3, 2, 2, 1; the 1 fits after the 3).
+  REQUIRE(rows == std::vector<std::vector<size_t>>{{0}, {2, 3}, {1, 4}});
+  REQUIRE(b.inputs.sizes() == torch::IntArrayRef({3, 4}));
+  CHECK(test::to_vector<int64_t>(b.inputs[1]) == std::vector<int64_t>{3, 4, 5, 4});
+  CHECK(test::to_vector<int64_t>(b.targets[1]) == std::vector<int64_t>{4, 5, 6, 5});
+  CHECK(test::to_vector<float>(b.mask[1]) == std::vector<float>{0, 0, 1, 1});
+  CHECK(test::to_vector<int64_t>(b.ids[0][1]) == std::vector<int64_t>{30, 31, 32, 40});
+  CHECK(test::to_vector<int64_t>(b.segments[1]) == std::vector<int64_t>{0, 0, 0, 1});
+  CHECK(test::to_vector<int64_t>(b.sequence_index[1]) == std::vector<int64_t>{0, 1, 2, 0});
+  CHECK(test::to_vector<int64_t>(b.segments[0]) == std::vector<int64_t>{0, 0, 0, 0});
+  // Each row's real tokens, then padding (segment -1, unscored).
+  CHECK(test::to_vector<int64_t>(b.segments[2]) == std::vector<int64_t>{0, 0, 1, 1});
+  CHECK(b.tokens == 4 + 2 + 3 + 1 + 2);
+  CHECK(b.padded_tokens() == 12);  // one padded sample per row would be 5 x 4 = 20
+  CHECK(b.scored == b.mask.sum().item<int64_t>());
+  CHECK(b.scored == 3 + 2 + 1 + 1 + 1);
+  CHECK(b.first_scored == 0);  // row 2 starts with sample 1, scored from its first target
+  // The same tokens, targets and mask as make_batch's rows, sample by sample.
+  Batch plain = make_batch(ex, 0);
+  CHECK(plain.scored == b.scored);
+  CHECK(plain.tokens == b.tokens);
+  ex.push_back(example({9}, {1}));
+  CHECK_THROWS_WITH(make_packed_batch(ex, 0), Contains("sample 5 has 1 token"));
+}
+
+TEST_CASE("train: packed rows give the loss and gradients of one sample per row", "[train][pack]") {
+  // float64, no dropout, no training randomness: the block-diagonal mask and the per-sample
+  // sequence index make every position see what it sees alone, for every kind of scheme
+  // (task IDs, sequence indices through biases, rotations, relative logits and values).
+  const std::string position = GENERATE(as<std::string>{},
+      "{name: coupling, max_position: 40, random_offset: false}, {name: rpe_k, ids: task, k: 4}",
+      "{name: ape, max_position: 100}", "{name: fire}", "{name: t5_bias}", "{name: rope}",
+      "{name: alibi}", "{name: nope}", "{name: rpe_kq, k: 4}", "{name: abacus, max_position: 40, max_k: 0}");
+  DYNAMIC_SECTION(position) {
+    test::TempDir tmp;
+    test::write_text(tmp.file("exp.yaml"), "name: pack\nseed: 4\ndtype: float64\n"
+                                           "task: {name: addition, train_digits: [1, 8]}\n"
+                                           "model: {layers: 2, heads: 2, d_model: 16, d_ff: 32}\n"
+                                           "position: [" + position + "]\n"
+                                           "train: {steps: 10, batch_size: 16}\n");
+    Experiment exp = Experiment::load(tmp.file("exp.yaml"));
+    Transformer model = exp.build_model(torch::kCPU);
+    auto grads = [&](bool pack, double* loss, Batch* batch) {
+      TrainConfig cfg = exp.train;
+      cfg.pack = pack;
+      Trainer t(cfg, exp.seed, *exp.task, model, torch::kCPU, tmp.file("run"));
+      t.set_data(exp.training_data());
+      auto batches = t.batches_for_step(1);
+      REQUIRE(batches.size() == 1);
+      *batch = batches[0];
+      *loss = t.backward(batches).item<double>();
+      std::vector<torch::Tensor> out;
+      for (auto& [name, p] : named_weights(model)) {
+        out.push_back(p.grad().defined() ? p.grad().clone() : torch::zeros_like(p));
+      }
+      return out;
+    };
+    double loss = 0, packed_loss = 0;
+    Batch plain, packed;
+    auto g = grads(false, &loss, &plain);
+    auto gp = grads(true, &packed_loss, &packed);
+    CHECK(packed.inputs.size(0) < plain.inputs.size(0));  // fewer rows ...
+    CHECK(packed.padded_tokens() < plain.padded_tokens());  // ... less padding
+    CHECK(packed.tokens == plain.tokens);
+    CHECK(packed.scored == plain.scored);
+    CHECK(loss > 0.1);
+    CHECK(packed_loss == Approx(loss).epsilon(1e-12));
+    double norm = 0, diff = 0;
+    for (size_t i = 0; i < g.size(); ++i) {
+      norm = std::max(norm, g[i].abs().max().item<double>());
+      diff = std::max(diff, test::max_abs_diff(g[i], gp[i]));
+    }
+    INFO("max |grad| " << norm << ", packed " << diff);
+    CHECK(norm > 1e-3);
+    CHECK(diff < 1e-12);
+    // Without the mask and the per-sample index the samples of a row would see each other.
+    Batch mixed = packed;
+    mixed.segments = mixed.sequence_index = torch::Tensor();
+    model->train();
+    const double mixed_loss =
+        model->arch().loss(model->arch().logits(model, mixed), mixed).item<double>();
+    CHECK(std::abs(mixed_loss - loss) > 1e-6);
+    if (position.find("ape") != std::string::npos) {
+      // An absolute index scheme needs each sample's own index, not the row's.
+      Batch row_index = packed;
+      row_index.sequence_index = torch::Tensor();
+      const double row_index_loss =
+          model->arch().loss(model->arch().logits(model, row_index), row_index).item<double>();
+      CHECK(std::abs(row_index_loss - loss) > 1e-6);
+    }
+  }
+}
+
+TEST_CASE("train: pack is refused where it cannot be exact", "[train][pack]") {
+  auto train = [](const std::string& yaml) { return TrainConfig::from_config(load_config_string(yaml, "t.yaml")); };
+  CHECK(train("{pack: true}").pack);
+  CHECK_THROWS_WITH(train("{pack: true, buckets: 2}"), Contains("t.yaml") && Contains("needs buckets: 1"));
+  CHECK_THROWS_WITH(train("{pack: true, cuda_graphs: true}"), Contains("do not combine"));
+  test::TempDir tmp;
+  test::write_text(tmp.file("exp.yaml"), "name: pack\ntask: {name: addition, train_digits: [1, 4]}\n"
+                                         "model: {layers: 1, heads: 2, d_model: 16, d_ff: 32}\n"
+                                         "position: [{name: t5_bias}]\ntrain: {steps: 2, pack: true}\n");
+  for (const char* arch : {"encoder", "encoder_decoder"}) {
+    Experiment exp = Experiment::load(tmp.file("exp.yaml"), {std::string("model.arch=") + arch});
+    Transformer model = exp.build_model(torch::kCPU);
+    CHECK_THROWS_WITH(Trainer(exp.train, exp.seed, *exp.task, model, torch::kCPU, tmp.file("run")),
+                      Contains("train.pack") && Contains(arch));
+  }
+  // A packed step reads nothing back from the device either.
+  Experiment exp = Experiment::load(tmp.file("exp.yaml"), {"position=[{name: coupling, max_position: 64}]"});
+  Transformer model = exp.build_model(torch::kCPU);
+  Trainer t(exp.train, exp.seed, *exp.task, model, torch::kCPU, tmp.file("run"));
+  t.set_data(exp.training_data());
+  auto batches = t.batches_for_step(0);
+  OpCounter counter;
+  t.step(batches, 0);
+  CHECK(counter.kernels() > 50);
+  CHECK(counter.host_reads() == 0);
+}
+
 TEST_CASE("train: the Adam update with device-side learning rate and step count equals the "
           "host-side one", "[train][graphs]") {
   // What a captured CUDA graph replays: the step's scalars read from tensors, not fixed on

@@ -143,8 +143,23 @@ class Bench : public Command {
                                                                 : torch::full_like(target, m.loops);  // [B]
     const int64_t T = b.inputs.size(1), S = b.source.defined() ? b.source.size(1) : 0;
     double real = 0;
-    for (int64_t i = 0; i < target.size(0); ++i) {
-      real += training_flops(m, vocab, target[i].item<int64_t>(), source[i].item<int64_t>(), loops[i].item<int64_t>());
+    if (b.segments.defined()) {
+      // Packed rows (decoder): each sample's own work, as if it had a row of its own.
+      const auto seg = b.segments.cpu();
+      auto sg = seg.accessor<int64_t, 2>();
+      for (int64_t r = 0; r < seg.size(0); ++r) {
+        for (int64_t t = 0, n = 0; t < T; ++t) {
+          n += sg[r][t] >= 0;
+          if (n > 0 && (t + 1 == T || sg[r][t + 1] != sg[r][t])) {
+            real += training_flops(m, vocab, n, 0, m.loops);
+            n = 0;
+          }
+        }
+      }
+    } else {
+      for (int64_t i = 0; i < target.size(0); ++i) {
+        real += training_flops(m, vocab, target[i].item<int64_t>(), source[i].item<int64_t>(), loops[i].item<int64_t>());
+      }
     }
     const int64_t most = loops.max().item<int64_t>();
     return {real, static_cast<double>(target.size(0)) * training_flops(m, vocab, T, S, most)};

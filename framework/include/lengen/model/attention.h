@@ -33,6 +33,9 @@ struct LENGEN_API AttentionInputs {
   const std::vector<torch::Tensor>* query_ids = nullptr;  ///< per scheme [L', B|1, T]
   const std::vector<torch::Tensor>* key_ids = nullptr;    ///< per scheme [L', B|1, S]
   torch::Tensor key_padding;   ///< [B, S] bool, true on keys nobody may attend to
+  /// Packed rows: [B, 1, T, S] bool, true where query and key belong to different samples of
+  /// the row (masked like padding); undefined: none.
+  torch::Tensor other_sample;
   torch::Tensor memory;        ///< cross-attention: the encoder output [B, S, C]
   int64_t query_offset = 0;    ///< decoder: tokens cached before this call (AttentionContext)
   /// Self-attention without a cache: outputs only for query rows [rows_from, T) (keys and

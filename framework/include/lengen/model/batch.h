@@ -21,12 +21,16 @@ namespace lengen {
 /// model.loops_per_length; Batch::to leaves it on the host).
 /// Seq2seq layout also: source [B, S], source_ids [L, B, S], source_padding [B, S] bool.
 /// Right padding is invisible to real tokens: under a causal mask, or masked as keys.
+/// Packed one-sequence batches (make_packed_batch) also: segments [B, T] int64, which sample of
+/// its row each position belongs to (-1 on padding), and sequence_index [B, T] int64, its
+/// index within that sample; undefined when every row holds one sample.
 struct LENGEN_API Batch {
   Layout layout = Layout::kSequence;
   torch::Tensor inputs, targets, mask, ids;
   torch::Tensor padding;
   torch::Tensor lengths;
   torch::Tensor source, source_ids, source_padding;
+  torch::Tensor segments, sequence_index;
   int64_t tokens = 0;  ///< number of non-pad tokens the model reads (for tokens/s)
   /// Number of scored targets (mask's sum), counted on the host when the batch is made so
   /// that the training step need not read it back from the device; -1: not counted.
@@ -58,6 +62,14 @@ LENGEN_API std::vector<std::vector<size_t>> length_buckets(const std::vector<siz
 /// Pads and stacks examples in the one-sequence layout (all with the same number of ID
 /// levels).
 LENGEN_API Batch make_batch(const std::vector<Example>& examples, int64_t pad_id);
+/// The one-sequence layout with several samples per row (train.pack): rows as long as the
+/// longest sample's inputs, filled first-fit by decreasing length (ties in the given order),
+/// each sample's inputs, targets, mask and IDs written as make_batch writes them, one after
+/// the other. With the model's block-diagonal causal mask (ModelInputs::segments) each
+/// position sees what it sees in make_batch's row of its own, so the loss and gradients are
+/// make_batch's (tested); what changes is the padding. Row r's samples: `rows_out[r]`.
+LENGEN_API Batch make_packed_batch(const std::vector<Example>& examples, int64_t pad_id,
+                                   std::vector<std::vector<size_t>>* rows_out = nullptr);
 /// Pads and stacks (source, target) pairs: the decoder reads target[0 .. n-2] and predicts
 /// target[1 .. n-1].
 LENGEN_API Batch make_seq2seq_batch(const std::vector<Seq2SeqExample>& examples, int64_t pad_id);

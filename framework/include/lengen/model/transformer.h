@@ -80,6 +80,12 @@ struct LENGEN_API ModelInputs {
   /// sample loops `loops` times.
   torch::Tensor lengths;
   torch::Tensor labelled;
+  /// Packed rows (decoder, no cache; Batch::segments): which sample of its row each position
+  /// belongs to, [B, T] int64, and its index within that sample, [B, T] int64. A position
+  /// attends only to earlier positions of its own sample, and the schemes that read the
+  /// sequence index see `sequence_index`. Undefined: one sample per row.
+  torch::Tensor segments;
+  torch::Tensor sequence_index;
 };
 
 /// A Transformer over a task's vocabulary with pluggable position schemes, in one of the

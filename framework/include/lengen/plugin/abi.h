@@ -22,7 +22,10 @@
 // learning-rate decays as components (Registrar::add_optimizer, add_decay; lengen/train/
 // optimizer.h, schedule.h) and makes norms and activations loadable (add_norm, add_activation);
 // 8 adds PositionScheme::learned_tables and LearnedPositionTable; 9 adds architectures as
-// components (Registrar::add_architecture; lengen/model/architecture.h).
+// components (Registrar::add_architecture; lengen/model/architecture.h); 10 adds packed rows
+// (PositionScheme::position_ids' sequence_index, PositionSource::select's, the protected
+// PositionScheme::sequence_index(), Batch and ModelInputs segments/sequence_index,
+// make_packed_batch).
 // ABI history: 1 first release; 2 (architectures) adds the virtual functions
 // PositionScheme::transform_ids_pair, Task::to_seq2seq and Task::to_labeled (vtables changed:
 // rebuild every plugin); 3 (stages) adds fields to OptionSpec and Options (map and list-of-map
@@ -38,12 +41,13 @@
 // instead of by the scheme's name; vtable changed): rebuild every plugin; 9 makes the
 // architecture a registered component (TransformerImpl::arch() returns the Architecture, which
 // owns the layout, loss and decoding of the removed Objective; Batch moves to lengen/model/):
-// rebuild every plugin.
+// rebuild every plugin; 10 adds fields to PositionScheme, Batch, ModelInputs and
+// AttentionInputs (packed rows): rebuild every plugin.
 
 #include <cstdint>
 
-#define LENGEN_PLUGIN_ABI 9
-#define LENGEN_PLUGIN_API 9
+#define LENGEN_PLUGIN_ABI 10
+#define LENGEN_PLUGIN_API 10
 
 namespace lengen {
 class Registrar;

@@ -67,7 +67,12 @@ class LENGEN_API PositionScheme : public torch::nn::Module {
   /// sample of M + 1 distinct values from [0, N)) and `cyclic: T` (each ID taken modulo T,
   /// Duan & Shi's cyclic position indexing). The model calls these, never transform_ids
   /// directly.
-  torch::Tensor position_ids(const torch::Tensor& ids, int64_t offset, bool training);
+  ///
+  /// `sequence_index` ([B, T] int64, optional): each token's index within its own sample, for
+  /// packed rows (several samples in one row, Batch::segments); schemes that read the sequence
+  /// index (PositionSource `ids: index`) see it instead of offset..offset+T-1.
+  torch::Tensor position_ids(const torch::Tensor& ids, int64_t offset, bool training,
+                             const torch::Tensor& sequence_index = {});
   /// transform_ids_pair, then the shared transforms on both sides.
   std::pair<torch::Tensor, torch::Tensor> position_ids_pair(const torch::Tensor& source,
                                                             const torch::Tensor& target,
@@ -138,6 +143,11 @@ class LENGEN_API PositionScheme : public torch::nn::Module {
   /// may differ. Default: none. (ABI >= 8.)
   virtual std::vector<LearnedPositionTable> learned_tables() const;
 
+ protected:
+  /// During position_ids(): the packed rows' per-sample sequence index [B, T], else undefined
+  /// (the index is then offset..offset+T-1). What SourcedPositionScheme passes to its source.
+  const torch::Tensor& sequence_index() const { return sequence_index_; }
+
  private:
   /// `sides` are the IDs of one forward ([L', B|1, T] each, one per attention side); a
   /// randomized map is drawn per sample and shared by the sides.
@@ -146,6 +156,7 @@ class LENGEN_API PositionScheme : public torch::nn::Module {
 
   int64_t cyclic_ = 0;
   int64_t randomized_ = 0;
+  torch::Tensor sequence_index_;
 };
 
 /// Which positions an absolute scheme consumes: the sequence index 0..T-1 (`ids: index`, the
@@ -159,8 +170,10 @@ class LENGEN_API PositionSource {
   /// Fails naming `level` when the task emits fewer levels.
   PositionSource(const Options& o, const SchemeContext& ctx);
   /// ids [L, B, T] -> [1, B, T] (ids: task) or [1, 1, T] (ids: index, the same for every
-  /// sample); `offset` is the absolute index of column 0.
-  torch::Tensor select(const torch::Tensor& ids, int64_t offset) const;
+  /// sample); `offset` is the absolute index of column 0. With `sequence_index` ([B, T], packed
+  /// rows) `ids: index` gives it, [1, B, T], instead.
+  torch::Tensor select(const torch::Tensor& ids, int64_t offset,
+                       const torch::Tensor& sequence_index = {}) const;
   /// The table of `weight` over the positions this source selects.
   LearnedPositionTable table(const torch::Tensor& weight) const { return {weight, index_, level_}; }
 

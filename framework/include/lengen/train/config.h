@@ -17,6 +17,7 @@ struct LENGEN_API TrainConfig {
   int64_t steps = 1000;
   int64_t batch_size = 64;
   int64_t buckets = 1;             ///< length groups per step (1: one padded batch)
+  bool pack = false;               ///< several samples per row, block-diagonal attention
   /// `train.optimizer` as written: a registered optimizer's name or its map of options
   /// (lengen/train/optimizer.h); undefined for the default, adam.
   ConfigNode optimizer;
