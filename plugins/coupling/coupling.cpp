@@ -62,7 +62,7 @@ class Coupling final : public lengen::PositionScheme {
 
   torch::Tensor transform_ids(const torch::Tensor& ids, int64_t, bool training) override {
     auto used = ids.slice(0, 0, tables_.levels());  // [L, B, T]
-    return training && random_offset_ ? tables_.random_offsets(used) : used;
+    return training && random_offset_ ? tables_.random_offsets(used, segments()) : used;  // one delta per sample
   }
 
   std::pair<torch::Tensor, torch::Tensor> transform_ids_pair(const torch::Tensor& source,

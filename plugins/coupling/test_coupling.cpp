@@ -91,6 +91,36 @@ TEST_CASE("coupling: random offsets shift non-zero IDs per sample and level", "[
   CHECK(torch::equal(s->transform_ids(ids, 0, false), ids));
 }
 
+TEST_CASE("coupling: in a packed row each sample draws its own offset, within its own room",
+          "[coupling][pack]") {
+  auto s = make_scheme("{name: coupling, max_position: 12}", ctx(1));
+  // One row: sample 0 (IDs 0 1 2 5 0, max 5: delta in 0..7), sample 1 (0 9 1 0, max 9: 0..3),
+  // then two padding positions (segment -1, ID 0).
+  auto ids = torch::tensor({0, 1, 2, 5, 0, 0, 9, 1, 0, 0, 0}, torch::kInt64).view({1, 1, 11});
+  auto segments = torch::tensor({0, 0, 0, 0, 0, 1, 1, 1, 1, -1, -1}, torch::kInt64).view({1, 11});
+  auto index = torch::tensor({0, 1, 2, 3, 4, 0, 1, 2, 3, 0, 1}, torch::kInt64).view({1, 11});
+  torch::manual_seed(5);
+  std::set<int64_t> first, second;
+  int differ = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    auto out = s->position_ids(ids, 0, /*training=*/true, segments, index);  // [1, 1, 11]
+    CHECK(((ids == 0) == (out == 0)).all().item<bool>());
+    auto d = (out - ids)[0][0];
+    const int64_t d0 = d[1].item<int64_t>(), d1 = d[6].item<int64_t>();
+    CHECK(d[2].item<int64_t>() == d0);
+    CHECK(d[3].item<int64_t>() == d0);
+    CHECK(d[7].item<int64_t>() == d1);
+    first.insert(d0);
+    second.insert(d1);
+    differ += d0 != d1;
+  }
+  CHECK(first == std::set<int64_t>{0, 1, 2, 3, 4, 5, 6, 7});  // sample 0's room, all of it
+  CHECK(second == std::set<int64_t>{0, 1, 2, 3});             // sample 1's, not the row's
+  CHECK(differ > 200);                                        // drawn apart
+  // Evaluation leaves the IDs as they are, packed or not.
+  CHECK(torch::equal(s->position_ids(ids, 0, false, segments, index), ids));
+}
+
 TEST_CASE("coupling: an evaluation ID above max_position is refused with names", "[coupling]") {
   auto s = make_scheme("{name: coupling, max_position: 8}", ctx(1));
   auto ok = torch::tensor({0, 8, 1}, torch::kInt64).view({1, 1, 3});

@@ -366,7 +366,7 @@ torch::Tensor TransformerImpl::forward(const ModelInputs& in,
       (cache && cache->ids.defined()) ? torch::cat({cache->ids, in.ids}, 2) : in.ids;  // [L, B, S]
   if (!target_done) {
     for (size_t i = 0; i < n; ++i) {
-      q_ids[i] = schemes_[i]->position_ids(in.ids, offset, train, in.sequence_index);  // [L', B, T]
+      q_ids[i] = schemes_[i]->position_ids(in.ids, offset, train, in.segments, in.sequence_index);  // [L', B, T]
       k_ids[i] = offset == 0 ? q_ids[i] : schemes_[i]->position_ids(all_ids, 0, train);  // [L', B, S]
     }
   }

@@ -73,18 +73,23 @@ std::vector<torch::Tensor> PositionScheme::shared_transforms(std::vector<torch::
 }
 
 torch::Tensor PositionScheme::position_ids(const torch::Tensor& ids, int64_t offset, bool training,
+                                           const torch::Tensor& segments,
                                            const torch::Tensor& sequence_index) {
-  LENGEN_CHECK(!sequence_index.defined() ||
-                   (offset == 0 && sequence_index.dim() == 2 &&
-                    sequence_index.size(0) == ids.size(1) && sequence_index.size(1) == ids.size(2)),
-               "internal: a packed sequence index must be [B, T] = [{}, {}] at offset 0", ids.size(1),
-               ids.size(2));
-  // Held only for this call: transform_ids (SourcedPositionScheme) reads it.
+  auto fits = [&](const torch::Tensor& t) {
+    return t.dim() == 2 && t.size(0) == ids.size(1) && t.size(1) == ids.size(2);
+  };
+  LENGEN_CHECK(segments.defined() == sequence_index.defined() &&
+                   (!segments.defined() || (offset == 0 && fits(segments) && fits(sequence_index))),
+               "internal: packed rows need segments and a sequence index of [B, T] = [{}, {}] at "
+               "offset 0",
+               ids.size(1), ids.size(2));
+  // Held only for this call: transform_ids (SourcedPositionScheme, random offsets) reads them.
   struct Hold {
-    torch::Tensor& slot;
-    ~Hold() { slot = torch::Tensor(); }
-  } hold{sequence_index_};
+    PositionScheme& s;
+    ~Hold() { s.sequence_index_ = s.segments_ = torch::Tensor(); }
+  } hold{*this};
   sequence_index_ = sequence_index;
+  segments_ = segments;
   return shared_transforms({transform_ids(ids, offset, training)}, ids.size(1), training).front();
 }
 
@@ -274,10 +279,18 @@ void PositionTables::check(const torch::Tensor& ids) const {
   }
 }
 
-torch::Tensor PositionTables::random_offsets(const torch::Tensor& ids) const {
+torch::Tensor PositionTables::random_offsets(const torch::Tensor& ids, const torch::Tensor& segments) const {
   const int64_t L = levels();
   auto used = ids.slice(0, 0, L);                                            // [L, B, T]
-  auto max_id = std::get<0>(used.max(2));                                    // [L, B]
+  // One delta per sample: per row, or per segment of a packed row (G = T slots, enough for
+  // any number of samples; padding, segment -1, goes with slot 0 and is never shifted).
+  torch::Tensor slot;                                                        // [L, B, T]
+  if (segments.defined()) {
+    slot = segments.clamp_min(0).unsqueeze(0).expand_as(used);
+  }
+  auto max_id = slot.defined()
+                    ? torch::zeros_like(used).scatter_reduce(2, slot, used, "amax", /*include_self=*/true)
+                    : std::get<0>(used.max(2));                              // [L, B, G] or [L, B]
   // max_position - max_id with the limits as scalars: a host tensor moved to a GPU would be a
   // copy that waits for the device on every step.
   torch::Tensor room;                                                        // [L, B]
@@ -289,6 +302,10 @@ torch::Tensor PositionTables::random_offsets(const torch::Tensor& ids) const {
     for (int64_t l = 0; l < L; ++l) rows.push_back(torch::rsub(max_id[l], max_position_[l]));
     room = torch::stack(rows);
   }
+  if (slot.defined() && ids.device().is_cpu() && *room.min().data_ptr<int64_t>() < 0) {
+    LENGEN_FAIL("a training sample needs position ID {} but max_position is {}",
+                max_id.max().item<int64_t>(), max_position_.front());
+  }
   // On a GPU, reading `room` back would stall every training step; the Trainer checks each
   // batch's IDs on the host before upload (check_ids), so only host tensors are checked here,
   // straight from their memory (item() is how a device is read: OpCounter::host_reads).
@@ -297,11 +314,11 @@ torch::Tensor PositionTables::random_offsets(const torch::Tensor& ids) const {
     LENGEN_FAIL("a training sample needs position ID {} at level {} but max_position is {}",
                 max_id[level].max().item<int64_t>(), level, max_position_[level]);
   }
-  auto u = torch::rand(room.sizes(), torch::TensorOptions().device(ids.device()));  // [L, B]
+  auto u = torch::rand(room.sizes(), torch::TensorOptions().device(ids.device()));  // [L, B(, G)]
   auto delta = (u * (room + 1).to(torch::kFloat32)).floor().to(torch::kInt64)
-                   .clamp_max(room);                                         // [L, B]
-  auto shifted = used + delta.unsqueeze(2) * (used != 0).to(torch::kInt64);  // [L, B, T]
-  return shifted;
+                   .clamp_max(room);                                         // [L, B(, G)]
+  delta = slot.defined() ? delta.gather(2, slot) : delta.unsqueeze(2);       // [L, B, T|1]
+  return used + delta * (used != 0).to(torch::kInt64);                       // [L, B, T]
 }
 
 std::pair<torch::Tensor, torch::Tensor> PositionTables::random_offsets_pair(

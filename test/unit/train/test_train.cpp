@@ -641,7 +641,8 @@ TEST_CASE("train: packed rows give the loss and gradients of one sample per row"
     if (position.find("ape") != std::string::npos) {
       // An absolute index scheme needs each sample's own index, not the row's.
       Batch row_index = packed;
-      row_index.sequence_index = torch::Tensor();
+      const int64_t T = packed.inputs.size(1);
+      row_index.sequence_index = torch::arange(T, torch::kInt64).expand({packed.inputs.size(0), T}).contiguous();
       const double row_index_loss =
           model->arch().loss(model->arch().logits(model, row_index), row_index).item<double>();
       CHECK(std::abs(row_index_loss - loss) > 1e-6);

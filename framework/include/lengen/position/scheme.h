@@ -68,10 +68,13 @@ class LENGEN_API PositionScheme : public torch::nn::Module {
   /// Duan & Shi's cyclic position indexing). The model calls these, never transform_ids
   /// directly.
   ///
-  /// `sequence_index` ([B, T] int64, optional): each token's index within its own sample, for
-  /// packed rows (several samples in one row, Batch::segments); schemes that read the sequence
-  /// index (PositionSource `ids: index`) see it instead of offset..offset+T-1.
+  /// Packed rows (several samples in one row, Batch::segments): `segments` ([B, T] int64,
+  /// which sample of its row each token belongs to, -1 on padding) and `sequence_index` ([B,
+  /// T] int64, each token's index within its own sample), both defined or both not. Schemes
+  /// that read the sequence index (PositionSource `ids: index`) see `sequence_index` instead of
+  /// offset..offset+T-1, and per-sample randomness (random offsets) is drawn per segment.
   torch::Tensor position_ids(const torch::Tensor& ids, int64_t offset, bool training,
+                             const torch::Tensor& segments = {},
                              const torch::Tensor& sequence_index = {});
   /// transform_ids_pair, then the shared transforms on both sides.
   std::pair<torch::Tensor, torch::Tensor> position_ids_pair(const torch::Tensor& source,
@@ -147,6 +150,9 @@ class LENGEN_API PositionScheme : public torch::nn::Module {
   /// During position_ids(): the packed rows' per-sample sequence index [B, T], else undefined
   /// (the index is then offset..offset+T-1). What SourcedPositionScheme passes to its source.
   const torch::Tensor& sequence_index() const { return sequence_index_; }
+  /// During position_ids(): the packed rows' segments [B, T] (-1 on padding), else undefined.
+  /// What a scheme with per-sample randomness passes on (PositionTables::random_offsets).
+  const torch::Tensor& segments() const { return segments_; }
 
  private:
   /// `sides` are the IDs of one forward ([L', B|1, T] each, one per attention side); a
@@ -157,6 +163,7 @@ class LENGEN_API PositionScheme : public torch::nn::Module {
   int64_t cyclic_ = 0;
   int64_t randomized_ = 0;
   torch::Tensor sequence_index_;
+  torch::Tensor segments_;
 };
 
 /// Which positions an absolute scheme consumes: the sequence index 0..T-1 (`ids: index`, the
@@ -220,7 +227,9 @@ class LENGEN_API PositionTables {
 
   /// Training-time random offsets (Cho et al.): per sample and level, adds
   /// delta ~ U[0, max_position_l - max ID of the sample at level l] to every non-zero ID.
-  torch::Tensor random_offsets(const torch::Tensor& ids) const;
+  /// With `segments` ([B, T], packed rows: PositionScheme::segments()) a sample is a segment
+  /// of a row, each with its own delta; without, a row.
+  torch::Tensor random_offsets(const torch::Tensor& ids, const torch::Tensor& segments = {}) const;
 
   /// random_offsets for an encoder-decoder's source [L, B, S] and target [L, B, U]: one delta
   /// per sample and level, drawn over both sides together, added to both.
