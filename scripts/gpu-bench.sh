@@ -60,7 +60,7 @@ run() {
     tail -n 5 "$out/$name.log" | sed 's/^/    /' | tee -a "$summary"
   fi
   # The figures a reader looks for first, from lengen bench's JSON.
-  grep -E '"(median_ms_per_step|tokens_per_s|tflops_per_s|fraction_of_peak|kernels_per_step|host_reads_per_step|seconds|device|torch)"' \
+  grep -E '"(median_ms_per_step|tokens_per_s|tflops_per_s|fraction_of_peak|kernels_per_step|host_reads_per_step|seconds|host_data_seconds|autocast|device|torch)"' \
     "$out/$name.out" 2> /dev/null | tr -d ' ,' | tr '\n' ' ' | sed 's/^/    /' | tee -a "$summary"
   echo | tee -a "$summary"
 }
@@ -107,7 +107,11 @@ fi
 # per-cell figure.
 run eval-seed001-cell "$bin" bench "$seed001" --eval "${eval_extra[@]}" --set 'eval.grid.digits=[10]' \
   --set 'eval.grid.operands=[10]'
+# The same cell with the forward passes under bfloat16 autocast (eval.autocast; float32 above).
+run eval-seed001-cell-autocast "$bin" bench "$seed001" --eval "${eval_extra[@]}" --set 'eval.grid.digits=[10]' \
+  --set 'eval.grid.operands=[10]' --set eval.autocast=true
 if [[ ${EVAL_GRID:-1} == 1 ]]; then
+  run eval-seed001-autocast "$bin" bench "$seed001" --eval "${eval_extra[@]}" --set eval.autocast=true
   run eval-seed001 "$bin" bench "$seed001" --eval "${eval_extra[@]}"
 fi
 if [[ $dry != 1 && ${EVAL_LARGE:-0} == 1 ]]; then

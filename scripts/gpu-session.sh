@@ -160,6 +160,16 @@ if [[ ${QUICKSTART:-1} == 1 ]]; then
     { echo "== quickstart, $v"; cat "$work/runs/quickstart-$v/0/eval/grid.csv"; } >> "$out/quickstart-grids.txt" 2> /dev/null
     grep -iE 'ms/step|CUDA graph' "$work/quickstart-$v.log" | tail -3 | tee -a "$log"
   done
+  # The eager model evaluated again under bfloat16 autocast (eval.autocast): are the verdicts
+  # the float32 evaluation's? (The T_A grid's time on the card depends on it.)
+  qs_run="$work/runs/quickstart-eager/0"
+  if [[ -f $qs_run/eval/grid.csv ]]; then
+    timeout "$(left 15)" "$bin" eval "$qs_run" --set eval.autocast=true --out autocast \
+      > "$work/quickstart-autocast.log" 2>&1
+    say "quickstart eval under autocast: rc $?"
+    { echo "== quickstart, eager, evaluated under bfloat16 autocast"; cat "$qs_run/evals/autocast/grid.csv"; } \
+      >> "$out/quickstart-grids.txt" 2> /dev/null
+  fi
 fi
 
 # 5. The caller's own command (on the GPU while the tests finish on the CPU), then the tests' verdicts

@@ -49,7 +49,12 @@ const Section<EvalConfig>& eval_section() {
                  O::integer("examples", "up to this many samples of each cell written to eval/examples.jsonl, the "
                             "wrong ones first: the query, the reference and the model's response, the verdict "
                             "and the task's features (decodes); 0: none")
-                     .at_least(0));
+                     .at_least(0))
+          .field(&E::autocast,
+                 O::boolean("autocast", "on CUDA, run the evaluation's forward passes and decodes under bfloat16 "
+                            "autocast, as training with dtype: bfloat16 does (logits scored in float32): several "
+                            "times faster on a GPU; a verdict can differ where two logits are within bfloat16 "
+                            "rounding of each other. No effect on the CPU"));
   return s;
 }
 

@@ -2,6 +2,8 @@
 // the final answer) and counts it.
 #include "lengen/train/evaluator.h"
 
+#include "lengen/core/torch_compat.h"
+
 #include "lengen/core/error.h"
 #include "lengen/core/rng.h"
 #include "lengen/model/architecture.h"
@@ -114,6 +116,7 @@ std::vector<CellResult> evaluate_grid(
     model->set_loops(cfg.loops);
   }
   model->set_adaptive_loops(cfg.adaptive_loops);
+  const compat::CudaAutocast autocast(cfg.autocast && device.is_cuda());
   for (size_t ci = 0; ci < cells.size(); ++ci) {
     const GridCell& cell = cells[ci];
     const auto t0 = std::chrono::steady_clock::now();

@@ -254,6 +254,32 @@ TEST_CASE("eval: answer-only accuracy is never below whole-response accuracy", "
   }
 }
 
+TEST_CASE("eval: eval.autocast is read, written back, and leaves the CPU's verdicts alone", "[eval]") {
+  // bfloat16 autocast is for CUDA (scripts/gpu-session.sh compares its verdicts on a card); on
+  // the CPU the evaluation stays float32, sample for sample, also inside a training run's file.
+  test::TempDir dir;
+  Experiment exp = load_experiment(dir,
+                                   "task: {name: parity, scratchpad: true, position_ids: coupled, train_bits: [1, 3]}\n"
+                                   "model: {layers: 1, heads: 2, d_model: 16, d_ff: 32}\n"
+                                   "position: [{name: coupling, max_position: 8}]\n"
+                                   "eval: {samples: 200, grid: {bits: [1, 3]}, autocast: true, metric: answer_given_scratchpad}\n");
+  CHECK(exp.eval.autocast);
+  CHECK(exp.eval.to_yaml()["autocast"].as<bool>());
+  Transformer model = exp.build_model(torch::kCPU);
+  auto with = evaluate_grid(model, *exp.task, exp.eval, torch::kCPU);
+  exp.eval.autocast = false;
+  CHECK_FALSE(exp.eval.to_yaml()["autocast"].as<bool>());
+  auto without = evaluate_grid(model, *exp.task, exp.eval, torch::kCPU);
+  REQUIRE(with.size() == without.size());
+  int64_t right = 0;
+  for (size_t i = 0; i < with.size(); ++i) {
+    CHECK(with[i].correct == without[i].correct);
+    CHECK(with[i].first_errors == without[i].first_errors);
+    right += with[i].correct;
+  }
+  CHECK(right > 0);  // an untrained model's chance answers: not all counts are zero
+}
+
 TEST_CASE("eval: eval.examples keeps each cell's first wrong samples, then right ones, and writes them to examples.jsonl",
           "[eval]") {
   test::TempDir dir;

@@ -2,7 +2,9 @@
 // `--eval`, the wall time and tokens/s of the config's evaluation grid instead.
 #include "../cli.h"
 
+#include "lengen/core/rng.h"
 #include "lengen/core/version.h"
+#include "lengen/model/architecture.h"
 #include "lengen/train/evaluator.h"
 #include "lengen/train/flops.h"
 #include "lengen/train/op_count.h"
@@ -165,6 +167,31 @@ class Bench : public Command {
     return {real, static_cast<double>(target.size(0)) * training_flops(m, vocab, T, S, most)};
   }
 
+  // What the grid costs the host before any model work, on one thread: drawing every cell's
+  // samples (seeded as the evaluator seeds them) and laying them out into batches of up to
+  // eval.batch_size. On a GPU this part does not overlap the model's; its share of `seconds`
+  // says how much of the grid's time is the host's.
+  static double host_data_seconds(const Experiment& exp, Transformer& model) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const Architecture& arch = model->arch();
+    const size_t chunk = static_cast<size_t>(std::max<int64_t>(1, exp.eval.batch_size));
+    int64_t sink = 0;
+    for (const GridCell& cell : exp.eval.cells()) {
+      uint64_t seed = exp.eval.seed;
+      for (const auto& [axis, v] : cell) seed = mix_seed(seed, {static_cast<uint64_t>(v)});
+      Rng rng(seed);
+      std::vector<Example> examples;
+      for (int64_t i = 0; i < exp.eval.samples; ++i) examples.push_back(exp.task->sample_eval(cell, rng));
+      for (size_t first = 0; first < examples.size(); first += chunk) {
+        std::vector<Example> part(examples.begin() + static_cast<std::ptrdiff_t>(first),
+                                  examples.begin() + static_cast<std::ptrdiff_t>(std::min(examples.size(), first + chunk)));
+        sink += arch.make_batch(*exp.task, part).tokens;
+      }
+    }
+    (void)sink;
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+
   // One untimed pass over the first cell (allocator and kernels warm), then the whole grid.
   static int run_eval(const Experiment& exp, Transformer& model, const torch::Device& device, int64_t threads) {
     EvalConfig warm = exp.eval;
@@ -177,13 +204,15 @@ class Bench : public Command {
     std::vector<CellResult> cells = evaluate_grid(model, *exp.task, exp.eval, device);
     if (device.is_cuda()) torch::cuda::synchronize();
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    int64_t samples = 0, tokens = 0;
+    int64_t samples = 0, tokens = 0, correct = 0;
     double slowest = 0;
     for (const auto& c : cells) {
       samples += c.samples;
+      correct += c.correct;
       tokens += c.tokens;
       slowest = std::max(slowest, c.seconds);
     }
+    const double host_seconds = host_data_seconds(exp, model);
     nlohmann::json j = header(exp, model, device, threads);
     j.update({{"metric", metric_description(exp.eval)},
               {"cells", cells.size()},
@@ -191,9 +220,12 @@ class Bench : public Command {
               {"eval_batch_size", exp.eval.batch_size},
               {"eval_batch_tokens", eval_batch_tokens(exp.eval.batch_tokens, device, model->config())},
               {"samples", samples},
+              {"correct", correct},
+              {"autocast", exp.eval.autocast && device.is_cuda()},
               {"tokens", tokens},
               {"seconds", seconds},
               {"slowest_cell_seconds", slowest},
+              {"host_data_seconds", host_seconds},
               {"samples_per_s", static_cast<double>(samples) / seconds},
               {"tokens_per_s", static_cast<double>(tokens) / seconds}});
     fmt::print("{}\n", j.dump(2));

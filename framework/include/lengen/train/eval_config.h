@@ -44,6 +44,9 @@ struct LENGEN_API EvalConfig {
   /// reference, the model's response, the verdict, the features), the wrong ones first.
   /// Non-zero decodes, as the breakdown does.
   int64_t examples = 0;
+  /// On CUDA, the forward passes under bfloat16 autocast, as training with dtype: bfloat16
+  /// runs (logits scored in float32); off: float32, as on the CPU. No effect on the CPU.
+  bool autocast = false;
 
   /// The section's schema (validation and docs/config-reference.md).
   static ComponentSpec schema();
