@@ -167,7 +167,7 @@ if [[ ${QUICKSTART:-1} == 1 ]]; then
     timeout "$(left 15)" "$bin" eval "$qs_run" --set eval.autocast=true --out autocast \
       > "$work/quickstart-autocast.log" 2>&1
     say "quickstart eval under autocast: rc $?"
-    { echo "== quickstart, eager, evaluated under bfloat16 autocast"; cat "$qs_run/evals/autocast/grid.csv"; } \
+    { echo "== quickstart, eager, evaluated under bfloat16 autocast"; cat "$qs_run/evals/autocast/eval/grid.csv"; } \
       >> "$out/quickstart-grids.txt" 2> /dev/null
   fi
 fi
