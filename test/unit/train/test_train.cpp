@@ -29,6 +29,30 @@ namespace fs = std::filesystem;
 using namespace lengen;
 using Catch::Contains;
 
+namespace {
+
+/// Every weight's gradient (zeros where it has none), on the CPU: what one backward left.
+std::vector<torch::Tensor> weight_grads(Transformer& model) {
+  std::vector<torch::Tensor> out;
+  for (auto& [name, p] : named_weights(model)) {
+    out.push_back(p.grad().defined() ? p.grad().cpu().clone() : torch::zeros_like(p).cpu());
+  }
+  return out;
+}
+
+/// The largest |gradient| of `a` and the largest difference between `a` and `b`.
+std::pair<double, double> grad_scale_and_diff(const std::vector<torch::Tensor>& a,
+                                              const std::vector<torch::Tensor>& b) {
+  double norm = 0, diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    norm = std::max(norm, a[i].abs().max().item<double>());
+    diff = std::max(diff, test::max_abs_diff(a[i], b[i]));
+  }
+  return {norm, diff};
+}
+
+}  // namespace
+
 TEST_CASE("flops: the matrix-product count of docs/performance.md, by hand", "[train]") {
   // C 4, 2 heads of width 2 (H x D = 4), d_ff 8, vocabulary 10, 3 target tokens.
   ModelConfig m;
@@ -512,11 +536,7 @@ train: {steps: 10, batch_size: 12}
       CHECK(b.scored == b.mask.sum().item<int64_t>());  // the host count the step relies on
     }
     *loss = t.backward(batches).item<double>();
-    std::vector<torch::Tensor> out;
-    for (auto& [name, p] : named_weights(model)) {
-      out.push_back(p.grad().defined() ? p.grad().clone() : torch::zeros_like(p));
-    }
-    return out;
+    return weight_grads(model);
   };
   double whole_loss = 0, bucket_loss = 0, single_loss = 0;
   int64_t whole_padded = 0, bucket_padded = 0, single_padded = 0;
@@ -528,12 +548,8 @@ train: {steps: 10, batch_size: 12}
   CHECK(whole_loss > 0.1);
   CHECK(bucket_loss == Approx(whole_loss).epsilon(1e-12));
   CHECK(single_loss == Approx(whole_loss).epsilon(1e-12));
-  double norm = 0, d_bucket = 0, d_single = 0;
-  for (size_t i = 0; i < whole.size(); ++i) {
-    norm = std::max(norm, whole[i].abs().max().item<double>());
-    d_bucket = std::max(d_bucket, test::max_abs_diff(whole[i], bucketed[i]));
-    d_single = std::max(d_single, test::max_abs_diff(whole[i], single[i]));
-  }
+  const auto [norm, d_bucket] = grad_scale_and_diff(whole, bucketed);
+  const double d_single = grad_scale_and_diff(whole, single).second;
   INFO(arch << ": max |grad| " << norm << ", bucketed " << d_bucket << ", one at a time " << d_single);
   CHECK(norm > 1e-3);
   CHECK(d_bucket < 1e-12);
@@ -607,11 +623,7 @@ TEST_CASE("train: packed rows give the loss and gradients of one sample per row"
       REQUIRE(batches.size() == 1);
       *batch = batches[0];
       *loss = t.backward(batches).item<double>();
-      std::vector<torch::Tensor> out;
-      for (auto& [name, p] : named_weights(model)) {
-        out.push_back(p.grad().defined() ? p.grad().clone() : torch::zeros_like(p));
-      }
-      return out;
+      return weight_grads(model);
     };
     double loss = 0, packed_loss = 0;
     Batch plain, packed;
@@ -623,11 +635,7 @@ TEST_CASE("train: packed rows give the loss and gradients of one sample per row"
     CHECK(packed.scored == plain.scored);
     CHECK(loss > 0.1);
     CHECK(packed_loss == Approx(loss).epsilon(1e-12));
-    double norm = 0, diff = 0;
-    for (size_t i = 0; i < g.size(); ++i) {
-      norm = std::max(norm, g[i].abs().max().item<double>());
-      diff = std::max(diff, test::max_abs_diff(g[i], gp[i]));
-    }
+    const auto [norm, diff] = grad_scale_and_diff(g, gp);
     INFO("max |grad| " << norm << ", packed " << diff);
     CHECK(norm > 1e-3);
     CHECK(diff < 1e-12);
@@ -742,11 +750,7 @@ TEST_CASE("train: padding a batch to a fixed shape leaves its loss and gradients
     const Batch& b = batches[0];
     auto grads = [&](const Batch& batch, double* loss) {
       *loss = t.backward({batch}).item<double>();
-      std::vector<torch::Tensor> out;
-      for (auto& [name, p] : named_weights(model)) {
-        out.push_back(p.grad().defined() ? p.grad().clone() : torch::zeros_like(p));
-      }
-      return out;
+      return weight_grads(model);
     };
     Batch padded = pad_sequence_batch(b, b.inputs.size(1) + 13, 0);
     CHECK(padded.inputs.size(1) == b.inputs.size(1) + 13);
@@ -756,11 +760,7 @@ TEST_CASE("train: padding a batch to a fixed shape leaves its loss and gradients
     auto gp = grads(padded, &padded_loss);
     CHECK(loss > 0.1);
     CHECK(padded_loss == Approx(loss).epsilon(1e-12));
-    double norm = 0, diff = 0;
-    for (size_t i = 0; i < g.size(); ++i) {
-      norm = std::max(norm, g[i].abs().max().item<double>());
-      diff = std::max(diff, test::max_abs_diff(g[i], gp[i]));
-    }
+    const auto [norm, diff] = grad_scale_and_diff(g, gp);
     INFO("max |grad| " << norm << ", padded " << diff);
     CHECK(norm > 1e-3);
     CHECK(diff < 1e-12);
@@ -840,21 +840,13 @@ TEST_CASE("train: on CUDA, packed rows give the loss and gradients of one sample
       Trainer t(cfg, exp.seed, *exp.task, model, torch::kCUDA, tmp.file("run"));
       t.set_data(exp.training_data());
       *loss = t.backward(t.batches_for_step(1)).item<double>();
-      std::vector<torch::Tensor> out;
-      for (auto& [name, p] : named_weights(model)) {
-        out.push_back(p.grad().defined() ? p.grad().cpu().clone() : torch::zeros_like(p).cpu());
-      }
-      return out;
+      return weight_grads(model);
     };
     double loss = 0, packed_loss = 0;
     auto g = grads(false, &loss);
     auto gp = grads(true, &packed_loss);
     CHECK(packed_loss == Approx(loss).epsilon(1e-5));
-    double norm = 0, diff = 0;
-    for (size_t i = 0; i < g.size(); ++i) {
-      norm = std::max(norm, g[i].abs().max().item<double>());
-      diff = std::max(diff, test::max_abs_diff(g[i], gp[i]));
-    }
+    const auto [norm, diff] = grad_scale_and_diff(g, gp);
     WARN(position << ": loss " << loss << " / " << packed_loss << ", max |grad| " << norm << ", max |diff| " << diff);
     CHECK(diff < 1e-4 * norm);
   }
