@@ -51,6 +51,19 @@ std::pair<double, double> grad_scale_and_diff(const std::vector<torch::Tensor>& 
   return {norm, diff};
 }
 
+/// A 2-layer float64 decoder on 1-8 digit addition with the given position schemes (a YAML
+/// list's entries), written to `tmp` and loaded: what the exactness tests below compare on.
+Experiment float64_addition(const test::TempDir& tmp, const std::string& name, int seed,
+                            const std::string& position, int batch_size) {
+  test::write_text(tmp.file("exp.yaml"), fmt::format("name: {}\nseed: {}\ndtype: float64\n"
+                                                     "task: {{name: addition, train_digits: [1, 8]}}\n"
+                                                     "model: {{layers: 2, heads: 2, d_model: 16, d_ff: 32}}\n"
+                                                     "position: [{}]\n"
+                                                     "train: {{steps: 10, batch_size: {}}}\n",
+                                                     name, seed, position, batch_size));
+  return Experiment::load(tmp.file("exp.yaml"));
+}
+
 }  // namespace
 
 TEST_CASE("flops: the matrix-product count of docs/performance.md, by hand", "[train]") {
@@ -607,12 +620,7 @@ TEST_CASE("train: packed rows give the loss and gradients of one sample per row"
       "{name: alibi}", "{name: nope}", "{name: rpe_kq, k: 4}", "{name: abacus, max_position: 40, max_k: 0}");
   DYNAMIC_SECTION(position) {
     test::TempDir tmp;
-    test::write_text(tmp.file("exp.yaml"), "name: pack\nseed: 4\ndtype: float64\n"
-                                           "task: {name: addition, train_digits: [1, 8]}\n"
-                                           "model: {layers: 2, heads: 2, d_model: 16, d_ff: 32}\n"
-                                           "position: [" + position + "]\n"
-                                           "train: {steps: 10, batch_size: 16}\n");
-    Experiment exp = Experiment::load(tmp.file("exp.yaml"));
+    Experiment exp = float64_addition(tmp, "pack", 4, position, 16);
     Transformer model = exp.build_model(torch::kCPU);
     auto grads = [&](bool pack, double* loss, Batch* batch) {
       TrainConfig cfg = exp.train;
@@ -736,12 +744,7 @@ TEST_CASE("train: padding a batch to a fixed shape leaves its loss and gradients
                "{name: rpe_kq, k: 4}", "{name: abacus, max_position: 40, max_k: 0}");
   DYNAMIC_SECTION(position) {
     test::TempDir tmp;
-    test::write_text(tmp.file("exp.yaml"), "name: pad\nseed: 2\ndtype: float64\n"
-                                           "task: {name: addition, train_digits: [1, 8]}\n"
-                                           "model: {layers: 2, heads: 2, d_model: 16, d_ff: 32}\n"
-                                           "position: [" + position + "]\n"
-                                           "train: {steps: 10, batch_size: 6}\n");
-    Experiment exp = Experiment::load(tmp.file("exp.yaml"));
+    Experiment exp = float64_addition(tmp, "pad", 2, position, 6);
     Transformer model = exp.build_model(torch::kCPU);
     Trainer t(exp.train, exp.seed, *exp.task, model, torch::kCPU, tmp.file("run"));
     t.set_data(exp.training_data());
