@@ -119,6 +119,11 @@ TEST_CASE("coupling: in a packed row each sample draws its own offset, within it
   CHECK(differ > 200);                                        // drawn apart
   // Evaluation leaves the IDs as they are, packed or not.
   CHECK(torch::equal(s->position_ids(ids, 0, false, segments, index), ids));
+  // A sample past max_position is refused in a packed row too, naming the ID and the level.
+  auto too_long = ids.clone();
+  too_long[0][0][6] = 13;
+  CHECK_THROWS_WITH(s->position_ids(too_long, 0, true, segments, index),
+                    Catch::Contains("needs position ID 13 at level 0 but max_position is 12"));
 }
 
 TEST_CASE("coupling: an evaluation ID above max_position is refused with names", "[coupling]") {

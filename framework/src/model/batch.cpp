@@ -187,7 +187,7 @@ Batch make_packed_batch(const std::vector<Example>& examples, int64_t pad_id,
     LENGEN_CHECK(e.tokens.size() >= 2, "make_packed_batch: sample {} has {} token(s); a sample "
                  "needs at least 2", i, e.tokens.size());
     LENGEN_CHECK(static_cast<int64_t>(e.position_ids.size()) == L,
-                 "make_batch: examples disagree on position levels ({} vs {})", e.position_ids.size(), L);
+                 "make_packed_batch: examples disagree on position levels ({} vs {})", e.position_ids.size(), L);
     len[i] = static_cast<int64_t>(e.tokens.size()) - 1;
     T = std::max(T, len[i]);
   }

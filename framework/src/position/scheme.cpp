@@ -302,15 +302,11 @@ torch::Tensor PositionTables::random_offsets(const torch::Tensor& ids, const tor
     for (int64_t l = 0; l < L; ++l) rows.push_back(torch::rsub(max_id[l], max_position_[l]));
     room = torch::stack(rows);
   }
-  if (slot.defined() && ids.device().is_cpu() && *room.min().data_ptr<int64_t>() < 0) {
-    LENGEN_FAIL("a training sample needs position ID {} but max_position is {}",
-                max_id.max().item<int64_t>(), max_position_.front());
-  }
   // On a GPU, reading `room` back would stall every training step; the Trainer checks each
   // batch's IDs on the host before upload (check_ids), so only host tensors are checked here,
   // straight from their memory (item() is how a device is read: OpCounter::host_reads).
   if (ids.device().is_cpu() && *room.min().data_ptr<int64_t>() < 0) {
-    auto level = std::get<1>(room.min(1)).argmin().item<int64_t>();
+    auto level = std::get<0>(room.reshape({L, -1}).min(1)).argmin().item<int64_t>();  // [L, B(*G)]
     LENGEN_FAIL("a training sample needs position ID {} at level {} but max_position is {}",
                 max_id[level].max().item<int64_t>(), level, max_position_[level]);
   }

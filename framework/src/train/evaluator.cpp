@@ -94,6 +94,20 @@ std::string token_name(const Task& task, int64_t id) {
 
 }  // namespace
 
+std::vector<Example> cell_samples(const Task& task, const EvalConfig& cfg, const GridCell& cell) {
+  uint64_t seed = cfg.seed;
+  for (const auto& [axis, v] : cell) {
+    seed = mix_seed(seed, {static_cast<uint64_t>(v)});
+  }
+  Rng rng(seed);
+  std::vector<Example> examples;
+  examples.reserve(static_cast<size_t>(cfg.samples));
+  for (int64_t i = 0; i < cfg.samples; ++i) {
+    examples.push_back(task.sample_eval(cell, rng));
+  }
+  return examples;
+}
+
 std::vector<CellResult> evaluate_grid(
     Transformer& model,
     const Task& task,
@@ -120,20 +134,7 @@ std::vector<CellResult> evaluate_grid(
   for (size_t ci = 0; ci < cells.size(); ++ci) {
     const GridCell& cell = cells[ci];
     const auto t0 = std::chrono::steady_clock::now();
-    std::vector<uint64_t> labels;
-    for (const auto& [axis, v] : cell) {
-      labels.push_back(static_cast<uint64_t>(v));
-    }
-    uint64_t s = cfg.seed;
-    for (uint64_t l : labels) {
-      s = mix_seed(s, {l});
-    }
-    Rng rng(s);
-    std::vector<Example> examples;
-    examples.reserve(static_cast<size_t>(cfg.samples));
-    for (int64_t i = 0; i < cfg.samples; ++i) {
-      examples.push_back(task.sample_eval(cell, rng));
-    }
+    std::vector<Example> examples = cell_samples(task, cfg, cell);
     // The answer of a decode may follow a wrong scratchpad, which teacher forcing cannot see:
     // the answer metric always decodes (Cho et al.: "we only use greedy decoding").
     const bool answer = cfg.metric == "answer";

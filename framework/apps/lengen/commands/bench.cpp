@@ -2,7 +2,6 @@
 // `--eval`, the wall time and tokens/s of the config's evaluation grid instead.
 #include "../cli.h"
 
-#include "lengen/core/rng.h"
 #include "lengen/core/version.h"
 #include "lengen/model/architecture.h"
 #include "lengen/train/evaluator.h"
@@ -177,11 +176,7 @@ class Bench : public Command {
     const size_t chunk = static_cast<size_t>(std::max<int64_t>(1, exp.eval.batch_size));
     int64_t sink = 0;
     for (const GridCell& cell : exp.eval.cells()) {
-      uint64_t seed = exp.eval.seed;
-      for (const auto& [axis, v] : cell) seed = mix_seed(seed, {static_cast<uint64_t>(v)});
-      Rng rng(seed);
-      std::vector<Example> examples;
-      for (int64_t i = 0; i < exp.eval.samples; ++i) examples.push_back(exp.task->sample_eval(cell, rng));
+      const std::vector<Example> examples = cell_samples(*exp.task, exp.eval, cell);
       for (size_t first = 0; first < examples.size(); first += chunk) {
         std::vector<Example> part(examples.begin() + static_cast<std::ptrdiff_t>(first),
                                   examples.begin() + static_cast<std::ptrdiff_t>(std::min(examples.size(), first + chunk)));
