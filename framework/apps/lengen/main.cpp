@@ -5,6 +5,7 @@
 #include "lengen/core/error.h"
 #include "lengen/core/log.h"
 #include "lengen/core/version.h"
+#include "lengen/plugin/abi.h"
 #include "lengen/plugin/loader.h"
 #include "lengen/train/trainer.h"
 
@@ -22,7 +23,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   cli::Common common;
   app.add_flag("--debug", common.debug, "verbose logging");
-  app.set_version_flag("--version", fmt::format("lengen {} (LibTorch {})", kVersion, torch_version()));
+  app.set_version_flag("--version", fmt::format("lengen {} (plugin API {}, ABI {}; LibTorch {})", kVersion,
+                                                 LENGEN_PLUGIN_API, LENGEN_PLUGIN_ABI, torch_version()));
   auto commands = cli::all_commands();
   std::vector<CLI::App*> subs;
   for (auto& c : commands) subs.push_back(c->add(app, common));

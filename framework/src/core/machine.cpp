@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -92,6 +94,11 @@ MachineInfo machine_info() {
     m.blas = config_fn();
     const std::string name = openblas_core();
     if (!name.empty() && m.blas.find(name) == std::string::npos) m.blas += " " + name;
+    std::string lower = name;
+    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+    m.kernel_set = lower == "skylakex" || lower == "cooperlake" || lower == "sapphirerapids" ? "AVX-512"
+                   : lower == "haswell" || lower == "zen"                                      ? "AVX2"
+                                                                                                : name;
     if (const char* forced = std::getenv("OPENBLAS_CORETYPE")) {
       const char* fallback = std::getenv("LENGEN_BLAS_FALLBACK");
       m.blas += std::string(" (OPENBLAS_CORETYPE=") + forced +
@@ -99,6 +106,42 @@ MachineInfo machine_info() {
     }
   }
   return m;
+}
+
+namespace {
+
+// The first line a shell command prints, "" when it fails.
+std::string first_line_of(const std::string& command) {
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) return "";
+  char buf[256];
+  std::string out;
+  if (std::fgets(buf, sizeof buf, pipe) != nullptr) out = buf;
+  const int rc = ::pclose(pipe);
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+  return rc == 0 ? out : std::string();
+}
+
+}  // namespace
+
+SourceInfo source_info() {
+  SourceInfo s;
+  s.version = kVersion;
+#ifdef LENGEN_SOURCE_DIR
+  // Only a binary that lives in the source tree it was built from (a build folder) asks git: an
+  // installed copy may sit beside a checkout of other code.
+  std::error_code ec;
+  const std::string exe = std::filesystem::canonical("/proc/self/exe", ec).string();
+  const std::string src = std::filesystem::weakly_canonical(LENGEN_SOURCE_DIR, ec).string();
+  if (ec || src.empty() || exe.rfind(src + "/", 0) != 0) return s;
+  const std::string quoted = "'" + src + "'";  // CMake's source path: no quote inside
+  const std::string described =
+      first_line_of("git -C " + quoted + " describe --always --dirty --abbrev=40 --match='' 2>/dev/null");
+  if (described.empty()) return s;
+  s.dirty = described.size() > 6 && described.compare(described.size() - 6, 6, "-dirty") == 0;
+  s.commit = s.dirty ? described.substr(0, described.size() - 6) : described;
+#endif
+  return s;
 }
 
 }  // namespace lengen

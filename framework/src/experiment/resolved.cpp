@@ -8,6 +8,8 @@
 #include "lengen/plugin/loader.h"
 #include "lengen/registry/registry.h"
 
+#include <ATen/Parallel.h>
+
 namespace lengen {
 
 namespace {
@@ -79,6 +81,14 @@ std::string Experiment::resolved_yaml() const {
   prov["machine"]["cpu"] = machine.cpu;
   prov["machine"]["cpu_capability"] = machine.cpu_capability;
   prov["machine"]["blas"] = machine.blas;
+  prov["machine"]["kernel_set"] = machine.kernel_set;
+  // The thread count the process computes with now (a run has configured it by the time it
+  // writes config.yaml; `threads:` above is what was asked for, 0 meaning the default).
+  prov["threads_used"] = static_cast<int64_t>(at::get_num_threads());
+  const SourceInfo source = source_info();
+  prov["source_tree"]["version"] = source.version;
+  prov["source_tree"]["commit"] = source.commit;
+  prov["source_tree"]["dirty"] = source.dirty;
   prov["source"] = file;
   for (const auto& lp : loaded_plugins()) {
     YAML::Node p;

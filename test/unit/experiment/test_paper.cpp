@@ -5,6 +5,7 @@
 #include "lengen/core/version.h"
 #include "lengen/experiment/experiment.h"
 #include "lengen/experiment/paper.h"
+#include "lengen/experiment/threads.h"
 #include "lengen/sweep/sweep.h"
 
 #include <nlohmann/json.hpp>
@@ -299,6 +300,28 @@ TEST_CASE("provenance: a resolved config records the machine its figures depend 
   test::write_text(dir.file("e.yaml"), test::kTinyAddition);
   const std::string yaml = Experiment::load(dir.file("e.yaml")).resolved_yaml();
   CHECK_THAT(yaml, Contains("machine:") && Contains("cpu_capability: " + m.cpu_capability));
+}
+
+TEST_CASE("provenance: a resolved config records the source commit, the threads used and the kernel set",
+          "[paper]") {
+  const SourceInfo source = source_info();
+  CHECK(source.version == kVersion);
+  // This test binary lives in the build folder of a checkout (CI clones one), so git answers.
+  if (source.commit.empty()) {
+    WARN("no git checkout around the test binary: provenance records the version alone");
+  } else {
+    CHECK(source.commit.size() == 40);
+    CHECK(source.commit.find_first_not_of("0123456789abcdef") == std::string::npos);
+  }
+  const int64_t threads = configure_threads(1);
+  test::TempDir dir;
+  test::write_text(dir.file("e.yaml"), test::kTinyAddition);
+  const std::string yaml = Experiment::load(dir.file("e.yaml")).resolved_yaml();
+  CHECK_THAT(yaml, Contains(fmt::format("threads_used: {}", threads)));
+  CHECK_THAT(yaml, Contains("commit: " + source.commit) && Contains(source.dirty ? "dirty: true" : "dirty: false"));
+  const MachineInfo m = machine_info();
+  if (m.blas.rfind("OpenBLAS", 0) == 0) CHECK_FALSE(m.kernel_set.empty());
+  CHECK_THAT(yaml, Contains("kernel_set:"));
 }
 
 TEST_CASE("provenance: OpenBLAS runs AVX2-class kernels on a processor that has AVX2", "[paper]") {

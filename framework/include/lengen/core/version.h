@@ -6,8 +6,22 @@
 
 namespace lengen {
 
-/// Version of the framework library (semantic; the minor version tracks the plugin API).
-inline constexpr const char* kVersion = "0.1.0";
+/// Version of the framework (semantic): the minor version is the plugin API
+/// (LENGEN_PLUGIN_API, lengen/plugin/abi.h), so a plugin built against lengen 0.N loads in any
+/// lengen 0.M with M >= N and the same ABI. CHANGELOG.md says what each version changed.
+/// `lengen --version` prints it with the plugin API and ABI. Kept equal to CMakeLists.txt's
+/// project(VERSION) by a check at configure time.
+inline constexpr const char* kVersion = "0.10.0";
+
+/// Where this binary's code came from, recorded in every run's config.yaml
+/// (provenance.source_tree). In a build tree inside a git checkout: the commit and whether
+/// tracked files differ from it (`git describe --always --dirty` at run time, so a rebuild
+/// after an edit is seen); for an installed tree outside git: the version alone (commit "").
+struct SourceInfo {
+  std::string version, commit;
+  bool dirty = false;
+};
+LENGEN_API SourceInfo source_info();
 
 /// Human-readable description of the LibTorch this binary was built against, e.g. "1.13.1".
 LENGEN_API std::string torch_version();
@@ -19,6 +33,10 @@ LENGEN_API std::string torch_version();
 /// Recorded in every run's config.yaml (provenance.machine). Fields unknown here are "".
 struct MachineInfo {
   std::string cpu, cpu_capability, blas;
+  /// The kernel family the figures depend on, in the words docs/results.md uses: "AVX-512"
+  /// (OpenBLAS SkylakeX / Cooperlake / SapphireRapids), "AVX2" (Haswell, Zen), or the BLAS's
+  /// own core name for anything else; "" when the BLAS is not OpenBLAS.
+  std::string kernel_set;
 };
 LENGEN_API MachineInfo machine_info();
 
