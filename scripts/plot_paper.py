@@ -14,7 +14,8 @@ import textwrap
 
 from plot_common import arguments, csv_rows, pyplot, save
 
-STATS = ["config", "label", "paper", "seeds", "median", "q25", "q75", "min", "max", "difference"]
+STATS = ["config", "label", "paper", "seeds", "median", "q25", "q75", "min", "max", "difference",
+         "statistic", "lengen", "lengen_difference"]
 
 
 def number(text):

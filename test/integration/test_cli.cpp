@@ -168,14 +168,14 @@ TEST_CASE("cli: a run with a paper: block ends with the paper's figures beside i
   REQUIRE(grid.size() == 5);
   std::ifstream p(run / "eval" / "paper.csv");
   std::getline(p, line);
-  CHECK(line == "config,label,digits,paper,seeds,median,q25,q75,min,max,difference");
+  CHECK(line == "config,label,digits,paper,seeds,median,q25,q75,min,max,difference,statistic,lengen,lengen_difference");
   int rows = 0;
   while (std::getline(p, line)) {
     ++rows;
     std::vector<std::string> f;
     std::stringstream ss(line);
     for (std::string x; std::getline(ss, x, ',');) f.push_back(x);
-    f.resize(11);
+    f.resize(14);
     INFO(line);
     CHECK(f[0] == "cli");
     if (f[2] == "9") {

@@ -80,6 +80,7 @@ PaperReference PaperReference::from_config(const ConfigNode& node, const std::ve
   p.table = r.required("table").as_string();
   p.note = r.get_string("note", "");
   const std::string unit = r.get_choice("unit", "percent", {"percent", "fraction"});
+  p.statistic = r.get_choice("statistic", "median", {"median", "mean", "best"});
   const double scale = unit == "percent" ? 100.0 : 1.0;
   const ConfigNode values = r.child("values");
   const ConfigNode rows = allow_rows ? r.child("rows") : ConfigNode();
@@ -122,7 +123,7 @@ nlohmann::json PaperReference::to_json() const {
     if (!r.stage.empty()) row["stage"] = r.stage;
     rows_j.push_back(std::move(row));
   }
-  return {{"cite", cite}, {"table", table}, {"note", note}, {"rows", rows_j}};
+  return {{"cite", cite}, {"table", table}, {"note", note}, {"statistic", statistic}, {"rows", rows_j}};
 }
 
 PaperReference PaperReference::from_json(const nlohmann::json& j) {
@@ -130,6 +131,7 @@ PaperReference PaperReference::from_json(const nlohmann::json& j) {
   p.cite = j.value("cite", std::string());
   p.table = j.value("table", std::string());
   p.note = j.value("note", std::string());
+  p.statistic = j.value("statistic", std::string("median"));
   for (const auto& r : j.value("rows", nlohmann::json::array())) {
     PaperRow row;
     row.label = r.value("label", std::string());
@@ -142,7 +144,7 @@ PaperReference PaperReference::from_json(const nlohmann::json& j) {
 }
 
 PaperReference PaperReference::of_stage(const std::string& stage) const {
-  PaperReference p{cite, table, note, {}};
+  PaperReference p{cite, table, note, {}, statistic};
   for (const auto& r : rows) {
     if (r.stage == stage) p.rows.push_back(r);
   }
@@ -179,6 +181,16 @@ double quantile(std::vector<double> v, double q) {
   return v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
 }
 
+double statistic_of(const std::vector<double>& v, const std::string& statistic) {
+  if (statistic == "mean") {
+    double sum = 0;
+    for (double x : v) sum += x;
+    return sum / static_cast<double>(v.size());
+  }
+  if (statistic == "best") return *std::max_element(v.begin(), v.end());
+  return quantile(v, 0.5);
+}
+
 std::vector<PaperCell> compare_with_paper(const PaperReference& paper, const std::vector<ConfigFigures>& figures,
                                           const std::vector<std::string>& cell_order) {
   std::vector<PaperCell> out;
@@ -207,7 +219,7 @@ std::vector<PaperCell> compare_with_paper(const PaperReference& paper, const std
         c.paper = r == ref.end() ? kNaN : r->second;
         auto it = f.cells.find(cell);
         if (it == f.cells.end() || it->second.empty()) {
-          c.median = c.q25 = c.q75 = c.min = c.max = kNaN;
+          c.median = c.q25 = c.q75 = c.min = c.max = c.mean = c.ours = kNaN;
         } else {
           const auto& v = it->second;
           c.seeds = static_cast<int64_t>(v.size());
@@ -216,6 +228,8 @@ std::vector<PaperCell> compare_with_paper(const PaperReference& paper, const std
           c.q75 = quantile(v, 0.75);
           c.min = *std::min_element(v.begin(), v.end());
           c.max = *std::max_element(v.begin(), v.end());
+          c.mean = statistic_of(v, "mean");
+          c.ours = statistic_of(v, paper.statistic);
         }
         out.push_back(c);
       };

@@ -5,6 +5,7 @@
 
 #include "lengen/config/node.h"
 #include "lengen/core/error.h"
+#include "lengen/core/log.h"
 #include "lengen/experiment/experiment.h"
 #include "lengen/report/paper.h"
 #include "lengen/report/report.h"
@@ -411,8 +412,26 @@ Sweep load_sweep(const std::string& path, const std::vector<std::string>& overri
     p.overrides = ov;
     p.run_dir = e.run_dir();
     if (i == 0) {
-      // The sweep's `paper:` rows, or the base experiment's values beside every configuration.
-      s.paper = paper.defined() ? PaperReference::from_config(paper, e.eval.axes(), true) : e.paper;
+      // The sweep's `paper:` rows; or the base experiment's values, which describe the base's
+      // configuration: beside every configuration only when the sweep varies nothing but the
+      // seed, or when the sweep opts in with `paper: inherit`.
+      const bool inherit = paper.is_scalar() && paper.as_string() == "inherit";
+      if (paper.defined() && !inherit) {
+        s.paper = PaperReference::from_config(paper, e.eval.axes(), true);
+      } else {
+        std::vector<std::string> varied;
+        for (const auto& [k, values] : distinct) {
+          if (k != "seed" && values.size() > 1) varied.push_back(k);
+        }
+        if (inherit || varied.empty()) {
+          s.paper = e.paper;
+        } else if (!e.paper.empty()) {
+          logger("sweep")->info("{}: the base experiment's paper: figures ({}, {}) describe its own configuration; "
+                                "not printed beside a sweep that varies {} (write `paper: inherit` to print them "
+                                "beside every configuration, or give `paper: rows:` with `where:`)",
+                                s.name, e.paper.cite, e.paper.table, join(varied, ", "));
+        }
+      }
       row_configs.resize(s.paper.rows.size());
     }
     p.resolved = e.resolved_yaml();

@@ -179,12 +179,21 @@ paper:
   test::write_text(dir.file("x2.yaml"), both);
   CHECK_THROWS_WITH(sweep::load_sweep(dir.file("x2.yaml")), Contains("matches two paper rows: 'shallow' and 'deep'"));
 
-  // Without its own block a sweep takes the base experiment's values, beside every configuration.
+  // The base experiment's values describe the base's configuration: a sweep that varies more
+  // than the seed prints them only when it opts in with `paper: inherit` (then beside every
+  // configuration); a sweep over seeds alone takes them as they are.
   test::write_text(dir.file("base.yaml"), std::string(test::kTinyAddition) + "paper: {cite: P, table: T, values: {4: 50}}\n");
   test::write_text(dir.file("s2.yaml"), head);
-  sweep::Sweep s2 = sweep::load_sweep(dir.file("s2.yaml"));
-  REQUIRE(s2.paper.rows.size() == 1);
-  CHECK(s2.paper.rows[0].configs.empty());
+  CHECK(sweep::load_sweep(dir.file("s2.yaml")).paper.empty());
+  test::write_text(dir.file("s3.yaml"), head + "paper: inherit\n");
+  sweep::Sweep s3 = sweep::load_sweep(dir.file("s3.yaml"));
+  REQUIRE(s3.paper.rows.size() == 1);
+  CHECK(s3.paper.rows[0].configs.empty());
+  test::write_text(dir.file("s4.yaml"), fmt::format("name: s4\nbase: base.yaml\noutput_dir: {}\ngrid:\n  seed: [0, 1, 2]\n",
+                                                    dir.str()));
+  sweep::Sweep s4 = sweep::load_sweep(dir.file("s4.yaml"));
+  REQUIRE(s4.paper.rows.size() == 1);
+  CHECK(s4.paper.rows[0].values == std::vector<std::pair<std::string, double>>{{"4", 0.5}});
 }
 
 TEST_CASE("paper: aggregate writes lengen's median over seeds beside the paper, with the difference", "[paper]") {
@@ -221,14 +230,14 @@ TEST_CASE("paper: aggregate writes lengen's median over seeds beside the paper, 
   CHECK(sweep::aggregate(root.string()) == 6);
   const auto lines = lines_of(test::read_text(root / "aggregate" / "paper.csv"));
   REQUIRE(lines.size() == 6);  // "b", which no row stands beside, last with lengen's figures only
-  CHECK(lines[4] == "b,,1,,3,20.00,15.00,25.00,10.00,30.00,");
-  CHECK(lines[5] == "b,,2,,3,0.00,0.00,5.00,0.00,10.00,");
-  CHECK(lines[0] == "config,label,digits,paper,seeds,median,q25,q75,min,max,difference");
+  CHECK(lines[4] == "b,,1,,3,20.00,15.00,25.00,10.00,30.00,,median,20.00,");
+  CHECK(lines[5] == "b,,2,,3,0.00,0.00,5.00,0.00,10.00,,median,0.00,");
+  CHECK(lines[0] == "config,label,digits,paper,seeds,median,q25,q75,min,max,difference,statistic,lengen,lengen_difference");
   // digits 1 of "a": {1.0, 1.0, 0.8}, no paper figure; digits 2: {0.2, 0.9, 0.5} -> median 50
   // against the paper's 75: -25. The paper's 5 digits: not evaluated.
-  CHECK(lines[1] == "a,A,1,,3,100.00,90.00,100.00,80.00,100.00,");
-  CHECK(lines[2] == "a,A,2,75.00,3,50.00,35.00,70.00,20.00,90.00,-25.00");
-  CHECK(lines[3] == "a,A,5,100.00,0,,,,,,");
+  CHECK(lines[1] == "a,A,1,,3,100.00,90.00,100.00,80.00,100.00,,median,100.00,");
+  CHECK(lines[2] == "a,A,2,75.00,3,50.00,35.00,70.00,20.00,90.00,-25.00,median,50.00,-25.00");
+  CHECK(lines[3] == "a,A,5,100.00,0,,,,,,,median,,");
 
   // A row of an eval stage is left out of the run's own comparison and is the only row of
   // `aggregate --stage`'s.
@@ -252,7 +261,22 @@ TEST_CASE("paper: aggregate writes lengen's median over seeds beside the paper, 
   const auto stage_lines = lines_of(test::read_text(root / "aggregate" / "stages" / "control" / "paper.csv"));
   REQUIRE(stage_lines.size() == 2);
   // {0, 0.1, 0.2} -> median 10 against the paper's 30.
-  CHECK(stage_lines[1] == "a,A before,2,30.00,3,10.00,5.00,15.00,0.00,20.00,-20.00");
+  CHECK(stage_lines[1] == "a,A before,2,30.00,3,10.00,5.00,15.00,0.00,20.00,-20.00,median,10.00,-20.00");
+
+  // A paper that reports means is compared in means: lengen's mean over seeds beside its
+  // median, and the difference taken between the means. Digits 2 of "a": {0.2, 0.9, 0.5},
+  // mean 53.33 against the paper's 75.
+  PaperReference means = paper;
+  means.statistic = "mean";
+  CHECK(PaperReference::from_json(means.to_json()).statistic == "mean");
+  std::ofstream(root / "sweep.json") << nlohmann::json{{"name", "t"},     {"axes", {"seed"}},
+                                                       {"threshold", 0.9}, {"points", points},
+                                                       {"paper", means.to_json()}}
+                                            .dump();
+  CHECK(sweep::aggregate(root.string()) == 6);
+  const auto mean_lines = lines_of(test::read_text(root / "aggregate" / "paper.csv"));
+  CHECK(mean_lines[2] == "a,A,2,75.00,3,50.00,35.00,70.00,20.00,90.00,-25.00,mean,53.33,-21.67");
+  CHECK(statistic_of({0.2, 0.9, 0.5}, "best") == 0.9);
 
   // compare_with_paper directly: a row without configurations stands beside every one.
   paper.rows[0].configs.clear();
@@ -288,8 +312,8 @@ TEST_CASE("paper: compare puts each run's paper: block beside the median of its 
   CHECK(sweep::compare_runs(dirs, (root / "cmp").string()) == 4);
   const auto lines = lines_of(test::read_text(root / "cmp" / "aggregate" / "paper.csv"));
   REQUIRE(lines.size() == 3);
-  CHECK(lines[1] == "coupled,coupled,2,80.00,3,90.00,70.00,95.00,50.00,100.00,10.00");
-  CHECK(lines[2] == "nope,,2,,1,10.00,10.00,10.00,10.00,10.00,");
+  CHECK(lines[1] == "coupled,coupled,2,80.00,3,90.00,70.00,95.00,50.00,100.00,10.00,median,90.00,10.00");
+  CHECK(lines[2] == "nope,,2,,1,10.00,10.00,10.00,10.00,10.00,,median,10.00,");
 }
 
 TEST_CASE("provenance: a resolved config records the machine its figures depend on", "[paper]") {

@@ -10,6 +10,9 @@
 //     table: "Figure 3"
 //     note: "read off the figure"          # optional: how the numbers were obtained
 //     unit: percent                        # or fraction
+//     statistic: mean                      # what the paper's numbers are over its seeds: mean,
+//                                          # median (default) or best; lengen's figure in the
+//                                          # same statistic is printed beside its median
 //     values: {10: 100, 20: 99.5, 30: ~}   # one row (an experiment, or every configuration)
 //     rows:                                # a sweep: one row per configuration of the paper
 //       - {label: "coupling + scratchpad", where: {position: coupling, task.scratchpad: true},
@@ -46,6 +49,8 @@ struct PaperRow {
 struct LENGEN_API PaperReference {
   std::string cite, table, note;
   std::vector<PaperRow> rows;
+  /// The paper's statistic over its seeds: "median", "mean" or "best" (the maximum).
+  std::string statistic = "median";
 
   bool empty() const { return rows.empty(); }
 
@@ -80,7 +85,14 @@ struct PaperCell {
   double paper = 0;
   int64_t seeds = 0;
   double median = 0, q25 = 0, q75 = 0, min = 0, max = 0;
+  double mean = 0;
+  /// lengen's figure in the paper's statistic (PaperReference::statistic): the median, the mean
+  /// or the maximum over seeds; NaN where not evaluated.
+  double ours = 0;
 };
+
+/// `v`'s value in a paper's statistic ("median", "mean", "best"); v non-empty.
+LENGEN_API double statistic_of(const std::vector<double>& v, const std::string& statistic);
 
 /// Linear-interpolated quantile of `v` (non-empty), q in [0, 1].
 LENGEN_API double quantile(std::vector<double> v, double q);
