@@ -72,8 +72,9 @@ void report_paper(const PaperReference& paper, const std::vector<PaperCell>& cel
   const bool both = max_seeds > 1 && paper.statistic != "median";
   const std::string what = !both           ? (max_seeds > 1 ? "median over seeds" : "figure")
                            : fmt::format("median / {} over seeds", paper.statistic);
-  std::string out = fmt::format("\n{}, {}: lengen's {} (the paper's {}) and the difference{}, exact match %\n{}",
-                                paper.cite, paper.table, what, paper.statistic,
+  std::string out = fmt::format("\n{}, {}: lengen's {} (the paper's{}) and the difference{}, exact match %\n{}",
+                                paper.cite, paper.table, what,
+                                paper.statistic == "median" ? "" : " " + paper.statistic,
                                 both ? " of the " + paper.statistic + "s" : "",
                                 paper.note.empty() ? "" : "(" + paper.note + ")\n");
   out += fmt::format("{:<{}}", join(cell_axes, ","), width);
