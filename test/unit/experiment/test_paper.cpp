@@ -223,10 +223,14 @@ TEST_CASE("paper: aggregate writes lengen's median over seeds beside the paper, 
   paper.cite = "P";
   paper.table = "Table 1";
   paper.rows.push_back({"A", {}, {{"2", 0.75}, {"5", 1.0}}, {"a"}, ""});
-  std::ofstream(root / "sweep.json") << nlohmann::json{{"name", "t"},     {"axes", {"seed"}},
-                                                       {"threshold", 0.9}, {"points", points},
-                                                       {"paper", paper.to_json()}}
-                                            .dump();
+  // The sweep's manifest with these points and `reference` as its paper: block.
+  auto write_manifest = [&](const PaperReference& reference) {
+    std::ofstream(root / "sweep.json") << nlohmann::json{{"name", "t"},     {"axes", {"seed"}},
+                                                         {"threshold", 0.9}, {"points", points},
+                                                         {"paper", reference.to_json()}}
+                                              .dump();
+  };
+  write_manifest(paper);
   CHECK(sweep::aggregate(root.string()) == 6);
   const auto lines = lines_of(test::read_text(root / "aggregate" / "paper.csv"));
   REQUIRE(lines.size() == 6);  // "b", which no row stands beside, last with lengen's figures only
@@ -251,10 +255,7 @@ TEST_CASE("paper: aggregate writes lengen's median over seeds beside the paper, 
   PaperReference staged = paper;
   PaperRow before{"A before", {}, {{"2", 0.3}}, {"a"}, "control"};
   staged.rows.push_back(before);
-  std::ofstream(root / "sweep.json") << nlohmann::json{{"name", "t"},     {"axes", {"seed"}},
-                                                       {"threshold", 0.9}, {"points", points},
-                                                       {"paper", staged.to_json()}}
-                                            .dump();
+  write_manifest(staged);
   CHECK(sweep::aggregate(root.string()) == 6);
   CHECK(lines_of(test::read_text(root / "aggregate" / "paper.csv")) == lines);
   CHECK(sweep::aggregate(root.string(), -1, "", "control") == 3);
@@ -269,10 +270,7 @@ TEST_CASE("paper: aggregate writes lengen's median over seeds beside the paper, 
   PaperReference means = paper;
   means.statistic = "mean";
   CHECK(PaperReference::from_json(means.to_json()).statistic == "mean");
-  std::ofstream(root / "sweep.json") << nlohmann::json{{"name", "t"},     {"axes", {"seed"}},
-                                                       {"threshold", 0.9}, {"points", points},
-                                                       {"paper", means.to_json()}}
-                                            .dump();
+  write_manifest(means);
   CHECK(sweep::aggregate(root.string()) == 6);
   const auto mean_lines = lines_of(test::read_text(root / "aggregate" / "paper.csv"));
   CHECK(mean_lines[2] == "a,A,2,75.00,3,50.00,35.00,70.00,20.00,90.00,-25.00,mean,53.33,-21.67");
