@@ -11,6 +11,8 @@ packages=(
   libtorch-dev libopenblas0-openmp
   libyaml-cpp-dev libfmt-dev libspdlog-dev catch2 libcli11-dev nlohmann-json3-dev
   python3-matplotlib python3-numpy
+  # the reproduction page's browser test (scripts/check-reproductions-html.py): headless Chromium
+  chromium chromium-driver python3-selenium
 )
 # Slurm, for `lengen sweep --executor slurm` and its test (a one-node cluster started by
 # scripts/slurm-cluster.sh). Optional: without it that one test reports itself skipped.

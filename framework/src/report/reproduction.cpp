@@ -1,0 +1,620 @@
+// The reproduction page's data: claims.yaml, the data sets, a sweep folder read as a page, the
+// verdict rule and `--collect`. Rendering is reproduction_page.cpp's.
+#include "lengen/report/reproduction.h"
+
+#include "lengen/config/node.h"
+#include "lengen/core/error.h"
+#include "lengen/experiment/paper.h"
+#include "lengen/report/report.h"
+#include "lengen/train/checkpoint.h"
+
+#include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <set>
+#include <sstream>
+#include <sys/stat.h>
+#include <ctime>
+
+namespace fs = std::filesystem;
+
+namespace lengen {
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+std::string slurp(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  LENGEN_CHECK(in.good(), "{}: cannot read (missing or unreadable)", path.string());
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// One CSV record's fields (RFC 4180: quoted fields may hold commas, quotes doubled).
+std::vector<std::string> csv_fields(const std::string& line, const std::string& file, size_t line_no) {
+  std::vector<std::string> out;
+  std::string field;
+  bool quoted = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+        field += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        field += c;
+      }
+    } else if (c == '"' && field.empty()) {
+      quoted = true;
+    } else if (c == ',') {
+      out.push_back(field);
+      field.clear();
+    } else if (c != '\r') {
+      field += c;
+    }
+  }
+  LENGEN_CHECK(!quoted, "{}:{}: a quoted field is not closed", file, line_no);
+  out.push_back(field);
+  return out;
+}
+
+double parse_number(const std::string& text, const std::string& where) {
+  size_t used = 0;
+  double v = kNaN;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  LENGEN_CHECK(used == text.size() && !text.empty() && std::isfinite(v), "{}: expected a number, found '{}'",
+               where, text);
+  return v;
+}
+
+// A percentage in a YAML file (100, 99.5) as a fraction; `~` or absent: NaN.
+double percent_of(const ConfigNode& node) {
+  if (!node.defined()) return kNaN;
+  const double v = node.as_float();
+  LENGEN_CHECK(v >= 0 && v <= 100, "{}: a percentage in [0, 100], found {}", node.where(), v);
+  return v / 100;
+}
+
+void check_statistic(const std::string& s, const std::string& where) {
+  LENGEN_CHECK(s == "median" || s == "mean" || s == "best", "{}: statistic '{}': expected median, mean or best",
+               where, s);
+}
+
+DataRecord read_source(const fs::path& path) {
+  const ConfigNode root = load_config_file(path.string());
+  MapReader r(root);
+  DataRecord s;
+  s.name = path.parent_path().filename().string();
+  s.file = r.get_string("file", "");
+  s.origin = r.get_choice("origin", "collected", {"collected", "transcribed"});
+  s.measured = r.get_string("measured", "");
+  s.commit = r.get_string("commit", "");
+  s.machine = r.get_string("machine", "");
+  s.kernels = r.get_string("kernels", "");
+  s.threads = r.get_int("threads", 0);
+  s.time = r.get_string("time", "");
+  s.note = r.get_string("note", "");
+  if (const ConfigNode secs = r.child("seconds"); secs.defined()) s.seconds = secs.as_float_list();
+  s.cell_axes = r.required("cell_axes").as_string_list();
+  LENGEN_CHECK(!s.cell_axes.empty(), "{}: cell_axes: at least one axis", root.where());
+  if (const ConfigNode t = r.child("trained"); t.defined()) {
+    MapReader tr(t);
+    for (const auto& axis : t.keys()) {
+      const auto range = tr.required(axis).as_int_list();
+      LENGEN_CHECK(range.size() == 2 && range[0] <= range[1], "{}: trained.{}: expected [lo, hi]", t.where(), axis);
+      s.trained[axis] = {range[0], range[1]};
+    }
+  }
+  r.finish();
+  return s;
+}
+
+// A CSV file's header and lines, with the columns found by name.
+struct CsvTable {
+  std::string file;
+  std::vector<std::string> header;
+  std::vector<std::pair<size_t, std::vector<std::string>>> lines;  // line number, fields
+
+  static CsvTable read(const fs::path& path) {
+    CsvTable t;
+    t.file = path.string();
+    std::stringstream in(slurp(path));
+    std::string line;
+    LENGEN_CHECK(std::getline(in, line), "{}: empty (expected a header line)", t.file);
+    t.header = csv_fields(line, t.file, 1);
+    size_t line_no = 1;
+    while (std::getline(in, line)) {
+      ++line_no;
+      if (line.empty() || line == "\r") continue;
+      auto f = csv_fields(line, t.file, line_no);
+      LENGEN_CHECK(f.size() == t.header.size(), "{}:{}: {} fields where the header has {}", t.file, line_no, f.size(),
+                   t.header.size());
+      t.lines.emplace_back(line_no, std::move(f));
+    }
+    LENGEN_CHECK(!t.lines.empty(), "{}: no results (a header and no lines)", t.file);
+    return t;
+  }
+  // The column's index; -1 where it is optional and absent.
+  int64_t column(const std::string& name, bool required = true) const {
+    const auto it = std::find(header.begin(), header.end(), name);
+    LENGEN_CHECK(it != header.end() || !required, "{}:1: no column '{}' (the header has {})", file, name, join(header));
+    return it == header.end() ? -1 : static_cast<int64_t>(it - header.begin());
+  }
+};
+
+// A fraction in [0, 1] from a field; NaN where the field is empty and `may_be_empty`.
+double fraction_field(const std::string& text, const std::string& where, bool may_be_empty) {
+  if (text.empty() && may_be_empty) return kNaN;
+  const double v = parse_number(text, where);
+  LENGEN_CHECK(v >= 0 && v <= 1, "{}: a fraction in [0, 1], found {}", where, text);
+  return v;
+}
+
+// The cell key of a line: its cell axes' integers, comma-separated.
+std::string line_cell(const CsvTable& t, const std::vector<std::string>& fields, const std::vector<int64_t>& axes,
+                      const std::string& where) {
+  std::string key;
+  for (int64_t a : axes) {
+    const double v = parse_number(fields[a], where + " (" + t.header[a] + ")");
+    LENGEN_CHECK(v == std::floor(v), "{} ({}): a cell coordinate is an integer, found {}", where, t.header[a], fields[a]);
+    key += (key.empty() ? "" : ",") + std::to_string(static_cast<int64_t>(v));
+  }
+  return key;
+}
+
+void note_order(DataSet& set, const std::string& config, const std::string& cell) {
+  if (std::find(set.configs.begin(), set.configs.end(), config) == set.configs.end()) set.configs.push_back(config);
+  if (std::find(set.cells.begin(), set.cells.end(), cell) == set.cells.end()) set.cells.push_back(cell);
+}
+
+// aggregate/results.csv's lines into `set`: one line per run and cell (columns found by name:
+// config, seed, the cell axes, accuracy; any others are left alone).
+void read_results(const fs::path& path, DataSet& set) {
+  const CsvTable t = CsvTable::read(path);
+  const int64_t config = t.column("config"), seed = t.column("seed"), accuracy = t.column("accuracy");
+  std::vector<int64_t> axes;
+  for (const auto& a : set.source.cell_axes) axes.push_back(t.column(a));
+  std::map<std::string, std::map<std::string, std::map<int64_t, double>>> by_seed;
+  for (const auto& [line_no, f] : t.lines) {
+    const std::string where = fmt::format("{}:{}", t.file, line_no);
+    const std::string key = line_cell(t, f, axes, where);
+    const double acc = fraction_field(f[accuracy], where + " (accuracy)", false);
+    const auto s = static_cast<int64_t>(parse_number(f[seed], where + " (seed)"));
+    note_order(set, f[config], key);
+    LENGEN_CHECK(by_seed[f[config]][key].emplace(s, acc).second, "{}: configuration '{}' has seed {} at cell {} twice",
+                 where, f[config], s, key);
+  }
+  for (const auto& [c, cells] : by_seed) {
+    for (const auto& [key, seeds] : cells) {
+      std::vector<double> v;
+      for (const auto& [s, a] : seeds) v.push_back(a);
+      set.accuracy[c][key] = CellFigures::of_seeds(v);
+    }
+  }
+}
+
+// summary.csv's lines into `set`: one line per configuration and cell, for a record that kept
+// only the statistics (columns: config, the cell axes, seeds, median; optional min, max, mean,
+// empty where not recorded).
+void read_summary(const fs::path& path, DataSet& set) {
+  const CsvTable t = CsvTable::read(path);
+  const int64_t config = t.column("config"), seeds = t.column("seeds"), median = t.column("median");
+  const int64_t lo = t.column("min", false), hi = t.column("max", false), mean = t.column("mean", false);
+  std::vector<int64_t> axes;
+  for (const auto& a : set.source.cell_axes) axes.push_back(t.column(a));
+  for (const auto& [line_no, f] : t.lines) {
+    const std::string where = fmt::format("{}:{}", t.file, line_no);
+    const std::string key = line_cell(t, f, axes, where);
+    CellFigures c;
+    const double n = parse_number(f[seeds], where + " (seeds)");
+    LENGEN_CHECK(n >= 1 && n == std::floor(n), "{} (seeds): a count of at least 1, found {}", where, f[seeds]);
+    c.n = static_cast<int64_t>(n);
+    c.median = fraction_field(f[median], where + " (median)", false);
+    c.min = lo < 0 ? kNaN : fraction_field(f[lo], where + " (min)", true);
+    c.max = hi < 0 ? kNaN : fraction_field(f[hi], where + " (max)", true);
+    c.mean = mean < 0 ? kNaN : fraction_field(f[mean], where + " (mean)", true);
+    LENGEN_CHECK((std::isnan(c.min) || c.min <= c.median) && (std::isnan(c.max) || c.median <= c.max),
+                 "{}: min <= median <= max, found {} / {} / {}", where, f[lo], f[median], f[hi]);
+    if (c.n == 1) c.seeds = {c.median};
+    if (c.n == 3 && !std::isnan(c.min) && !std::isnan(c.max)) c.seeds = {c.min, c.median, c.max};  // every seed
+    if (c.seeds.size() == static_cast<size_t>(c.n)) c = CellFigures::of_seeds(c.seeds);
+    note_order(set, f[config], key);
+    LENGEN_CHECK(set.accuracy[f[config]].emplace(key, c).second, "{}: configuration '{}' has cell {} twice", where,
+                 f[config], key);
+  }
+}
+
+// "20" or "10,10": as many integers as the data set has axes.
+std::string cell_key(const ConfigNode& node, size_t axes) {
+  std::string key;
+  size_t n = 0;
+  if (node.is_sequence()) {
+    for (int64_t v : node.as_int_list()) key += (n++ ? "," : "") + std::to_string(v);
+  } else {
+    std::stringstream ss(node.as_string());
+    for (std::string part; std::getline(ss, part, ',');) {
+      const double v = parse_number(part, node.where());
+      key += (n++ ? "," : "") + std::to_string(static_cast<int64_t>(v));
+    }
+  }
+  LENGEN_CHECK(n == axes, "{}: a cell of {} coordinate(s), found '{}'", node.where(), axes, key);
+  return key;
+}
+
+// The UTC day a file was last written, "2026-12-06".
+std::string utc_date_of(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return "";
+  std::tm tm{};
+  gmtime_r(&st.st_mtime, &tm);
+  char buf[16];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
+  return buf;
+}
+
+// `s` as a double-quoted YAML scalar.
+std::string yaml_quote(const std::string& s) {
+  std::string out = "\"";
+  for (char ch : s) {
+    if (ch == '"' || ch == '\\') out += '\\';
+    out += ch;
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+CellFigures CellFigures::of_seeds(std::vector<double> accuracies) {
+  LENGEN_CHECK(!accuracies.empty(), "figures of no seed");
+  CellFigures c;
+  std::sort(accuracies.begin(), accuracies.end());
+  c.seeds = accuracies;
+  c.n = static_cast<int64_t>(accuracies.size());
+  c.median = quantile(accuracies, 0.5);
+  c.min = accuracies.front();
+  c.max = accuracies.back();
+  c.mean = statistic_of(accuracies, "mean");
+  return c;
+}
+
+double CellFigures::in_statistic(const std::string& statistic) const {
+  if (statistic == "mean") return mean;
+  if (statistic == "best") return max;
+  return median;
+}
+
+double CellFigures::fraction_at_least(double threshold) const {
+  if (seeds.size() != static_cast<size_t>(n)) return kNaN;
+  return static_cast<double>(std::count_if(seeds.begin(), seeds.end(), [&](double x) { return x >= threshold; })) /
+         static_cast<double>(n);
+}
+
+std::string Paper::short_name() const {
+  return authors.empty() ? key : year > 0 ? fmt::format("{} {}", authors, year) : authors;
+}
+
+DataSet load_data_set(const std::string& folder) {
+  const fs::path dir(folder);
+  LENGEN_CHECK(fs::is_directory(dir), "{}: no such data set folder", folder);
+  DataSet set;
+  set.source = read_source(dir / "source.yaml");
+  if (fs::exists(dir / "results.csv")) {
+    read_results(dir / "results.csv", set);
+  } else {
+    LENGEN_CHECK(fs::exists(dir / "summary.csv"), "{}: no results.csv (one line per run and cell) or summary.csv (one "
+                 "line per configuration and cell)", folder);
+    read_summary(dir / "summary.csv", set);
+  }
+  return set;
+}
+
+ReproductionPage load_reproductions(const std::string& data_dir) {
+  const fs::path claims_path = fs::path(data_dir) / "claims.yaml";
+  LENGEN_CHECK(fs::exists(claims_path), "{}: no claims.yaml (run `lengen report` at the repository root, or give "
+               "--data DIR)", data_dir);
+  const ConfigNode root = load_config_file(claims_path.string());
+  MapReader r(root);
+  ReproductionPage page;
+  page.title = r.get_string("title", page.title);
+  page.threshold = percent_of(r.child("threshold"));
+  if (std::isnan(page.threshold)) page.threshold = 0.9;
+  page.tolerance = r.get_float("tolerance", 10) / 100;
+  LENGEN_CHECK(page.tolerance >= 0 && page.tolerance <= 1, "{}: tolerance: points in [0, 100]", root.where());
+  const ConfigNode papers = r.required("papers");
+  for (const auto& key : papers.keys()) {
+    MapReader pr(papers.child(key));
+    Paper p;
+    p.key = key;
+    p.authors = pr.required("authors").as_string();
+    p.year = pr.required("year").as_int();
+    p.title = pr.required("title").as_string();
+    p.arxiv = pr.get_string("arxiv", "");
+    pr.finish();
+    page.papers[key] = p;
+    page.paper_order.push_back(key);
+  }
+  const ConfigNode claims = r.required("claims");
+  LENGEN_CHECK(claims.is_sequence(), "{}: a list of claims", claims.where());
+  std::set<std::string> ids;
+  for (size_t i = 0; i < claims.size(); ++i) {
+    const ConfigNode node = claims.at(i);
+    MapReader cr(node);
+    Claim c;
+    c.id = cr.required("id").as_string();
+    LENGEN_CHECK(ids.insert(c.id).second, "{}: claim id '{}' is given twice", node.where(), c.id);
+    c.paper = cr.required("paper").as_string();
+    LENGEN_CHECK(page.papers.count(c.paper), "{}: paper '{}' is not under papers: (known: {})",
+                 cr.child("paper").where(), c.paper, join(page.paper_order));
+    c.where = cr.required("where").as_string();
+    LENGEN_CHECK(node.yaml()["value"].IsDefined(), "{}: missing required key 'value' (the paper's number in percent, "
+                 "or ~ where it states the claim without one)", node.where());
+    c.value = percent_of(cr.child("value"));
+    c.at_least = cr.get_bool("at_least", false);
+    c.statistic = cr.get_string("statistic", "median");
+    check_statistic(c.statistic, cr.child("statistic").where());
+    c.data = cr.required("data").as_string();
+    if (!page.data.count(c.data)) {
+      page.data[c.data] = load_data_set((fs::path(data_dir) / c.data).string());
+    }
+    const DataSet& set = page.data.at(c.data);
+    c.config = cr.get_string("config", set.configs.size() == 1 ? set.configs.front() : "");
+    LENGEN_CHECK(set.accuracy.count(c.config), "{}: data set '{}' has no configuration '{}' (it has: {})",
+                 node.where(), c.data, c.config, join(set.configs));
+    c.cell = cell_key(cr.required("cell"), set.source.cell_axes.size());
+    LENGEN_CHECK(set.accuracy.at(c.config).count(c.cell), "{}: data set '{}', configuration '{}' has no cell {}={}",
+                 node.where(), c.data, c.config, join(set.source.cell_axes, ","), c.cell);
+    if (const ConfigNode p = cr.child("protocol"); p.defined()) c.protocol = p.as_string_list();
+    c.command = cr.required("command").as_string();
+    c.versus = cr.get_string("versus", "");
+    c.results = cr.get_string("results", "");
+    cr.finish();
+    page.claims.push_back(c);
+  }
+  for (size_t i = 0; i < page.claims.size(); ++i) {
+    const Claim& c = page.claims[i];
+    LENGEN_CHECK(c.versus.empty() || ids.count(c.versus), "{}: claim '{}': versus '{}' is no claim's id",
+                 claims.at(i).where(), c.id, c.versus);
+  }
+  r.finish();
+  return page;
+}
+
+ReproductionPage sweep_reproductions(const std::string& sweep_dir) {
+  const fs::path dir(sweep_dir);
+  const fs::path manifest_path = dir / "sweep.json", results = dir / "aggregate" / "results.csv";
+  LENGEN_CHECK(fs::exists(manifest_path), "{}: not a sweep folder (no sweep.json)", sweep_dir);
+  LENGEN_CHECK(fs::exists(results), "{}: not aggregated (no aggregate/results.csv; run `lengen aggregate {}`)",
+               sweep_dir, sweep_dir);
+  nlohmann::json m;
+  try {
+    m = nlohmann::json::parse(slurp(manifest_path));
+  } catch (const nlohmann::json::exception& e) {
+    LENGEN_FAIL("{}: not valid JSON ({})", manifest_path.string(), e.what());
+  }
+  ReproductionPage page;
+  page.generator = fmt::format("lengen report {}", sweep_dir);
+  const std::string name = m.value("name", dir.filename().string());
+  page.title = fmt::format("Sweep {}: lengen beside the paper", name);
+  page.threshold = m.value("threshold", 0.9);
+  DataSet set;
+  set.source.name = name;
+  set.source.file = m.value("file", "");
+  set.source.origin = "collected";
+  // The sweep file relative to here (the repository root, where --collect runs) when it lies below.
+  if (fs::path(set.source.file).is_absolute()) {
+    const fs::path rel = fs::path(set.source.file).lexically_relative(fs::current_path());
+    if (!rel.empty() && *rel.begin() != "..") set.source.file = rel.string();
+  }
+  // The cell axes: aggregate.json's where there is one, else results.csv's columns after the varied keys.
+  const fs::path meta = dir / "aggregate" / "aggregate.json";
+  if (fs::exists(meta)) {
+    const auto j = nlohmann::json::parse(slurp(meta));
+    set.source.cell_axes = j.value("cell_axes", std::vector<std::string>{});
+    const nlohmann::json trained = j.value("trained", nlohmann::json::object());
+    for (const auto& [axis, range] : trained.items()) {
+      if (range.is_array() && range.size() == 2) set.source.trained[axis] = {range[0].get<int64_t>(), range[1].get<int64_t>()};
+    }
+  }
+  LENGEN_CHECK(!set.source.cell_axes.empty(), "{}: no cell axes (aggregate/aggregate.json missing or empty; run "
+               "`lengen aggregate {}`)", sweep_dir, sweep_dir);
+  read_results(results, set);
+  page.data[name] = set;
+  const std::string command = set.source.file.empty() ? "lengen sweep" : "lengen sweep " + set.source.file;
+  if (m.contains("paper")) {
+    PaperReference ref;
+    try {
+      ref = PaperReference::from_json(m["paper"]);
+    } catch (const nlohmann::json::exception& e) {
+      LENGEN_FAIL("{}: its paper: block is not what `lengen sweep` writes ({})", manifest_path.string(), e.what());
+    }
+    Paper p;
+    p.key = ref.cite;
+    page.papers[p.key] = p;
+    page.paper_order.push_back(p.key);
+    for (const auto& row : ref.rows) {
+      if (!row.stage.empty()) continue;  // an eval stage's rows: `lengen aggregate --stage`
+      const std::vector<std::string> configs = row.configs.empty() ? set.configs : row.configs;
+      for (const auto& config : configs) {
+        for (const auto& [cell, value] : row.values) {
+          if (!set.accuracy.count(config) || !set.accuracy.at(config).count(cell)) continue;
+          Claim c;
+          c.id = fmt::format("{}@{}", config, cell);
+          c.paper = p.key;
+          c.where = fmt::format("{}, {}{}", ref.table, row.label.empty() ? config : row.label,
+                                configs.size() > 1 ? " [" + config + "]" : "");
+          c.cell = cell;
+          c.value = value;
+          c.statistic = ref.statistic;
+          c.data = name;
+          c.config = config;
+          c.command = command;
+          page.claims.push_back(c);
+        }
+      }
+    }
+  }
+  if (page.claims.empty()) {  // no paper: lengen's figures alone, a row per configuration and cell
+    Paper p;
+    p.key = name;
+    page.papers[p.key] = p;
+    page.paper_order.push_back(p.key);
+    for (const auto& config : set.configs) {
+      for (const auto& cell : set.cells) {
+        if (!set.accuracy.at(config).count(cell)) continue;
+        Claim c;
+        c.id = fmt::format("{}@{}", config, cell);
+        c.paper = p.key;
+        c.where = config;
+        c.cell = cell;
+        c.value = kNaN;
+        c.data = name;
+        c.config = config;
+        c.command = command;
+        page.claims.push_back(c);
+      }
+    }
+  }
+  return page;
+}
+
+std::vector<ClaimRow> claim_rows(const ReproductionPage& page) {
+  std::map<std::string, size_t> index;
+  std::vector<ClaimRow> rows;
+  for (const auto& c : page.claims) {
+    ClaimRow row;
+    row.claim = c;
+    const CellFigures& f = page.data.at(c.data).accuracy.at(c.config).at(c.cell);
+    row.seeds = f.n;
+    row.median = f.median;
+    row.min = f.min;
+    row.max = f.max;
+    row.ours = f.in_statistic(c.statistic);
+    row.above = f.fraction_at_least(page.threshold);
+    index[c.id] = rows.size();
+    rows.push_back(row);
+  }
+  // Half a rounding unit of slack, so that a figure printed as exactly the tolerance counts.
+  const double tolerance = page.tolerance + 5e-7;
+  for (auto& row : rows) {
+    const Claim& c = row.claim;
+    if (std::isnan(c.value)) {
+      row.verdict = "no paper figure";
+    } else if (std::isnan(row.ours)) {
+      row.verdict = "not recorded";
+    } else if (c.at_least ? row.ours >= c.value - tolerance : std::abs(row.ours - c.value) <= tolerance) {
+      row.verdict = "reproduces";
+    } else if (!c.versus.empty()) {
+      const ClaimRow& other = rows[index.at(c.versus)];
+      const double theirs = c.value - other.claim.value, ours = row.ours - other.ours;
+      const bool same = !std::isnan(theirs) && !std::isnan(ours) && theirs != 0 && ours != 0 && (theirs > 0) == (ours > 0);
+      row.verdict = same ? "direction only" : "does not";
+    } else {
+      row.verdict = "does not";
+    }
+  }
+  return rows;
+}
+
+std::string collect_sweep(const std::string& sweep_dir, const std::string& data_dir, const std::string& name) {
+  const fs::path sweep(sweep_dir);
+  LENGEN_CHECK(!name.empty() && name.find('/') == std::string::npos && name != "." && name != "..",
+               "--name '{}': a folder name, not a path", name);
+  const ReproductionPage swept = sweep_reproductions(sweep_dir);  // checks the folder and its aggregate
+  const DataSet& set = swept.data.begin()->second;
+  const auto m = nlohmann::json::parse(slurp(sweep / "sweep.json"));
+  // Provenance from each run that was aggregated: config.yaml's provenance, metrics.jsonl's
+  // last elapsed_s, and the evaluation's seconds.
+  std::set<std::string> commits, machines, kernels, threads, dates, files;
+  std::vector<double> seconds;
+  for (const auto& p : m.value("points", nlohmann::json::array())) {
+    const fs::path run = sweep / p.value("run_dir", std::string());
+    if (!fs::exists(run / "eval" / "summary.json") || !fs::exists(run / "config.yaml")) continue;
+    dates.insert(utc_date_of((run / "eval" / "summary.json").string()));
+    const YAML::Node cfg = YAML::LoadFile((run / "config.yaml").string());
+    const YAML::Node prov = cfg["provenance"];
+    if (prov && prov["source_tree"]) {
+      const auto st = prov["source_tree"];
+      std::string commit = st["commit"] ? st["commit"].as<std::string>() : "";
+      if (commit.empty() && st["version"]) commit = "version " + st["version"].as<std::string>();
+      if (commit.size() == 40 && commit.find_first_not_of("0123456789abcdef") == std::string::npos) {
+        commit = commit.substr(0, 7);  // as the docs cite commits
+      }
+      if (!commit.empty()) commits.insert(commit + (st["dirty"] && st["dirty"].as<bool>() ? "-dirty" : ""));
+    }
+    if (prov && prov["machine"]) {
+      if (prov["machine"]["cpu"]) machines.insert(prov["machine"]["cpu"].as<std::string>());
+      if (prov["machine"]["kernel_set"]) kernels.insert(prov["machine"]["kernel_set"].as<std::string>());
+    }
+    if (prov && prov["threads_used"]) threads.insert(prov["threads_used"].as<std::string>());
+    if (prov && prov["source"]) files.insert(prov["source"].as<std::string>());
+    double total = 0;
+    std::ifstream metrics(run / "metrics.jsonl");
+    for (std::string line; std::getline(metrics, line);) {
+      const auto j = nlohmann::json::parse(line, nullptr, false);
+      if (!j.is_discarded() && j.contains("elapsed_s")) total = std::max(total, j["elapsed_s"].get<double>());
+    }
+    const auto summary = nlohmann::json::parse(slurp(run / "eval" / "summary.json"));
+    for (const auto& cell : summary.value("cells", nlohmann::json::array())) total += cell.value("seconds", 0.0);
+    seconds.push_back(std::round(total));
+  }
+  auto one = [](const std::set<std::string>& s) { return join(std::vector<std::string>(s.begin(), s.end()), " / "); };
+  YAML::Emitter out;
+  out << YAML::BeginMap;
+  // A folder of `lengen compare` names no file: the runs' own experiment file, where they share one.
+  std::string file = set.source.file;
+  if (file.empty() && files.size() == 1) {
+    file = *files.begin();
+    const fs::path rel = fs::path(file).lexically_relative(fs::current_path());
+    if (fs::path(file).is_absolute() && !rel.empty() && *rel.begin() != "..") file = rel.string();
+  }
+  out << YAML::Key << "file" << YAML::Value << file;
+  out << YAML::Key << "origin" << YAML::Value << "collected";
+  out << YAML::Key << "measured" << YAML::Value
+      << (dates.empty() ? std::string() : dates.size() == 1 ? *dates.begin() : *dates.begin() + " to " + *dates.rbegin());
+  out << YAML::Key << "commit" << YAML::Value << one(commits);
+  out << YAML::Key << "machine" << YAML::Value << one(machines);
+  out << YAML::Key << "kernels" << YAML::Value << one(kernels);
+  out << YAML::Key << "threads" << YAML::Value << (threads.size() == 1 ? std::stoll(*threads.begin()) : 0);
+  out << YAML::Key << "seconds" << YAML::Value << YAML::Flow << seconds;
+  out << YAML::Key << "cell_axes" << YAML::Value << YAML::Flow << set.source.cell_axes;
+  if (!set.source.trained.empty()) {
+    out << YAML::Key << "trained" << YAML::Value << YAML::BeginMap;
+    for (const auto& [axis, range] : set.source.trained) {
+      out << YAML::Key << axis << YAML::Value << YAML::Flow
+          << std::vector<int64_t>{range.first, range.second};
+    }
+    out << YAML::EndMap;
+  }
+  out << YAML::EndMap;
+  const fs::path folder = fs::path(data_dir) / name;
+  fs::create_directories(folder);
+  write_file_atomic((folder / "results.csv").string(), slurp(sweep / "aggregate" / "results.csv"));
+  write_file_atomic((folder / "source.yaml").string(),
+                    fmt::format("# Collected by `lengen report --collect {}` (measured: the day each run's evaluation was written).\n{}\n",
+                                sweep_dir, out.c_str()));
+  // The claims a paper: row would take (the user adds the protocol and checks the wording).
+  std::string claims;
+  if (swept.claims.empty() || std::isnan(swept.claims.front().value)) return claims;
+  for (const auto& c : swept.claims) {
+    claims += fmt::format("  - {{id: {}, paper: KEY, where: {}, cell: \"{}\", value: {:g}, statistic: {},\n"
+                          "     data: {}, config: {}, command: {}}}\n",
+                          yaml_quote(name + "-" + c.cell), yaml_quote(c.where), c.cell, 100 * c.value, c.statistic, name,
+                          yaml_quote(c.config), yaml_quote(c.command));
+  }
+  return claims;
+}
+
+}  // namespace lengen
