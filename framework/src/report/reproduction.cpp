@@ -392,12 +392,13 @@ ReproductionPage load_reproductions(const std::string& data_dir) {
   return page;
 }
 
-ReproductionPage sweep_reproductions(const std::string& sweep_dir) {
+ReproductionPage sweep_reproductions(const std::string& sweep_dir, const std::string& eval_name) {
   const fs::path dir(sweep_dir);
-  const fs::path manifest_path = dir / "sweep.json", results = dir / "aggregate" / "results.csv";
+  const fs::path aggregate = eval_name.empty() ? dir / "aggregate" : dir / "aggregate" / "evals" / eval_name;
+  const fs::path manifest_path = dir / "sweep.json", results = aggregate / "results.csv";
   LENGEN_CHECK(fs::exists(manifest_path), "{}: not a sweep folder (no sweep.json)", sweep_dir);
-  LENGEN_CHECK(fs::exists(results), "{}: not aggregated (no aggregate/results.csv; run `lengen aggregate {}`)",
-               sweep_dir, sweep_dir);
+  LENGEN_CHECK(fs::exists(results), "{}: not aggregated (no {}; run `lengen aggregate {}{}`)", sweep_dir,
+               results.lexically_relative(dir).string(), sweep_dir, eval_name.empty() ? "" : " --eval " + eval_name);
   nlohmann::json m;
   try {
     m = nlohmann::json::parse(slurp(manifest_path));
@@ -419,7 +420,7 @@ ReproductionPage sweep_reproductions(const std::string& sweep_dir) {
     if (!rel.empty() && *rel.begin() != "..") set.source.file = rel.string();
   }
   // The cell axes: aggregate.json's where there is one, else results.csv's columns after the varied keys.
-  const fs::path meta = dir / "aggregate" / "aggregate.json";
+  const fs::path meta = aggregate / "aggregate.json";
   if (fs::exists(meta)) {
     const auto j = nlohmann::json::parse(slurp(meta));
     set.source.cell_axes = j.value("cell_axes", std::vector<std::string>{});
@@ -528,11 +529,13 @@ std::vector<ClaimRow> claim_rows(const ReproductionPage& page) {
   return rows;
 }
 
-std::string collect_sweep(const std::string& sweep_dir, const std::string& data_dir, const std::string& name) {
+std::string collect_sweep(const std::string& sweep_dir, const std::string& data_dir, const std::string& name,
+                          const std::string& eval_name) {
   const fs::path sweep(sweep_dir);
   LENGEN_CHECK(!name.empty() && name.find('/') == std::string::npos && name != "." && name != "..",
                "--name '{}': a folder name, not a path", name);
-  const ReproductionPage swept = sweep_reproductions(sweep_dir);  // checks the folder and its aggregate
+  const ReproductionPage swept = sweep_reproductions(sweep_dir, eval_name);  // checks the folder and its aggregate
+  const fs::path eval_rel = eval_name.empty() ? fs::path("eval") : fs::path("evals") / eval_name / "eval";
   const DataSet& set = swept.data.begin()->second;
   const auto m = nlohmann::json::parse(slurp(sweep / "sweep.json"));
   // Provenance from each run that was aggregated: config.yaml's provenance, metrics.jsonl's
@@ -541,8 +544,8 @@ std::string collect_sweep(const std::string& sweep_dir, const std::string& data_
   std::vector<double> seconds;
   for (const auto& p : m.value("points", nlohmann::json::array())) {
     const fs::path run = sweep / p.value("run_dir", std::string());
-    if (!fs::exists(run / "eval" / "summary.json") || !fs::exists(run / "config.yaml")) continue;
-    dates.insert(utc_date_of((run / "eval" / "summary.json").string()));
+    if (!fs::exists(run / eval_rel / "summary.json") || !fs::exists(run / "config.yaml")) continue;
+    dates.insert(utc_date_of((run / eval_rel / "summary.json").string()));
     const YAML::Node cfg = YAML::LoadFile((run / "config.yaml").string());
     const YAML::Node prov = cfg["provenance"];
     if (prov && prov["source_tree"]) {
@@ -566,7 +569,7 @@ std::string collect_sweep(const std::string& sweep_dir, const std::string& data_
       const auto j = nlohmann::json::parse(line, nullptr, false);
       if (!j.is_discarded() && j.contains("elapsed_s")) total = std::max(total, j["elapsed_s"].get<double>());
     }
-    const auto summary = nlohmann::json::parse(slurp(run / "eval" / "summary.json"));
+    const auto summary = nlohmann::json::parse(slurp(run / eval_rel / "summary.json"));
     for (const auto& cell : summary.value("cells", nlohmann::json::array())) total += cell.value("seconds", 0.0);
     seconds.push_back(std::round(total));
   }
@@ -601,7 +604,8 @@ std::string collect_sweep(const std::string& sweep_dir, const std::string& data_
   out << YAML::EndMap;
   const fs::path folder = fs::path(data_dir) / name;
   fs::create_directories(folder);
-  write_file_atomic((folder / "results.csv").string(), slurp(sweep / "aggregate" / "results.csv"));
+  const fs::path aggregate = eval_name.empty() ? sweep / "aggregate" : sweep / "aggregate" / "evals" / eval_name;
+  write_file_atomic((folder / "results.csv").string(), slurp(aggregate / "results.csv"));
   write_file_atomic((folder / "source.yaml").string(),
                     fmt::format("# Collected by `lengen report --collect {}` (measured: the day each run's evaluation was written).\n{}\n",
                                 sweep_dir, out.c_str()));

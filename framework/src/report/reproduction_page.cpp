@@ -241,13 +241,14 @@ std::string heatmaps(const DataSet& set, const std::vector<std::string>& configs
   cols.erase(std::unique(cols.begin(), cols.end()), cols.end());
   const double cw = 34, ch = 20, left = 60, top = 40, gap = 50;
   const double pw = cw * cols.size(), ph = ch * rows.size();
-  const double W = std::max(360.0, left + pw + 20), H = top + (ph + gap) * configs.size();
+  const double W = std::max(640.0, left + pw + 20), H = top + (ph + gap) * configs.size();
   const auto& ax = set.source.cell_axes;
   std::string s = fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{:.0f}\" height=\"{:.0f}\" viewBox=\"0 0 {:.0f} {:.0f}\" "
       "font-family=\"sans-serif\" font-size=\"10\">\n<title>{}</title>\n"
       "<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n"
-      "<text x=\"{:.1f}\" y=\"16\" font-size=\"13\">{}: median exact match % over seeds ({} down, {} across)</text>\n",
+      "<text x=\"{:.1f}\" y=\"16\" font-size=\"13\">{}: median exact match % ({} down, {} across; "
+      "outlined: the paper's cells, dashed: trained)</text>\n",
       W, H, W, H, xml(set.source.name), 4.0, xml(set.source.name), xml(ax[0]), xml(ax[1]));
   for (size_t k = 0; k < configs.size(); ++k) {
     const double y0 = top + (ph + gap) * k + 14;
@@ -542,18 +543,20 @@ std::string fill_claim_rows(const std::string& text, const ReproductionPage& pag
     const size_t end = text.find(close, head_end);
     LENGEN_CHECK(end != std::string::npos, "{}:{}: a claims block without its '{}'", name, line_of(start), close);
     std::stringstream ids(text.substr(start + open.size(), head_end - start - open.size()));
-    std::string table = fmt::format("\n| claim | paper | lengen | median [min, max] | >= {}% | verdict |\n"
-                                    "| --- | --- | --- | --- | --- | --- |\n",
+    std::string table = fmt::format("\n| claim | cell | paper | lengen | median [min, max] | >= {}% | kernels | verdict |\n"
+                                    "| --- | --- | --- | --- | --- | --- | --- | --- |\n",
                                     threshold);
     for (std::string id; ids >> id;) {
       const auto it = by_id.find(id);
       LENGEN_CHECK(it != by_id.end(), "{}:{}: claim '{}' is not in the data's claims.yaml", name, line_of(start), id);
       const ClaimRow& r = *it->second;
       const Claim& c = r.claim;
-      table += fmt::format("| {}: {} ([row](reproductions.md#{})) | {} ({}) | {} | {} [{}, {}] | {} | **{}** |\n",
+      const DataSet& set = page.data.at(c.data);
+      table += fmt::format("| {}: {} ([row](reproductions.md#{})) | {} | {} ({}) | {} | {} [{}, {}] | {} | {} | **{}** |\n",
                            md(page.papers.at(c.paper).short_name()), md(c.where), slug(heading_of(page.papers.at(c.paper))),
-                           paper_text(c), c.statistic, figure_text(r.ours), figure_text(r.median),
-                           figure_text(r.min), figure_text(r.max), seeds_at_least(r), r.verdict);
+                           cell_text(set, c.cell), paper_text(c), c.statistic, figure_text(r.ours), figure_text(r.median),
+                           figure_text(r.min), figure_text(r.max), seeds_at_least(r),
+                           set.source.kernels.empty() ? "-" : md(set.source.kernels), r.verdict);
     }
     out += text.substr(pos, head_end + 3 - pos) + table + "\n";
     pos = end;

@@ -299,3 +299,25 @@ TEST_CASE("report: a sweep folder is a page; --collect keeps its figures and whe
   std::filesystem::remove(bare.file("sw/aggregate/results.csv"));
   CHECK_THROWS_WITH(sweep_reproductions(bare.file("sw")), Contains("not aggregated"));
 }
+
+TEST_CASE("report: a document's claim blocks are filled from the data, and refilling changes nothing", "[report]") {
+  test::TempDir dir;
+  write_tiny_set(dir);
+  test::write_text(dir.file("claims.yaml"), claims_yaml(
+      "  - {id: one, paper: p, where: \"Fig 1\", cell: 20, value: 100, data: tiny, config: a, command: c}\n"
+      "  - {id: two, paper: p, where: \"Fig 2\", cell: 20, value: 0, data: tiny, config: b, command: c}\n"));
+  const auto page = load_reproductions(dir.str());
+  const std::string doc = "# Results\n\n## A\n\n<!-- claims: one two -->\nstale text\n<!-- /claims -->\n\nProse.\n";
+  const std::string filled = fill_claim_rows(doc, page, "results.md");
+  CHECK_THAT(filled, Contains("| Doe et al. 2024: Fig 1 ([row](reproductions.md#doe-et-al-2024-a-paper)) | digits=20 | "
+                              "100 (median) | 92 | 92 [41, 95] | 2/3 | AVX2 | **reproduces** |"));
+  CHECK_THAT(filled, Contains("| Doe et al. 2024: Fig 2"));
+  CHECK(filled.find("stale text") == std::string::npos);
+  CHECK(filled.rfind("\n\nProse.\n") == filled.size() - 9);
+  CHECK(fill_claim_rows(filled, page, "results.md") == filled);
+  CHECK(fill_claim_rows("no blocks\n", page, "results.md") == "no blocks\n");
+  CHECK_THROWS_WITH(fill_claim_rows("x\n<!-- claims: three -->\n<!-- /claims -->\n", page, "results.md"),
+                    Contains("results.md:2: claim 'three' is not in the data's claims.yaml"));
+  CHECK_THROWS_WITH(fill_claim_rows("<!-- claims: one -->\n", page, "results.md"),
+                    Contains("results.md:1: a claims block without its '<!-- /claims -->'"));
+}

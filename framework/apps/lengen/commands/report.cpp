@@ -40,6 +40,7 @@ class Report : public Command {
     c->add_flag("--check", check_, "write nothing; fail naming each file that differs from what the data give");
     c->add_option("--collect", collect_, "copy SWEEP_DIR's aggregate (results and provenance) into DATA/NAME/");
     c->add_option("--name", name_, "with --collect: the data set's folder name (default: the sweep's folder name)");
+    c->add_option("--eval", eval_, "the runs' evals/NAME (`lengen eval RUN --out NAME`) instead of their own eval/");
     add_common(c, common, false);
     return c;
   }
@@ -47,9 +48,9 @@ class Report : public Command {
   int run(const Common&) override {
     if (!collect_.empty()) {
       LENGEN_CHECK(sweep_.empty() && !check_, "--collect takes the sweep folder itself; give no other sweep or --check");
-      sweep::aggregate(collect_);  // the aggregate the data set copies, up to date with the runs
+      sweep::aggregate(collect_, -1, eval_);  // the aggregate the data set copies, up to date with the runs
       const std::string name = name_.empty() ? fs::path(collect_).lexically_normal().filename().string() : name_;
-      const std::string claims = collect_sweep(collect_, data_, name);
+      const std::string claims = collect_sweep(collect_, data_, name, eval_);
       logger()->info("collected {} into {}", collect_, (fs::path(data_) / name).string());
       if (!claims.empty()) {
         fmt::print("# claims for {} (its paper: block's cells); add them to {}/claims.yaml with the paper's key and the "
@@ -62,8 +63,8 @@ class Report : public Command {
       LENGEN_CHECK(!out_.empty(), "lengen report {}: give the page's file with -o FILE.html (or FILE.md)", sweep_);
       const std::string ext = fs::path(out_).extension().string();
       LENGEN_CHECK(ext == ".html" || ext == ".md", "-o {}: expected a .html or .md file", out_);
-      sweep::aggregate(sweep_);
-      const auto files = render_reproductions(sweep_reproductions(sweep_), ext == ".md");
+      sweep::aggregate(sweep_, -1, eval_);
+      const auto files = render_reproductions(sweep_reproductions(sweep_, eval_), ext == ".md");
       const fs::path dir = fs::absolute(out_).parent_path();
       fs::create_directories(dir);
       for (const auto& [rel, text] : files) {
@@ -119,7 +120,7 @@ class Report : public Command {
   }
 
  private:
-  std::string sweep_, out_, collect_, name_;
+  std::string sweep_, out_, collect_, name_, eval_;
   std::string data_ = "docs/data", docs_ = "docs";
   bool check_ = false;
 };

@@ -123,8 +123,10 @@ LENGEN_API ReproductionPage load_reproductions(const std::string& data_dir);
 LENGEN_API DataSet load_data_set(const std::string& folder);
 
 /// The page of one sweep folder (sweep.json, aggregate/results.csv): a row per cell of each
-/// `paper:` row, or, without one, a row per configuration and cell.
-LENGEN_API ReproductionPage sweep_reproductions(const std::string& sweep_dir);
+/// `paper:` row, or, without one, a row per configuration and cell. `eval_name`: the runs'
+/// evaluation `evals/NAME` instead (`lengen eval RUN --out NAME`, aggregated into
+/// aggregate/evals/NAME by `lengen aggregate --eval NAME`).
+LENGEN_API ReproductionPage sweep_reproductions(const std::string& sweep_dir, const std::string& eval_name = "");
 
 /// lengen's figures and the verdict for every claim, in page order. The verdict: "reproduces"
 /// where lengen's figure in the paper's statistic is within `tolerance` of the paper's (for an
@@ -150,6 +152,6 @@ LENGEN_API std::string fill_claim_rows(const std::string& text, const Reproducti
 /// metrics.jsonl and evaluation (seconds) and sweep.json (file, trained range). Returns the
 /// claims.yaml entries a row of its `paper:` block would take, for the user to paste.
 LENGEN_API std::string collect_sweep(const std::string& sweep_dir, const std::string& data_dir,
-                                     const std::string& name);
+                                     const std::string& name, const std::string& eval_name = "");
 
 }  // namespace lengen
