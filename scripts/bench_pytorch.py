@@ -9,10 +9,10 @@ training step (forward + backward + clip + AdamW) and tokens/s as JSON.
 Usage: /usr/bin/python3 scripts/bench_pytorch.py --config small|large|seed001 [--steps 20]
 (Debian's python3-torch is the same LibTorch 1.13 as lengen's.)
 
-GPU mode (the counterpart of `lengen bench` on CUDA, issue 18): `--device cuda` with
+GPU mode (the counterpart of `lengen bench` on CUDA): `--device cuda` with
 `--bf16` (autocast to bfloat16, as lengen's `dtype: bfloat16` on CUDA), `--sdpa` (attention
 through torch.nn.functional.scaled_dot_product_attention, the fused kernels; PyTorch >= 2.0)
-and `--compile` (torch.compile, where present). `seed001` has the shapes of seed 001's
+and `--compile` (torch.compile, where present). `seed001` has the shapes of Cho et al. 2025's
 multi-operand baseline (6 layers, d_model 1024, 8 heads of 128, d_ff 2048, batch 400 x 240).
 The JSON adds the training TFLOP/s of the same count as lengen's (docs/performance.md).
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CUDA compile check without a GPU (issue 35): builds lengen (the core library and the CLI) against
+# CUDA compile check without a GPU: builds lengen (the core library and the CLI) against
 # Debian 13's CUDA build of LibTorch 2.6 (libtorch-cuda-dev, contrib) with the CUDA 12.4 headers
 # and nvcc (nvidia-cuda-toolkit, non-free), in a Debian 13 root file system, with CUDA graph
 # capture compiled in (LENGEN_CUDA_GRAPHS=ON). So the code behind CUDA-only paths

@@ -29,7 +29,7 @@ LADDER = [
 ]
 LEVEL = {layer: level for level, layers in enumerate(LADDER) for layer in layers}
 
-# Known breaks, each with why it is still there (issue 37 removes them); a break not listed
+# Known breaks, each with why it is still there; a break not listed
 # here fails the check, and a listed one that no longer happens is reported so it is dropped.
 ALLOWED = {}
 

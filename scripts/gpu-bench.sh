@@ -12,7 +12,7 @@
 # SXM's dense bf16; 989 also for an H200), STEP_TIMEOUT (seconds per command, default 240),
 # EVAL_SAMPLES (samples per cell of the T_A grid, default 100: the paper's 1000 takes 10x as
 # long), EVAL_LARGE=1 (also time the grid with 524,288-token passes), GPU_BENCH_COMPILE=0 (skip
-# torch.compile, which compiles for a minute or more), BUCKETS4=1 (also seed 001 with 4 length
+# torch.compile, which compiles for a minute or more), BUCKETS4=1 (also Cho et al. 2025's multi-operand baseline with 4 length
 # buckets), EVAL_GRID=0 (only one cell of the T_A grid), GPU_BENCH_TESTS=0 (skip the tests;
 # scripts/gpu-session.sh runs the whole suite itself). About 6-8 minutes in
 # all on an H100 by estimate, build not included; a device session has 15 minutes.
@@ -76,7 +76,7 @@ seed001=experiments/multi_operand/addition-scratchpad-coupling.yaml
 parity=experiments/multi_operand/parity-scratchpad-coupling.yaml
 
 # 1. Training: the launch-bound parity file eagerly and as CUDA graphs (train.cuda_graphs: one
-#    captured step per padded shape, replayed), then seed 001's baseline the same two ways and
+#    captured step per padded shape, replayed), then Cho et al. 2025's multi-operand baseline the same two ways and
 #    packed (train.pack), and with 4 buckets if asked (BUCKETS4=1; it lost to 1 bucket on the first H100 session).
 graphs=(--set train.cuda_graphs=true)
 run train-parity "$bin" bench "$parity" "${steps[@]}" --peak-tflops "$peak" "${train_extra[@]}"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds lengen and runs its whole test suite against Debian 13's LibTorch 2.x (CPU), in a
-# Debian 13 root file system made with debootstrap from Debian's archive (issue 18): the 2.x
+# Debian 13 root file system made with debootstrap from Debian's archive: the 2.x
 # code paths (fused attention, the autocast API) without a GPU. Needs root (debootstrap,
 # chroot, mount). The root file system is kept between runs (about 2.2 GB, 4 minutes to make):
 #   LENGEN_TRIXIE_ROOT   where it lives (default /var/cache/lengen/trixie-root)

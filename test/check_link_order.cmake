@@ -1,6 +1,6 @@
 # Every lengen binary must list libstdc++ before libtorch among its needed libraries, so that
 # std::filesystem (and the rest of libstdc++) resolves to the system library and not to the
-# copy PyTorch's libtorch.so exports (issue 18: remove_all crashed there). Checks the files
+# copy PyTorch's libtorch.so exports (remove_all crashed there). Checks the files
 # given in FILES (a ;-list) with readelf (and nm where libstdc++ is linked statically).
 find_program(READELF readelf)
 find_program(NM nm)

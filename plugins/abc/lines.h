@@ -36,7 +36,7 @@ const char* direction_name(Direction d);
 Direction parse_direction(const std::string& s);
 
 /// The lines of one direction of one averaged m x n map (one head), with the threshold
-/// decision: seed 002's eq. (1) (d_l = mean of the line's cells) and eq. (2) (kept lines get
+/// decision: Duan & Shi 2023's eq. (1) (d_l = mean of the line's cells) and eq. (2) (kept lines get
 /// d_l - d_max; a line is kept iff d_l > mu + sigmas * sigma over all lines of the direction,
 /// sigma the population standard deviation; abc.md section 4's resolution of the printed
 /// "dropoff(d_l - d_max)", which would drop every line).

@@ -1,5 +1,5 @@
 // Attention Bias Calibration's arithmetic (plugins/abc/lines.h) on the spec's worked examples
-// (docs/abc.md; ../shared/spec/abc.md section 7, values computed by hand and with numpy).
+// (docs/abc.md; Duan & Shi 2023, Section 4, values computed by hand and with numpy).
 #include "lines.h"
 
 #include "helpers.h"

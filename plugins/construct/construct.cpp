@@ -7,7 +7,7 @@
 //   Cho et al. 2025 (arXiv:2410.15787), Theorem 4.1 and Appendix D: a 1-layer, 4-head decoder
 //   without normalisation that solves m-operand addition in the scratchpad format with
 //   bi-level Position Coupling, for every m and n its position tables can represent
-//   (../shared/spec/models.md section 1.3; docs/theory.md has the layout and the derivation).
+//   (Cho et al. 2025, Appendix D; docs/theory.md has the layout and the derivation).
 //   Residual dimensions: NUM, IS_BOS, FULL_ONES, PRE_SUM, PRE_CARRY, PRE_ARROW, PRE_EOS,
 //   SUM_0..SUM_9, ARROW, EOS, then per level l the hypercube codes POS_l = v_{p_l} and
 //   POS_l_NEXT = v_{p_l + 1} (P_l = ceil(log2(max_position_l + 1)) dimensions each, ID 0 the

@@ -33,7 +33,7 @@ TEST_CASE("integration: a tiny coupled model learns addition; verdicts agree", "
   // The encoder reads no earlier output digit, so carries take depth: one layer reaches 86% at
   // 3 digits in 2000 steps, three layers 98.7% at 3 on LibTorch 1.13 but 94.7% on 2.6 (other
   // kernels, another trajectory), so it trains 3000 steps. It is held to the 3-digit criterion
-  // (issue 14: "learns in-distribution 3-digit addition"), the others to 4 digits.
+  // (the first requirement: "learns in-distribution 3-digit addition"), the others to 4 digits.
   const std::string arch =
       GENERATE(as<std::string>{}, "arch: decoder, layers: 1",
                "arch: encoder_decoder, layers: 1, encoder_layers: 1", "arch: encoder, layers: 3",

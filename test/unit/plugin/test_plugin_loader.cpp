@@ -70,7 +70,7 @@ TEST_CASE("plugin loader: the same name from two libraries is an error naming bo
 
 TEST_CASE("build: translation units see the fmt lengen was configured with", "[build]") {
   // PyTorch's LibTorch bundles its own fmt headers; cmake/LengenTorch.cmake puts the fmt that
-  // spdlog and lengen link against ahead of them. A mismatch here is the defect of issue 18.
+  // spdlog and lengen link against ahead of them. A mismatch here crashed PyTorch's LibTorch builds once.
   std::string configured = LENGEN_FMT_VERSION_CONFIGURED;  // "9.1.0"
   int major = 0, minor = 0, patch = 0;
   REQUIRE(std::sscanf(configured.c_str(), "%d.%d.%d", &major, &minor, &patch) >= 2);

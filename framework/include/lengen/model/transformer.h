@@ -151,7 +151,7 @@ class LENGEN_API TransformerImpl : public torch::nn::Module {
   void set_adaptive_loops(int64_t extra);
   int64_t adaptive_loops() const { return adaptive_extra_; }
   /// What forward()'s `attention` receives: the weights (false, default) or the pre-softmax
-  /// scores (true; analysis of seed 002's attention bias calibration).
+  /// scores (true; analysis of Duan & Shi 2023's attention bias calibration).
   void set_attention_scores(bool scores) { attention_scores_ = scores; }
 
  private:

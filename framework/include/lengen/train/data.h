@@ -37,7 +37,7 @@ LENGEN_API std::vector<Example> read_labelled_examples(const std::string& path, 
 ///   * a weighted mixture: each example picks its source with the given proportions, then a
 ///     uniform member of that source's fixed set or a fresh sample of it;
 ///   * an unweighted mixture of fixed sets: their union, visited in epochs like one fixed set
-///     (seed 004's priming: (1-eps) N standard examples and eps N primers, exactly).
+///     (Jelassi et al. 2023's priming: (1-eps) N standard examples and eps N primers, exactly).
 class LENGEN_API TrainingData {
  public:
   TrainingData() = default;
