@@ -15,7 +15,9 @@ import re
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-RESULT_DOCS = ["docs/results.md", "docs/beyond.md", "docs/performance.md"]
+# The reproduction page and the current results first, then the dated record behind them.
+RESULT_DOCS = (["docs/reproductions.md", "docs/results.md", "docs/beyond.md", "docs/performance.md"]
+               + sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs" / "notebook").glob("*.md")))
 OTHER_DOCS = ["docs/priming.md", "docs/abc.md", "docs/taotp.md", "docs/stages.md", "docs/sweeps.md",
               "docs/tasks.md", "docs/theory.md", "README.md"]
 
