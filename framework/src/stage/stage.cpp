@@ -3,6 +3,7 @@
 #include "builtin.h"
 
 #include "lengen/core/error.h"
+#include "lengen/core/lock.h"
 #include "lengen/core/log.h"
 #include "lengen/experiment/experiment.h"
 #include "lengen/report/paper.h"
@@ -186,6 +187,8 @@ void copy_results(const fs::path& from, const fs::path& to) {
 void run_experiment(const Experiment& exp, const RunOptions& options) {
   auto log = logger("stage");
   const std::string dir = exp.run_dir();
+  // One writer per run directory, before anything in it is removed or written.
+  const FolderLock lock(dir, "", options.wait, "`lengen run ... --wait`");
   if (options.fresh) {
     for (const char* sub : {"checkpoints", "eval", "stages", "plots", "eval_curve.jsonl", "metrics.jsonl"}) {
       fs::remove_all(fs::path(dir) / sub);

@@ -91,8 +91,11 @@ State point_state(const Point& p) {
 
 namespace {
 
-// fork + exec `lengen run CONFIG --resume` with output appended to the point's log.
-pid_t spawn_point(const Point& p, const std::string& lengen, int64_t threads, const std::string& gpu) {
+// fork + exec `lengen run CONFIG --resume` with output appended to the point's log. `wait`: the
+// run waits for the point's run directory to be free (a Slurm requeue whose first task is
+// still stopping) instead of refusing.
+pid_t spawn_point(const Point& p, const std::string& lengen, int64_t threads, const std::string& gpu,
+                  bool wait = false) {
   const std::string log = (fs::path(p.run_dir) / "sweep.log").string();
   const std::string cfg = (fs::path(p.run_dir) / "config.yaml").string();
   const std::string threads_set = fmt::format("threads={}", threads);
@@ -107,12 +110,14 @@ pid_t spawn_point(const Point& p, const std::string& lengen, int64_t threads, co
     }
     if (!gpu.empty()) ::setenv("CUDA_VISIBLE_DEVICES", gpu.c_str(), 1);
     ::setpgid(0, 0);  // a terminal's Ctrl-C reaches the sweep, which stops the children
+    std::vector<const char*> args = {lengen.c_str(), "run", cfg.c_str(), "--resume"};
     if (threads > 0) {
-      ::execl(lengen.c_str(), lengen.c_str(), "run", cfg.c_str(), "--resume", "--set", threads_set.c_str(),
-              static_cast<char*>(nullptr));
-    } else {
-      ::execl(lengen.c_str(), lengen.c_str(), "run", cfg.c_str(), "--resume", static_cast<char*>(nullptr));
+      args.push_back("--set");
+      args.push_back(threads_set.c_str());
     }
+    if (wait) args.push_back("--wait");
+    args.push_back(nullptr);
+    ::execv(lengen.c_str(), const_cast<char* const*>(args.data()));
     ::_exit(127);
   }
   return pid;
@@ -154,7 +159,7 @@ int run_point(const Sweep& s, const Point& p, const std::string& lengen, int64_t
               const std::string& slurm_job) {
   (void)s;
   fs::create_directories(p.run_dir);
-  pid_t pid = spawn_point(p, lengen, threads, "");
+  pid_t pid = spawn_point(p, lengen, threads, "", !slurm_job.empty());
   mark_running(p, slurm_job.empty() ? pid : ::getpid(), slurm_job);
   // Forward a stop request (Slurm sends SIGTERM before a time limit or a requeue).
   g_stop = false;

@@ -15,6 +15,8 @@ class Run : public Command {
     c->add_flag("--resume", options_.resume, "continue: finished stages are skipped, the current one resumes");
     c->add_flag("--fresh", options_.fresh, "discard an existing run directory's checkpoints, stages and results");
     c->add_flag("--no-eval", options_.no_eval, "train only (skips eval stages)");
+    c->add_flag("--wait", options_.wait, "when another process holds the run directory, wait for it to finish "
+                                         "instead of refusing");
     add_common(c, common);
     return c;
   }

@@ -1,6 +1,7 @@
 // `lengen sweep`: run every point of a sweep here or on Slurm; --status, --cancel, --point.
 #include "../cli.h"
 
+#include "lengen/core/lock.h"
 #include "lengen/core/log.h"
 #include "lengen/report/report.h"
 #include "lengen/sweep/sweep.h"
@@ -24,7 +25,7 @@ void run_aggregate(const std::string& dir, double threshold, bool plots) {
 
 int run_sweep(const std::string& file, const std::string& executor, int64_t jobs, const std::string& gpus_text,
               int64_t points_per_gpu, bool dry, bool status, bool cancel, int64_t point, const std::string& job,
-              const std::vector<std::string>& only, const std::vector<std::string>& sets) {
+              const std::vector<std::string>& only, const std::vector<std::string>& sets, bool wait) {
   auto log = logger("sweep");
   sweep::Sweep s = sweep::load_sweep(file, sets);
   // --only: the plan (sweep.json, every config.yaml) stays the whole sweep's; the rest of this
@@ -75,6 +76,8 @@ int run_sweep(const std::string& file, const std::string& executor, int64_t jobs
     fmt::print("{}\n", join(parts, ", "));
     return 0;
   }
+  // One `lengen sweep` writes the folder at a time (the plan, the points it starts, the aggregate).
+  const FolderLock lock(s.dir, "", wait, "`lengen sweep ... --wait`");
   sweep::write_plan(whole);
   if (executor == "slurm") {
     const fs::path dir = fs::path(s.dir) / "slurm";
@@ -123,6 +126,7 @@ class Sweep : public Command {
     sw->add_flag("--dry-run", dry_, "list the points (local) or print the batch script (slurm); run nothing");
     sw->add_flag("--status", status_, "which points are done, running, failed, interrupted or missing");
     sw->add_flag("--cancel", cancel_, "scancel the sweep's Slurm jobs");
+    sw->add_flag("--wait", wait_, "when another `lengen sweep` holds the folder, wait for it instead of refusing");
     sw->add_option("--only", only_,
                    "run (or list) only the points with this value of an axis: --only seed=0 --only "
                    "task.operation=addition (repeatable; one key's values are alternatives, all keys must hold)")
@@ -134,14 +138,14 @@ class Sweep : public Command {
   }
   int run(const Common& common) override {
     return run_sweep(file_, executor_, jobs_, gpus_, points_per_gpu_, dry_, status_, cancel_, point_, job_, only_,
-                     common.sets);
+                     common.sets, wait_);
   }
 
  private:
   std::string file_, executor_ = "local", job_, gpus_;
   std::vector<std::string> only_;
   int64_t jobs_ = 0, point_ = -1, points_per_gpu_ = 0;
-  bool dry_ = false, status_ = false, cancel_ = false;
+  bool dry_ = false, status_ = false, cancel_ = false, wait_ = false;
 };
 
 }  // namespace

@@ -91,9 +91,12 @@ struct RunOptions {
   bool resume = false;   ///< continue: finished stages are skipped, the current one resumes
   bool fresh = false;    ///< discard checkpoints, stages and evaluations first
   bool no_eval = false;  ///< skip evaluation (`eval` stages and the `compare_stages` reading them)
+  bool wait = false;     ///< another process holds the run directory: wait for it instead of refusing
 };
 
-/// Runs an experiment in its run directory: writes config.yaml, then each stage in order
+/// Runs an experiment in its run directory, holding its lock (RUN/lengen.lock, core/lock.h) for
+/// the whole run: a second process on the same directory refuses, naming the holder, or waits
+/// (`options.wait`). Writes config.yaml, then each stage in order
 /// (an experiment without `stages:` is one `train` stage then one `eval` stage, both in RUN
 /// itself). A finished stage leaves RUN/stages/<name>/stage.json and is not run again; the
 /// last evaluation is also copied to RUN/eval and RUN/plots.

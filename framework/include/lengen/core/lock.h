@@ -1,0 +1,43 @@
+#pragma once
+
+// One writer per folder: an advisory lock that a run directory (`lengen run`) or a sweep folder
+// (`lengen sweep`) is held by while a process writes it. The lock is the kernel's (an open file
+// description lock on FOLDER/lengen.lock, a POSIX record lock where those are missing), so it is
+// released on any exit of its holder, SIGKILL and a node failure's lost lease included: a lock
+// left by a dead process is simply free. The file records who holds it (PID, host, command,
+// since when), so that a second process can say whom it found.
+
+#include "lengen/core/export.h"
+
+#include <string>
+
+namespace lengen {
+
+class LENGEN_API FolderLock {
+ public:
+  /// Locks `folder` (created if needed) for `command` (e.g. "lengen run exp.yaml"; "": this
+  /// process's command line). Where
+  /// another process holds it: with `wait`, logs whom it waits for and blocks until it is
+  /// free; without, throws an Error naming the folder, the holder's PID, host, command and
+  /// start time, and how to wait instead (`wait_hint`, e.g. "--wait"). Where the file system
+  /// has no locks, warns and goes on unlocked.
+  FolderLock(const std::string& folder, const std::string& command, bool wait, const std::string& wait_hint);
+  ~FolderLock();
+  FolderLock(const FolderLock&) = delete;
+  FolderLock& operator=(const FolderLock&) = delete;
+
+  /// The lock file, FOLDER/lengen.lock.
+  const std::string& path() const { return path_; }
+  /// Whether the lock is held (false only where the file system has none).
+  bool held() const { return fd_ >= 0; }
+
+  /// "PID 1234 on host node7 (lengen run exp.yaml, since 2026-12-06 03:21:45 UTC)": who holds
+  /// the lock file at `path` by its record; "" when it records no one.
+  static std::string holder(const std::string& path);
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+};
+
+}  // namespace lengen
