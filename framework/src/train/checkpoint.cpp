@@ -181,35 +181,85 @@ TensorFile load_safetensors(const std::string& path) {
     throw Error(fmt::format("{}: header length {} exceeds the file size {}", path, n, file_size));
   }
   std::string h(n, '\0');
-  in.read(h.data(), static_cast<std::streamsize>(n));
+  if (!in.read(h.data(), static_cast<std::streamsize>(n))) {
+    throw Error(fmt::format("{}: the header (bytes 8 to {}) could not be read", path, 8 + n));
+  }
   nlohmann::ordered_json header;
   try {
     header = nlohmann::ordered_json::parse(h);
   } catch (const std::exception& e) {
     throw Error(fmt::format("{}: malformed safetensors header: {}", path, e.what()));
   }
+  if (!header.is_object()) {
+    throw Error(fmt::format("{}: the safetensors header is a JSON {}, expected an object of tensors", path,
+                            header.type_name()));
+  }
   TensorFile out;
   const uint64_t data_start = 8 + n;
+  const uint64_t data_size = file_size - data_start;  // the byte buffer the offsets index
   for (auto it = header.begin(); it != header.end(); ++it) {
-    if (it.key() == "__metadata__") {
-      for (auto m = it->begin(); m != it->end(); ++m) {
+    const std::string& name = it.key();
+    const auto& e = *it;
+    if (name == "__metadata__") {
+      if (!e.is_object()) {
+        throw Error(fmt::format("{}: __metadata__ is a JSON {}, expected an object of strings", path, e.type_name()));
+      }
+      for (auto m = e.begin(); m != e.end(); ++m) {
+        if (!m->is_string()) {
+          throw Error(fmt::format("{}: __metadata__.{} is a JSON {}, expected a string", path, m.key(),
+                                  m->type_name()));
+        }
         out.metadata[m.key()] = m->get<std::string>();
       }
       continue;
     }
-    const auto& e = *it;
-    std::vector<int64_t> shape = e.at("shape").get<std::vector<int64_t>>();
-    auto offs = e.at("data_offsets").get<std::vector<uint64_t>>();
-    torch::Dtype dt = dtype_from_code(e.at("dtype").get<std::string>(), path);
-    auto t = torch::empty(shape, torch::TensorOptions().dtype(dt));
-    uint64_t bytes = static_cast<uint64_t>(t.numel()) * t.element_size();
-    if (offs.size() != 2 || offs[1] - offs[0] != bytes || data_start + offs[1] > file_size) {
-      throw Error(fmt::format("{}: tensor '{}' has inconsistent offsets (file truncated?)", path,
-                              it.key()));
+    // Every field checked before anything is allocated: a header may claim any size.
+    auto bad = [&](const std::string& what) {
+      return Error(fmt::format("{}: tensor '{}': {}", path, name, what));
+    };
+    if (!e.is_object()) throw bad(fmt::format("a JSON {}, expected {{dtype, shape, data_offsets}}", e.type_name()));
+    for (const char* key : {"dtype", "shape", "data_offsets"}) {
+      if (!e.contains(key)) throw bad(fmt::format("no '{}'", key));
     }
-    in.seekg(static_cast<std::streamoff>(data_start + offs[0]));
-    in.read(static_cast<char*>(t.data_ptr()), static_cast<std::streamsize>(bytes));
-    out.tensors.emplace_back(it.key(), t);
+    if (!e["dtype"].is_string()) throw bad("dtype is not a string");
+    const torch::Dtype dt = dtype_from_code(e["dtype"].get<std::string>(), path + ": tensor '" + name + "'");
+    const auto& shape_j = e["shape"];
+    if (!shape_j.is_array()) throw bad("shape is not a list");
+    std::vector<int64_t> shape;
+    uint64_t numel = 1;
+    for (const auto& d : shape_j) {
+      if (!d.is_number_unsigned() && !(d.is_number_integer() && d.get<int64_t>() >= 0)) {
+        throw bad(fmt::format("shape {}: every size must be a non-negative integer", shape_j.dump()));
+      }
+      const uint64_t v = d.get<uint64_t>();
+      if (v > static_cast<uint64_t>(INT64_MAX) || __builtin_mul_overflow(numel, v, &numel)) {
+        throw bad(fmt::format("shape {} has more elements than can exist", shape_j.dump()));
+      }
+      shape.push_back(static_cast<int64_t>(v));
+    }
+    const uint64_t element = static_cast<uint64_t>(c10::elementSize(dt));
+    uint64_t bytes = 0;
+    if (__builtin_mul_overflow(numel, element, &bytes) || bytes > data_size) {
+      throw bad(fmt::format("shape {} of {} needs {} elements, more than the {} bytes of data the file holds",
+                            shape_j.dump(), e["dtype"].get<std::string>(), numel, data_size));
+    }
+    const auto& offs_j = e["data_offsets"];
+    if (!offs_j.is_array() || offs_j.size() != 2 || !offs_j[0].is_number_unsigned() ||
+        !offs_j[1].is_number_unsigned()) {
+      throw bad(fmt::format("data_offsets {}: expected [begin, end], two non-negative integers", offs_j.dump()));
+    }
+    const uint64_t begin = offs_j[0].get<uint64_t>(), end = offs_j[1].get<uint64_t>();
+    if (begin > end || end > data_size || end - begin != bytes) {
+      throw bad(fmt::format("data_offsets [{}, {}] (bytes {} to {} of the file) do not hold its {} bytes within the {} "
+                            "bytes of data (file truncated?)",
+                            begin, end, data_start + begin, data_start + end, bytes, data_size));
+    }
+    auto t = torch::empty(shape, torch::TensorOptions().dtype(dt));
+    in.seekg(static_cast<std::streamoff>(data_start + begin));
+    if (bytes > 0 && !in.read(static_cast<char*>(t.data_ptr()), static_cast<std::streamsize>(bytes))) {
+      throw bad(fmt::format("bytes {} to {} could not be read", data_start + begin, data_start + end));
+    }
+    out.tensors.emplace_back(name, t);
   }
   return out;
 }

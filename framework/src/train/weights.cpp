@@ -32,6 +32,8 @@ void load_weights(Transformer& model, const TensorFile& file, const std::string&
                  path, name);
     LENGEN_CHECK(t->sizes() == p.sizes(), "{}: tensor '{}' has shape {} but the model needs {}",
                  path, name, shape(*t), shape(p));
+    LENGEN_CHECK(t->is_floating_point(), "{}: tensor '{}' holds {} values, but the model's parameter is {}", path,
+                 name, c10::toString(t->scalar_type()), c10::toString(p.scalar_type()));
     p.copy_(*t);
   }
 }
@@ -61,6 +63,11 @@ std::vector<std::string> load_weights_by_name(Transformer& model, const std::str
     if (t->sizes() != p.sizes()) {
       problems.push_back(fmt::format("parameter '{}': the model needs {} but the checkpoint has {}", name,
                                      shape(p), shape(*t)));
+      continue;
+    }
+    if (!t->is_floating_point()) {
+      problems.push_back(fmt::format("parameter '{}': the checkpoint holds {} values, the model {}", name,
+                                     c10::toString(t->scalar_type()), c10::toString(p.scalar_type())));
       continue;
     }
     p.copy_(*t);

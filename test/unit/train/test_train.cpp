@@ -313,6 +313,63 @@ TEST_CASE("train: batches pad on the right and shift targets", "[train]") {
   CHECK(b.scored == 2 + 2);  // counted on the host, the mask's sum
 }
 
+namespace {
+
+// A safetensors file from a header's JSON text and `data_bytes` bytes of data after it.
+std::string hostile_safetensors(const test::TempDir& dir, const std::string& header, size_t data_bytes) {
+  std::string bytes(8, '\0');
+  uint64_t n = header.size();
+  for (int i = 0; i < 8; ++i) bytes[static_cast<size_t>(i)] = static_cast<char>((n >> (8 * i)) & 0xff);
+  bytes += header + std::string(data_bytes, '\x01');
+  const std::string path = dir.file("hostile.safetensors");
+  test::write_text(path, bytes);
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("train: a hostile safetensors header is refused by name before anything is allocated", "[train]") {
+  test::TempDir dir;
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      // 10^12 elements announced in a 16-byte file: refused before allocating 4 TB.
+      {R"({"w": {"dtype": "F32", "shape": [1000000, 1000000], "data_offsets": [0, 4000000000000]}})",
+       "tensor 'w': shape [1000000,1000000] of F32 needs 1000000000000 elements, more than the 16 bytes"},
+      // Sizes whose product overflows 64 bits.
+      {R"({"w": {"dtype": "F32", "shape": [4294967296, 4294967296, 16], "data_offsets": [0, 16]}})",
+       "tensor 'w': shape [4294967296,4294967296,16] has more elements than can exist"},
+      {R"({"w": {"dtype": "F32", "shape": [-1], "data_offsets": [0, 16]}})",
+       "tensor 'w': shape [-1]: every size must be a non-negative integer"},
+      {R"({"w": {"dtype": "F32", "shape": [2.5], "data_offsets": [0, 16]}})", "every size must be a non-negative"},
+      // Offsets that wrap around 2^64 when added to the header's end.
+      {R"({"w": {"dtype": "F32", "shape": [4], "data_offsets": [18446744073709551600, 18446744073709551615]}})",
+       "tensor 'w': data_offsets [18446744073709551600, 18446744073709551615]"},
+      {R"({"w": {"dtype": "F32", "shape": [4], "data_offsets": [16, 0]}})", "do not hold its 16 bytes"},
+      {R"({"w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 16]}})", "do not hold its 8 bytes"},
+      {R"({"w": {"dtype": "F32", "shape": [4], "data_offsets": [0]}})", "expected [begin, end]"},
+      {R"({"w": {"dtype": "F32", "shape": [4], "data_offsets": [-8, 8]}})", "expected [begin, end]"},
+      {R"({"w": {"dtype": "Q7", "shape": [4], "data_offsets": [0, 16]}})", "tensor 'w': unsupported safetensors dtype 'Q7'"},
+      {R"({"w": {"dtype": 3, "shape": [4], "data_offsets": [0, 16]}})", "tensor 'w': dtype is not a string"},
+      {R"({"w": {"shape": [4], "data_offsets": [0, 16]}})", "tensor 'w': no 'dtype'"},
+      {R"({"w": [1, 2]})", "tensor 'w': a JSON array, expected {dtype, shape, data_offsets}"},
+      {R"({"w": {"dtype": "F32", "shape": 4, "data_offsets": [0, 16]}})", "tensor 'w': shape is not a list"},
+      {R"([1, 2, 3])", "the safetensors header is a JSON array, expected an object of tensors"},
+      {R"({"__metadata__": {"step": 7}})", "__metadata__.step is a JSON number, expected a string"},
+      {R"({"__metadata__": [1]})", "__metadata__ is a JSON array, expected an object of strings"},
+  };
+  for (const auto& [header, needle] : cases) {
+    CAPTURE(header);
+    const std::string path = hostile_safetensors(dir, header, 16);
+    CHECK_THROWS_WITH(load_safetensors(path), Contains(path) && Contains(needle));
+  }
+  // A header length beyond the file.
+  const std::string long_header = dir.file("long.safetensors");
+  test::write_text(long_header, std::string("\xff\xff\xff\xff\xff\xff\xff\x7f{}", 10));
+  CHECK_THROWS_WITH(load_safetensors(long_header), Contains("header length 9223372036854775807 exceeds the file size 10"));
+  // The well-formed file of the same shape loads.
+  const std::string ok = hostile_safetensors(dir, R"({"w": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}})", 16);
+  CHECK(load_safetensors(ok).find("w")->numel() == 4);
+}
+
 TEST_CASE("train: safetensors files", "[train]") {
   test::TempDir dir;
   const std::string path = dir.file("w.safetensors");
