@@ -9,15 +9,39 @@ namespace lengen {
 
 namespace {
 
+// Every map key in the tree is a name (a scalar): a key written as a list, a map or nothing
+// (`{[a, b]: 1}`, `? {x: 1}`, `~: 1`) is refused where it is written, so that no reader of the
+// tree meets one. Depth-limited: YAML aliases cannot make a cycle, but a hostile file can nest.
+void check_keys(const YAML::Node& n, const std::string& name, int depth) {
+  if (depth > 200) {
+    throw Error(fmt::format("{}:{}:{}: nested more than 200 levels deep", name, n.Mark().line + 1, n.Mark().column + 1));
+  }
+  if (n.IsMap()) {
+    for (const auto& kv : n) {
+      if (!kv.first.IsScalar()) {
+        throw Error(fmt::format("{}:{}:{}: a key must be a name, found a {}", name, kv.first.Mark().line + 1,
+                                kv.first.Mark().column + 1,
+                                kv.first.IsSequence() ? "list" : kv.first.IsMap() ? "map" : "null"));
+      }
+      check_keys(kv.second, name, depth + 1);
+    }
+  } else if (n.IsSequence()) {
+    for (const auto& item : n) check_keys(item, name, depth + 1);
+  }
+}
+
 ConfigNode parse(const std::string& text, const std::string& name) {
   auto source = std::make_shared<ConfigSource>();
   source->file = name;
+  YAML::Node node;
   try {
-    return ConfigNode(YAML::Load(text), source, "");
+    node = YAML::Load(text);
   } catch (const YAML::Exception& e) {
     throw Error(fmt::format("{}:{}:{}: malformed YAML: {}", name, e.mark.line + 1,
                             e.mark.column + 1, e.msg));
   }
+  check_keys(node, name, 0);
+  return ConfigNode(node, source, "");
 }
 
 }  // namespace
@@ -111,6 +135,7 @@ ConfigNode apply_overrides(const ConfigNode& root, const std::vector<std::string
     } catch (const YAML::Exception& e) {
       throw Error(fmt::format("--set {}: the value is not valid YAML: {}", text, e.msg));
     }
+    check_keys(parsed, "--set " + text, 0);
     // Walk with assignment semantics (YAML::Node operator= rebinds), so copy-walk by index.
     std::vector<YAML::Node> chain{tree};
     std::string path;

@@ -107,7 +107,13 @@ std::vector<std::string> ConfigNode::keys() const {
   std::vector<std::string> out;
   if (node_.IsMap()) {
     for (const auto& kv : node_) {
-      out.push_back(kv.first.as<std::string>());
+      // A key written as a list or a map (`{[a, b]: 1}`, `? {x: 1}`) names nothing.
+      if (!kv.first.IsScalar()) {
+        fail(fmt::format("a key must be a name, found a {} (line {}, column {})",
+                         kv.first.IsSequence() ? "list" : kv.first.IsMap() ? "map" : "null",
+                         kv.first.Mark().line + 1, kv.first.Mark().column + 1));
+      }
+      out.push_back(kv.first.Scalar());
     }
   }
   return out;

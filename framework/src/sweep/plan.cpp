@@ -164,9 +164,9 @@ Sweep load_sweep(const std::string& path, const std::vector<std::string>& overri
   for (const auto& [section, key, value] : section_keys) {
     YAML::Node parsed;
     try {
-      parsed = YAML::Load(value);
-    } catch (const YAML::Exception& e) {
-      throw Error(fmt::format("--set {}.{}={}: the value is not valid YAML: {}", section, key, value, e.msg));
+      parsed = load_config_string(value, fmt::format("--set {}.{}={}", section, key, value)).yaml();
+    } catch (const Error& e) {
+      throw Error(fmt::format("--set {}.{}={}: the value is not valid YAML ({})", section, key, value, e.what()));
     }
     YAML::Node tree = root.yaml();
     if (tree[section].IsDefined() && !tree[section].IsNull() && !tree[section].IsMap()) {

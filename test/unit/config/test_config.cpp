@@ -330,3 +330,25 @@ TEST_CASE("config: integers are read exactly, integral floats accepted, others r
     CHECK_THROWS_WITH(int_of(bad), Contains("expected an integer"));
   }
 }
+
+TEST_CASE("config: a key written as a list, a map or nothing is refused where it is written", "[config]") {
+  // Found by the sweep loader's fuzz target (test/fuzz/fuzz_sweep.cpp): `grid: {[...]: ~}` reached
+  // yaml-cpp's conversion of a key to a string, which threw a bare "bad conversion".
+  test::TempDir dir;
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"name: s\ngrid: {[{label: a, values: {0: 50}}]}\n", "bad.yaml:2:8: a key must be a name, found a list"},
+      {"task:\n  ? {x: 1}\n  : 2\n", "bad.yaml:2:5: a key must be a name, found a map"},
+      {"model: {~: 3}\n", "a key must be a name, found a null"},
+  };
+  for (const auto& [text, needle] : cases) {
+    CAPTURE(text);
+    test::write_text(dir.file("bad.yaml"), text);
+    CHECK_THROWS_WITH(load_config_file(dir.file("bad.yaml")), Contains(needle));
+  }
+  CHECK_THROWS_WITH(apply_overrides(load_config_string("a: 1", "<t>"), {"a={[1]: 2}"}),
+                    Contains("--set a={[1]: 2}:1:2: a key must be a name, found a list"));
+  std::string nested;
+  for (int i = 0; i < 300; ++i) nested += "[";
+  test::write_text(dir.file("deep.yaml"), "a: " + nested + std::string(300, ']') + "\n");
+  CHECK_THROWS_WITH(load_config_file(dir.file("deep.yaml")), Contains("nested more than 200 levels deep"));
+}

@@ -1,0 +1,31 @@
+// The sweep loader on any text (a sweep file whose `base:` may name the tiny experiment beside
+// it); lines that begin "#set " are `--set` overrides.
+#include "fuzz_common.h"
+
+#include "lengen/sweep/sweep.h"
+
+#include <sstream>
+
+using namespace lengen;
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  fuzz::initialize();
+  fuzz::write_file("base.yaml", fuzz::kTiny);
+  return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  std::vector<std::string> sets;
+  std::stringstream ss(text);
+  for (std::string line; std::getline(ss, line);) {
+    if (line.rfind("#set ", 0) == 0) sets.push_back(line.substr(5));
+  }
+  const std::string path = fuzz::write_file("sweep.yaml", text);
+  try {
+    sweep::Sweep s = sweep::load_sweep(path, sets);
+    (void)s;
+  } catch (const lengen::Error&) {
+  }
+  return 0;
+}
