@@ -13,8 +13,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <unistd.h>
+#include <vector>
 
 namespace lengen::fuzz {
 
@@ -37,6 +39,16 @@ inline std::string write_file(const std::string& name, const uint8_t* data, size
 
 inline std::string write_file(const std::string& name, const std::string& text) {
   return write_file(name, reinterpret_cast<const uint8_t*>(text.data()), text.size());
+}
+
+/// The `--set` overrides a fuzz input carries: its lines that begin "#set " (a comment to YAML).
+inline std::vector<std::string> sets_of(const std::string& text) {
+  std::vector<std::string> sets;
+  std::stringstream ss(text);
+  for (std::string line; std::getline(ss, line);) {
+    if (line.rfind("#set ", 0) == 0) sets.push_back(line.substr(5));
+  }
+  return sets;
 }
 
 /// Once per process: plugins from this build, one thread.

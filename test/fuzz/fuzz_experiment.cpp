@@ -2,8 +2,6 @@
 // overrides, the rest is the experiment file (which may `extends:` the tiny base beside it).
 #include "fuzz_common.h"
 
-#include <sstream>
-
 using namespace lengen;
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
@@ -14,11 +12,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
-  std::vector<std::string> sets;
-  std::stringstream ss(text);
-  for (std::string line; std::getline(ss, line);) {
-    if (line.rfind("#set ", 0) == 0) sets.push_back(line.substr(5));
-  }
+  const std::vector<std::string> sets = fuzz::sets_of(text);
   const std::string path = fuzz::write_file("exp.yaml", text);
   try {
     Experiment exp = Experiment::load(path, sets);

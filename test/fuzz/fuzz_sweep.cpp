@@ -4,8 +4,6 @@
 
 #include "lengen/sweep/sweep.h"
 
-#include <sstream>
-
 using namespace lengen;
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
@@ -16,11 +14,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
-  std::vector<std::string> sets;
-  std::stringstream ss(text);
-  for (std::string line; std::getline(ss, line);) {
-    if (line.rfind("#set ", 0) == 0) sets.push_back(line.substr(5));
-  }
+  const std::vector<std::string> sets = fuzz::sets_of(text);
   const std::string path = fuzz::write_file("sweep.yaml", text);
   try {
     sweep::Sweep s = sweep::load_sweep(path, sets);

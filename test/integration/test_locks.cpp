@@ -12,7 +12,7 @@
 
 using namespace lengen;
 namespace fs = std::filesystem;
-using Catch::Matchers::Contains;
+using Catch::Contains;
 
 namespace {
 

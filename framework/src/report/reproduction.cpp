@@ -392,6 +392,24 @@ ReproductionPage load_reproductions(const std::string& data_dir) {
   return page;
 }
 
+namespace {
+
+// A sweep page's row for one configuration and cell of data set `data` (where, value and
+// statistic are the caller's).
+Claim sweep_claim(const std::string& paper, const std::string& data, const std::string& config,
+                  const std::string& cell, const std::string& command) {
+  Claim c;
+  c.id = fmt::format("{}@{}", config, cell);
+  c.paper = paper;
+  c.cell = cell;
+  c.data = data;
+  c.config = config;
+  c.command = command;
+  return c;
+}
+
+}  // namespace
+
 ReproductionPage sweep_reproductions(const std::string& sweep_dir, const std::string& eval_name) {
   const fs::path dir(sweep_dir);
   const fs::path aggregate = eval_name.empty() ? dir / "aggregate" : dir / "aggregate" / "evals" / eval_name;
@@ -451,17 +469,11 @@ ReproductionPage sweep_reproductions(const std::string& sweep_dir, const std::st
       for (const auto& config : configs) {
         for (const auto& [cell, value] : row.values) {
           if (!set.accuracy.count(config) || !set.accuracy.at(config).count(cell)) continue;
-          Claim c;
-          c.id = fmt::format("{}@{}", config, cell);
-          c.paper = p.key;
+          Claim c = sweep_claim(p.key, name, config, cell, command);
           c.where = fmt::format("{}, {}{}", ref.table, row.label.empty() ? config : row.label,
                                 configs.size() > 1 ? " [" + config + "]" : "");
-          c.cell = cell;
           c.value = value;
           c.statistic = ref.statistic;
-          c.data = name;
-          c.config = config;
-          c.command = command;
           page.claims.push_back(c);
         }
       }
@@ -475,15 +487,9 @@ ReproductionPage sweep_reproductions(const std::string& sweep_dir, const std::st
     for (const auto& config : set.configs) {
       for (const auto& cell : set.cells) {
         if (!set.accuracy.at(config).count(cell)) continue;
-        Claim c;
-        c.id = fmt::format("{}@{}", config, cell);
-        c.paper = p.key;
+        Claim c = sweep_claim(p.key, name, config, cell, command);
         c.where = config;
-        c.cell = cell;
         c.value = kNaN;
-        c.data = name;
-        c.config = config;
-        c.command = command;
         page.claims.push_back(c);
       }
     }

@@ -12,7 +12,7 @@
 #include <regex>
 
 using namespace lengen;
-using Catch::Matchers::Contains;
+using Catch::Contains;
 
 namespace {
 
