@@ -5,10 +5,10 @@
 # crashes to build/asan/fuzz/TARGET/ (crash-*, leak-*, timeout-*, oom-*), and the final stats
 # (executions, coverage) to build/asan/fuzz/TARGET/stats.txt. Every crash found becomes a
 # regression test (docs/testing.md, "Sanitizers and fuzzing").
-#   scripts/fuzz.sh TARGET MINUTES     # TARGET: safetensors experiment sweep query taotp
+#   scripts/fuzz.sh TARGET MINUTES     # TARGET: safetensors experiment sweep query taotp labels
 set -euo pipefail
 cd "$(dirname "$0")/.."
-target=${1:?usage: scripts/fuzz.sh TARGET MINUTES (safetensors, experiment, sweep, query, taotp)}
+target=${1:?usage: scripts/fuzz.sh TARGET MINUTES (safetensors, experiment, sweep, query, taotp, labels)}
 minutes=${2:?usage: scripts/fuzz.sh TARGET MINUTES}
 [[ -f test/fuzz/fuzz_${target}.cpp ]] || { echo "fuzz.sh: no target '${target}' (test/fuzz/fuzz_*.cpp)" >&2; exit 2; }
 cmake --preset asan > /dev/null

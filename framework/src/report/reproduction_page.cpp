@@ -99,6 +99,19 @@ std::string slug(const std::string& s) {
   return out;
 }
 
+// The anchor GitHub gives a Markdown heading: lower case, every character but letters, digits,
+// spaces, '-' and '_' dropped, each space a '-' ("Duan & Shi 2023: X" -> "duan--shi-2023-x").
+std::string anchor(const std::string& heading) {
+  std::string out;
+  for (char c : heading) {
+    const auto u = static_cast<unsigned char>(c);
+    if (std::isalnum(u) || c == '-' || c == '_') out += static_cast<char>(std::tolower(u));
+    else if (c == ' ') out += '-';
+    else if (u >= 0x80) out += c;  // non-ASCII letters stay, as GitHub keeps them
+  }
+  return out;
+}
+
 std::string seconds_text(double s) {
   if (s < 600) return fmt::format("{:.0f} s", s);
   if (s < 7200) return fmt::format("{:.0f} min", s / 60);
@@ -422,7 +435,7 @@ std::map<std::string, std::string> render_reproductions(const ReproductionPage& 
          "| --- | --- | --- | --- | --- | --- |\n";
     for (const auto& s : sections) {
       const Counts& c = per_paper[s.paper->key];
-      m += fmt::format("| [{}](#{}) | {} | {} | {} | {} | {} |\n", md(s.paper->short_name()), slug(heading_of(*s.paper)),
+      m += fmt::format("| [{}](#{}) | {} | {} | {} | {} | {} |\n", md(s.paper->short_name()), anchor(heading_of(*s.paper)),
                        s.rows.size(), c.reproduces, c.direction, c.does_not, c.none);
     }
     for (const auto& s : sections) {
@@ -485,12 +498,12 @@ std::map<std::string, std::string> render_reproductions(const ReproductionPage& 
     const Counts& c = per_paper[s.paper->key];
     h += fmt::format("<tr><td><a href=\"#{}\">{}</a></td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
                      "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>\n",
-                     slug(heading_of(*s.paper)), xml(s.paper->short_name()), s.rows.size(), c.reproduces, c.direction,
+                     anchor(heading_of(*s.paper)), xml(s.paper->short_name()), s.rows.size(), c.reproduces, c.direction,
                      c.does_not, c.none);
   }
   h += "</table>\n";
   for (const auto& s : sections) {
-    h += fmt::format("<h2 id=\"{}\">{}</h2>\n", slug(heading_of(*s.paper)), xml(heading_of(*s.paper)));
+    h += fmt::format("<h2 id=\"{}\">{}</h2>\n", anchor(heading_of(*s.paper)), xml(heading_of(*s.paper)));
     if (!s.paper->arxiv.empty()) h += "<p>" + arxiv_link(*s.paper, true) + "</p>\n";
     h += fmt::format("<table class=\"claims\">\n<tr><th>claim</th><th>cell</th><th>paper</th><th>lengen</th>"
                      "<th>median [min, max]</th><th>&gt;= {}%</th><th>seeds</th><th>protocol</th><th>verdict</th>"
@@ -553,7 +566,7 @@ std::string fill_claim_rows(const std::string& text, const ReproductionPage& pag
       const Claim& c = r.claim;
       const DataSet& set = page.data.at(c.data);
       table += fmt::format("| {}: {} ([row](reproductions.md#{})) | {} | {} ({}) | {} | {} [{}, {}] | {} | {} | **{}** |\n",
-                           md(page.papers.at(c.paper).short_name()), md(c.where), slug(heading_of(page.papers.at(c.paper))),
+                           md(page.papers.at(c.paper).short_name()), md(c.where), anchor(heading_of(page.papers.at(c.paper))),
                            cell_text(set, c.cell), paper_text(c), c.statistic, figure_text(r.ours), figure_text(r.median),
                            figure_text(r.min), figure_text(r.max), seeds_at_least(r),
                            set.source.kernels.empty() ? "-" : md(set.source.kernels), r.verdict);
