@@ -3,7 +3,7 @@
 # (clang's AddressSanitizer and UndefinedBehaviorSanitizer on every lengen target, libFuzzer's
 # coverage, the fuzz targets), then runs under it the unit and contract tests, every plugin's
 # tests, one short integration run (a tiny experiment trained, checkpointed, resumed and
-# evaluated through the CLI), and each fuzz target for 20 s from its seed corpus. LibTorch and
+# evaluated through the CLI), and each fuzz target on 3000 inputs from its seed corpus (a fixed seed). LibTorch and
 # the other Debian libraries are not instrumented; leak checking is off because LibTorch keeps
 # static caches alive until exit (reported as leaks that are not lengen's).
 set -euo pipefail

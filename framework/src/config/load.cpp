@@ -67,7 +67,9 @@ ConfigNode load_config_string(const std::string& text, const std::string& name) 
 namespace {
 
 YAML::Node merge_yaml(const YAML::Node& base, const YAML::Node& over, const std::vector<std::string>& replace) {
-  if (!over.IsDefined() || over.IsNull()) return base;
+  // A key set to nothing keeps the base's value; where the base has none either, the nothing stays
+  // (a missing key of a const map is an invalid node that no tree may hold).
+  if (!over.IsDefined() || over.IsNull()) return base.IsDefined() ? base : over;
   if (!base.IsDefined() || base.IsNull() || !base.IsMap() || !over.IsMap()) return over;
   YAML::Node out(YAML::NodeType::Map);
   for (const auto& kv : base) {
@@ -175,6 +177,9 @@ ConfigNode apply_overrides(const ConfigNode& root, const std::vector<std::string
     } else if (parent.IsSequence()) {
       throw Error(fmt::format("--set {}: '{}' is a list; use an index like {}.0.{}", text, path,
                               path, last));
+    } else if (parent.IsScalar()) {
+      throw Error(fmt::format("--set {}: '{}' is a value ({}), not a map; nothing can be set below it", text, path,
+                              parent.Scalar()));
     } else {
       parent[last] = parsed;
     }

@@ -352,3 +352,22 @@ TEST_CASE("config: a key written as a list, a map or nothing is refused where it
   test::write_text(dir.file("deep.yaml"), "a: " + nested + std::string(300, ']') + "\n");
   CHECK_THROWS_WITH(load_config_file(dir.file("deep.yaml")), Contains("nested more than 200 levels deep"));
 }
+
+TEST_CASE("config: --set below a value is refused, naming the value", "[config]") {
+  // Found by the sweep loader's fuzz target: a grid key "name.x" set below the scalar `name`
+  // reached yaml-cpp's "operator[] call on a scalar".
+  const ConfigNode root = load_config_string("name: s\nmodel: {layers: 2}\n", "<t>");
+  CHECK_THROWS_WITH(apply_overrides(root, {"name.x=1"}), Contains("--set name.x=1: 'name' is a value (s), not a map"));
+  CHECK_THROWS_WITH(apply_overrides(root, {"model.layers.deep=1"}),
+                    Contains("--set model.layers.deep=1: 'model.layers' is a value (2), not a map"));
+}
+
+TEST_CASE("config: extends: a key set to nothing that the base does not have", "[config]") {
+  // Found by the experiment loader's fuzz target: `model: {d_model> 32}` (a key "d_model> 32"
+  // with no value) extending a base without it put an invalid node into the merged tree, which
+  // yaml-cpp refused with a bare "invalid node". Now the key merges as nothing: it loads.
+  test::TempDir dir;
+  test::write_text(dir.file("base.yaml"), test::kTinyAddition);
+  test::write_text(dir.file("exp.yaml"), "extends: base.yaml\nmodel: {d_model> 32}\n");
+  CHECK(Experiment::load(dir.file("exp.yaml")).model.d_model == 16);
+}
