@@ -144,8 +144,23 @@ std::vector<Example> read_labelled_examples(const std::string& path, const Task&
     Example ex;
     try {
       const auto j = nlohmann::json::parse(line);
-      ex.tokens = j.at("tokens").get<std::vector<int64_t>>();
-      ex.prompt_length = j.at("prompt_length").get<int64_t>();
+      // Integers only: a number JSON holds as a float (1e30, 3.4) has no token id, and converting
+      // one out of int64's range is undefined behaviour.
+      const auto& tokens = j.at("tokens");
+      if (!tokens.is_array()) {
+        throw Error(fmt::format("{}:{}: tokens is a JSON {}, expected a list of token ids", path, n, tokens.type_name()));
+      }
+      for (const auto& t : tokens) {
+        if (!t.is_number_integer()) {
+          throw Error(fmt::format("{}:{}: token {} is not a token id (an integer)", path, n, t.dump()));
+        }
+        ex.tokens.push_back(t.get<int64_t>());
+      }
+      const auto& prompt = j.at("prompt_length");
+      if (!prompt.is_number_integer()) {
+        throw Error(fmt::format("{}:{}: prompt_length {} is not an integer", path, n, prompt.dump()));
+      }
+      ex.prompt_length = prompt.get<int64_t>();
     } catch (const nlohmann::json::exception& e) {
       throw Error(fmt::format("{}:{}: not a labelled example ({{\"tokens\": [...], \"prompt_length\": P}}): {}",
                               path, n, e.what()));

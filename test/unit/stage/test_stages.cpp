@@ -377,6 +377,15 @@ TEST_CASE("self-labelled examples: written and read back with the task's causal 
   CHECK_THROWS_WITH(read_labelled_examples(tmp.file("vocab.jsonl"), *task),
                     Contains("vocab.jsonl:1") && Contains("outside the task's vocabulary"));
   CHECK_THROWS_WITH(read_labelled_examples(tmp.file("none.jsonl"), *task), Contains("none.jsonl"));
+  // Found by the labels fuzz target: a token too large for an int64 (JSON keeps it as a float),
+  // whose conversion was undefined behaviour; and fractional ids.
+  test::write_text(tmp.file("huge.jsonl"), "{\"tokens\": [1, 688888888888888888888888888888, 1], \"prompt_length\": 1}\n");
+  CHECK_THROWS_WITH(read_labelled_examples(tmp.file("huge.jsonl"), *task),
+                    Contains("huge.jsonl:1: token 6.888888888888889e+29 is not a token id (an integer)"));
+  test::write_text(tmp.file("frac.jsonl"), "{\"tokens\": [1, 3.4, 1], \"prompt_length\": 1.5}\n");
+  CHECK_THROWS_WITH(read_labelled_examples(tmp.file("frac.jsonl"), *task), Contains("token 3.4 is not a token id"));
+  test::write_text(tmp.file("plen.jsonl"), "{\"tokens\": [1, 2, 1], \"prompt_length\": 1e40}\n");
+  CHECK_THROWS_WITH(read_labelled_examples(tmp.file("plen.jsonl"), *task), Contains("prompt_length 1e+40 is not an integer"));
 }
 
 TEST_CASE("self_label: from_stage sources and their errors", "[stages][self_label]") {
