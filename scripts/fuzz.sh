@@ -11,8 +11,13 @@ cd "$(dirname "$0")/.."
 target=${1:?usage: scripts/fuzz.sh TARGET MINUTES (safetensors, experiment, sweep, query, taotp, labels)}
 minutes=${2:?usage: scripts/fuzz.sh TARGET MINUTES}
 [[ -f test/fuzz/fuzz_${target}.cpp ]] || { echo "fuzz.sh: no target '${target}' (test/fuzz/fuzz_*.cpp)" >&2; exit 2; }
-cmake --preset asan > /dev/null
-cmake --build --preset asan --target "fuzz_${target}"
+# Two campaigns started together must not configure or build the same tree at once.
+mkdir -p build
+(
+  flock 9
+  [[ -f build/asan/CMakeCache.txt ]] || cmake --preset asan > /dev/null
+  cmake --build --preset asan --target "fuzz_${target}"
+) 9> build/.fuzz-build.lock
 out=build/asan/fuzz/${target}
 mkdir -p "${out}/corpus"
 export ASAN_OPTIONS=detect_leaks=0 OMP_NUM_THREADS=1
