@@ -131,6 +131,9 @@ ConfigNode apply_overrides(const ConfigNode& root, const std::vector<std::string
     if (!cur.empty()) {
       parts.push_back(cur);
     }
+    if (parts.empty()) {
+      throw Error(fmt::format("--set {}: '{}' names no key; expected key.path=value", text, key));
+    }
     YAML::Node parsed;
     try {
       parsed = YAML::Load(value);

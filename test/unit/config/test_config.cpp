@@ -360,6 +360,12 @@ TEST_CASE("config: --set below a value is refused, naming the value", "[config]"
   CHECK_THROWS_WITH(apply_overrides(root, {"name.x=1"}), Contains("--set name.x=1: 'name' is a value (s), not a map"));
   CHECK_THROWS_WITH(apply_overrides(root, {"model.layers.deep=1"}),
                     Contains("--set model.layers.deep=1: 'model.layers' is a value (2), not a map"));
+  // Found by the experiment loader's fuzz target (30-minute campaign): a key path of dots or
+  // brackets alone left no part to set, and the last part was read from an empty list (UB).
+  for (const std::string bad : {".=1", "[]=1", "..[.]=2"}) {
+    CAPTURE(bad);
+    CHECK_THROWS_WITH(apply_overrides(root, {bad}), Contains("--set " + bad + ": '") && Contains("names no key"));
+  }
 }
 
 TEST_CASE("config: extends: a key set to nothing that the base does not have", "[config]") {
