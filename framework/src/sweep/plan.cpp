@@ -293,6 +293,16 @@ Sweep load_sweep(const std::string& path, const std::vector<std::string>& overri
     bool explicit_point = false;  // from `points:`: named by all of its keys
   };
   std::vector<Raw> raws;
+  // A sweep is planned point by point (each resolved and validated), so its size is bounded
+  // before anything is expanded: a grid of many axes multiplies out beyond any machine.
+  constexpr uint64_t kMaxPoints = 100000;
+  uint64_t planned = 1;
+  for (const auto& axis : axes) {
+    if (__builtin_mul_overflow(planned, static_cast<uint64_t>(axis.values.size()), &planned) || planned > kMaxPoints) {
+      root.fail(fmt::format("the grid multiplies out to more than {} points ({} axes); split it into several sweeps",
+                            kMaxPoints, axes.size()));
+    }
+  }
   if (!axes.empty()) {
     std::vector<size_t> idx(axes.size(), 0);
     while (true) {

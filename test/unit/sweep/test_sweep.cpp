@@ -443,3 +443,14 @@ TEST_CASE("shipped experiments and sweeps load, and every model builds", "[sweep
   CHECK(experiments >= 10);
   CHECK(sweeps >= 4);
 }
+
+TEST_CASE("sweep: a grid that multiplies out beyond 100,000 points is refused before it is expanded", "[sweep]") {
+  // Found by the sweep loader's fuzz target (30-minute campaign): a grid of many three-value axes
+  // took longer than 10 s to plan.
+  test::TempDir dir;
+  test::write_text(dir.file("base.yaml"), test::kTinyAddition);
+  std::string grid = "name: big\nbase: base.yaml\ngrid:\n";
+  for (int i = 0; i < 12; ++i) grid += "  task.x" + std::to_string(i) + ": [1, 2, 3]\n";
+  test::write_text(dir.file("big.yaml"), grid);
+  CHECK_THROWS_WITH(sweep::load_sweep(dir.file("big.yaml")), Contains("big.yaml") && Contains("more than 100000 points (12 axes)"));
+}
