@@ -33,7 +33,8 @@ inline const std::filesystem::path& scratch() {
 /// Writes `bytes` to scratch()/name and returns the path.
 inline std::string write_file(const std::string& name, const uint8_t* data, size_t size) {
   const auto path = (scratch() / name).string();
-  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
   return path;
 }
 
@@ -46,7 +47,8 @@ inline std::vector<std::string> sets_of(const std::string& text) {
   std::vector<std::string> sets;
   std::stringstream ss(text);
   for (std::string line; std::getline(ss, line);) {
-    if (line.rfind("#set ", 0) == 0) sets.push_back(line.substr(5));
+    if (line.rfind("#set ", 0) == 0)
+      sets.push_back(line.substr(5));
   }
   return sets;
 }

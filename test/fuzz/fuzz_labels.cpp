@@ -19,7 +19,8 @@ std::vector<std::shared_ptr<Task>> tasks;
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   fuzz::initialize();
-  for (const char* yaml : {"{name: addition}", "{name: addition, scratchpad: true}", "{name: multiplication}"}) {
+  for (const char* yaml :
+       {"{name: addition}", "{name: addition, scratchpad: true}", "{name: multiplication}"}) {
     try {
       tasks.push_back(task_registry().create(load_config_string(yaml, "<fuzz>"), TaskContext{}));
     } catch (const lengen::Error&) {

@@ -18,10 +18,14 @@ std::vector<std::shared_ptr<Task>> tasks;
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   fuzz::initialize();
-  for (const char* yaml : {"{name: addition}", "{name: addition, reverse: false, zero_pad: false}",
-                           "{name: addition, scratchpad: true, operands: [2, 4]}", "{name: parity}",
-                           "{name: parity, scratchpad: true}", "{name: multiplication}",
-                           "{name: multiplication, scratchpad: true}", "{name: padded_arithmetic}",
+  for (const char* yaml : {"{name: addition}",
+                           "{name: addition, reverse: false, zero_pad: false}",
+                           "{name: addition, scratchpad: true, operands: [2, 4]}",
+                           "{name: parity}",
+                           "{name: parity, scratchpad: true}",
+                           "{name: multiplication}",
+                           "{name: multiplication, scratchpad: true}",
+                           "{name: padded_arithmetic}",
                            "{name: seq2seq_arithmetic}"}) {
     try {
       tasks.push_back(task_registry().create(load_config_string(yaml, "<fuzz>"), TaskContext{}));

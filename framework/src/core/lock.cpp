@@ -22,6 +22,7 @@ namespace {
 // F_OFD_SETLK(W) where the kernel has them, F_SETLK(W) otherwise; -1 with errno on failure.
 int lock_whole_file(int fd, bool wait) {
   struct flock fl {};
+
   fl.l_type = F_WRLCK;
   fl.l_whence = SEEK_SET;
   fl.l_start = 0;
@@ -31,7 +32,8 @@ int lock_whole_file(int fd, bool wait) {
   do {
     rc = ::fcntl(fd, wait ? F_OFD_SETLKW : F_OFD_SETLK, &fl);
   } while (rc != 0 && errno == EINTR && wait);
-  if (rc == 0 || errno != EINVAL) return rc;
+  if (rc == 0 || errno != EINVAL)
+    return rc;
 #endif
   int rc2;
   do {
@@ -49,13 +51,15 @@ std::string read_record(int fd) {
     text.append(buf, static_cast<size_t>(n));
     at += n;
   }
-  while (!text.empty() && (text.back() == '\n' || text.back() == '\0')) text.pop_back();
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\0'))
+    text.pop_back();
   return text;
 }
 
 std::string host_name() {
   char host[256] = {0};
-  if (::gethostname(host, sizeof host - 1) != 0) return "unknown";
+  if (::gethostname(host, sizeof host - 1) != 0)
+    return "unknown";
   return host;
 }
 
@@ -71,15 +75,19 @@ std::string utc_now() {
 // This process's command line ("lengen run exp.yaml --resume"), from /proc/self/cmdline.
 std::string own_command() {
   const int fd = ::open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return "lengen";
+  if (fd < 0)
+    return "lengen";
   std::string text;
   char buf[512];
   ssize_t n;
-  while ((n = ::read(fd, buf, sizeof buf)) > 0 && text.size() < 1024) text.append(buf, static_cast<size_t>(n));
+  while ((n = ::read(fd, buf, sizeof buf)) > 0 && text.size() < 1024)
+    text.append(buf, static_cast<size_t>(n));
   ::close(fd);
-  while (!text.empty() && text.back() == '\0') text.pop_back();
+  while (!text.empty() && text.back() == '\0')
+    text.pop_back();
   for (char& c : text) {
-    if (c == '\0' || c == '\n') c = ' ';
+    if (c == '\0' || c == '\n')
+      c = ' ';
   }
   const size_t slash = text.rfind('/', text.find(' '));  // the program's name, not its path
   return slash == std::string::npos ? text : text.substr(slash + 1);
@@ -89,13 +97,16 @@ std::string own_command() {
 
 std::string FolderLock::holder(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return "";
+  if (fd < 0)
+    return "";
   const std::string record = read_record(fd);
   ::close(fd);
   return record;
 }
 
-FolderLock::FolderLock(const std::string& folder, const std::string& command, bool wait,
+FolderLock::FolderLock(const std::string& folder,
+                       const std::string& command,
+                       bool wait,
                        const std::string& wait_hint) {
   std::error_code ec;
   fs::create_directories(folder, ec);
@@ -105,8 +116,13 @@ FolderLock::FolderLock(const std::string& folder, const std::string& command, bo
   if (lock_whole_file(fd, false) != 0) {
     const int err = errno;
     if (err == ENOLCK || err == EOPNOTSUPP || err == ENOSYS) {
-      logger()->warn("{}: this file system keeps no locks ({}); nothing stops a second process from writing {} at "
-                     "the same time", path_, std::strerror(err), folder);
+      logger()->warn(
+          "{}: this file system keeps no locks ({}); nothing stops a second process from writing "
+          "{} at "
+          "the same time",
+          path_,
+          std::strerror(err),
+          folder);
       ::close(fd);
       return;
     }
@@ -115,10 +131,14 @@ FolderLock::FolderLock(const std::string& folder, const std::string& command, bo
       LENGEN_FAIL("{}: cannot lock ({})", path_, std::strerror(err));
     }
     std::string who = read_record(fd);
-    if (who.empty()) who = "another process (it has not written its name yet)";
+    if (who.empty())
+      who = "another process (it has not written its name yet)";
     if (!wait) {
       ::close(fd);
-      LENGEN_FAIL("{} is in use: {} holds {}. Stop that process, or wait for it with {}", folder, who, path_,
+      LENGEN_FAIL("{} is in use: {} holds {}. Stop that process, or wait for it with {}",
+                  folder,
+                  who,
+                  path_,
                   wait_hint);
     }
     logger()->info("{} is in use: {} holds it; waiting for it to finish", folder, who);
@@ -131,17 +151,25 @@ FolderLock::FolderLock(const std::string& folder, const std::string& command, bo
   }
   // Held: record who holds it (a record left by a process that died goes).
   const std::string before = read_record(fd);
-  if (!before.empty()) logger()->debug("{}: taking over from {}, which no longer holds it", path_, before);
-  const std::string record = fmt::format("PID {} on host {} ({}, since {})\n", ::getpid(), host_name(),
-                                         command.empty() ? own_command() : command, utc_now());
-  if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, record.data(), record.size(), 0) != static_cast<ssize_t>(record.size())) {
-    logger()->warn("{}: could not record the holder ({}); the lock is held all the same", path_, std::strerror(errno));
+  if (!before.empty())
+    logger()->debug("{}: taking over from {}, which no longer holds it", path_, before);
+  const std::string record = fmt::format("PID {} on host {} ({}, since {})\n",
+                                         ::getpid(),
+                                         host_name(),
+                                         command.empty() ? own_command() : command,
+                                         utc_now());
+  if (::ftruncate(fd, 0) != 0 ||
+      ::pwrite(fd, record.data(), record.size(), 0) != static_cast<ssize_t>(record.size())) {
+    logger()->warn("{}: could not record the holder ({}); the lock is held all the same",
+                   path_,
+                   std::strerror(errno));
   }
   fd_ = fd;
 }
 
 FolderLock::~FolderLock() {
-  if (fd_ < 0) return;
+  if (fd_ < 0)
+    return;
   // Leave the file (another process may have it open, waiting); empty it so it names no one.
   if (::ftruncate(fd_, 0) != 0) {
     // nothing to do: the lock goes with the descriptor either way

@@ -13,13 +13,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <set>
 #include <sstream>
 #include <sys/stat.h>
-#include <ctime>
 
 namespace fs = std::filesystem;
 
@@ -38,7 +38,9 @@ std::string slurp(const fs::path& path) {
 }
 
 // One CSV record's fields (RFC 4180: quoted fields may hold commas, quotes doubled).
-std::vector<std::string> csv_fields(const std::string& line, const std::string& file, size_t line_no) {
+std::vector<std::string> csv_fields(const std::string& line,
+                                    const std::string& file,
+                                    size_t line_no) {
   std::vector<std::string> out;
   std::string field;
   bool quoted = false;
@@ -75,22 +77,27 @@ double parse_number(const std::string& text, const std::string& where) {
   } catch (const std::exception&) {
     used = 0;
   }
-  LENGEN_CHECK(used == text.size() && !text.empty() && std::isfinite(v), "{}: expected a number, found '{}'",
-               where, text);
+  LENGEN_CHECK(used == text.size() && !text.empty() && std::isfinite(v),
+               "{}: expected a number, found '{}'",
+               where,
+               text);
   return v;
 }
 
 // A percentage in a YAML file (100, 99.5) as a fraction; `~` or absent: NaN.
 double percent_of(const ConfigNode& node) {
-  if (!node.defined()) return kNaN;
+  if (!node.defined())
+    return kNaN;
   const double v = node.as_float();
   LENGEN_CHECK(v >= 0 && v <= 100, "{}: a percentage in [0, 100], found {}", node.where(), v);
   return v / 100;
 }
 
 void check_statistic(const std::string& s, const std::string& where) {
-  LENGEN_CHECK(s == "median" || s == "mean" || s == "best", "{}: statistic '{}': expected median, mean or best",
-               where, s);
+  LENGEN_CHECK(s == "median" || s == "mean" || s == "best",
+               "{}: statistic '{}': expected median, mean or best",
+               where,
+               s);
 }
 
 DataRecord read_source(const fs::path& path) {
@@ -107,14 +114,18 @@ DataRecord read_source(const fs::path& path) {
   s.threads = r.get_int("threads", 0);
   s.time = r.get_string("time", "");
   s.note = r.get_string("note", "");
-  if (const ConfigNode secs = r.child("seconds"); secs.defined()) s.seconds = secs.as_float_list();
+  if (const ConfigNode secs = r.child("seconds"); secs.defined())
+    s.seconds = secs.as_float_list();
   s.cell_axes = r.required("cell_axes").as_string_list();
   LENGEN_CHECK(!s.cell_axes.empty(), "{}: cell_axes: at least one axis", root.where());
   if (const ConfigNode t = r.child("trained"); t.defined()) {
     MapReader tr(t);
     for (const auto& axis : t.keys()) {
       const auto range = tr.required(axis).as_int_list();
-      LENGEN_CHECK(range.size() == 2 && range[0] <= range[1], "{}: trained.{}: expected [lo, hi]", t.where(), axis);
+      LENGEN_CHECK(range.size() == 2 && range[0] <= range[1],
+                   "{}: trained.{}: expected [lo, hi]",
+                   t.where(),
+                   axis);
       s.trained[axis] = {range[0], range[1]};
     }
   }
@@ -138,55 +149,76 @@ struct CsvTable {
     size_t line_no = 1;
     while (std::getline(in, line)) {
       ++line_no;
-      if (line.empty() || line == "\r") continue;
+      if (line.empty() || line == "\r")
+        continue;
       auto f = csv_fields(line, t.file, line_no);
-      LENGEN_CHECK(f.size() == t.header.size(), "{}:{}: {} fields where the header has {}", t.file, line_no, f.size(),
+      LENGEN_CHECK(f.size() == t.header.size(),
+                   "{}:{}: {} fields where the header has {}",
+                   t.file,
+                   line_no,
+                   f.size(),
                    t.header.size());
       t.lines.emplace_back(line_no, std::move(f));
     }
     LENGEN_CHECK(!t.lines.empty(), "{}: no results (a header and no lines)", t.file);
     return t;
   }
+
   // The column's index; -1 where it is optional and absent.
   int64_t column(const std::string& name, bool required = true) const {
     const auto it = std::find(header.begin(), header.end(), name);
-    LENGEN_CHECK(it != header.end() || !required, "{}:1: no column '{}' (the header has {})", file, name, join(header));
+    LENGEN_CHECK(it != header.end() || !required,
+                 "{}:1: no column '{}' (the header has {})",
+                 file,
+                 name,
+                 join(header));
     return it == header.end() ? -1 : static_cast<int64_t>(it - header.begin());
   }
 };
 
 // A fraction in [0, 1] from a field; NaN where the field is empty and `may_be_empty`.
 double fraction_field(const std::string& text, const std::string& where, bool may_be_empty) {
-  if (text.empty() && may_be_empty) return kNaN;
+  if (text.empty() && may_be_empty)
+    return kNaN;
   const double v = parse_number(text, where);
   LENGEN_CHECK(v >= 0 && v <= 1, "{}: a fraction in [0, 1], found {}", where, text);
   return v;
 }
 
 // The cell key of a line: its cell axes' integers, comma-separated.
-std::string line_cell(const CsvTable& t, const std::vector<std::string>& fields, const std::vector<int64_t>& axes,
+std::string line_cell(const CsvTable& t,
+                      const std::vector<std::string>& fields,
+                      const std::vector<int64_t>& axes,
                       const std::string& where) {
   std::string key;
   for (int64_t a : axes) {
     const double v = parse_number(fields[a], where + " (" + t.header[a] + ")");
-    LENGEN_CHECK(v == std::floor(v), "{} ({}): a cell coordinate is an integer, found {}", where, t.header[a], fields[a]);
+    LENGEN_CHECK(v == std::floor(v),
+                 "{} ({}): a cell coordinate is an integer, found {}",
+                 where,
+                 t.header[a],
+                 fields[a]);
     key += (key.empty() ? "" : ",") + std::to_string(static_cast<int64_t>(v));
   }
   return key;
 }
 
 void note_order(DataSet& set, const std::string& config, const std::string& cell) {
-  if (std::find(set.configs.begin(), set.configs.end(), config) == set.configs.end()) set.configs.push_back(config);
-  if (std::find(set.cells.begin(), set.cells.end(), cell) == set.cells.end()) set.cells.push_back(cell);
+  if (std::find(set.configs.begin(), set.configs.end(), config) == set.configs.end())
+    set.configs.push_back(config);
+  if (std::find(set.cells.begin(), set.cells.end(), cell) == set.cells.end())
+    set.cells.push_back(cell);
 }
 
 // aggregate/results.csv's lines into `set`: one line per run and cell (columns found by name:
 // config, seed, the cell axes, accuracy; any others are left alone).
 void read_results(const fs::path& path, DataSet& set) {
   const CsvTable t = CsvTable::read(path);
-  const int64_t config = t.column("config"), seed = t.column("seed"), accuracy = t.column("accuracy");
+  const int64_t config = t.column("config"), seed = t.column("seed"),
+                accuracy = t.column("accuracy");
   std::vector<int64_t> axes;
-  for (const auto& a : set.source.cell_axes) axes.push_back(t.column(a));
+  for (const auto& a : set.source.cell_axes)
+    axes.push_back(t.column(a));
   std::map<std::string, std::map<std::string, std::map<int64_t, double>>> by_seed;
   for (const auto& [line_no, f] : t.lines) {
     const std::string where = fmt::format("{}:{}", t.file, line_no);
@@ -194,13 +226,18 @@ void read_results(const fs::path& path, DataSet& set) {
     const double acc = fraction_field(f[accuracy], where + " (accuracy)", false);
     const auto s = static_cast<int64_t>(parse_number(f[seed], where + " (seed)"));
     note_order(set, f[config], key);
-    LENGEN_CHECK(by_seed[f[config]][key].emplace(s, acc).second, "{}: configuration '{}' has seed {} at cell {} twice",
-                 where, f[config], s, key);
+    LENGEN_CHECK(by_seed[f[config]][key].emplace(s, acc).second,
+                 "{}: configuration '{}' has seed {} at cell {} twice",
+                 where,
+                 f[config],
+                 s,
+                 key);
   }
   for (const auto& [c, cells] : by_seed) {
     for (const auto& [key, seeds] : cells) {
       std::vector<double> v;
-      for (const auto& [s, a] : seeds) v.push_back(a);
+      for (const auto& [s, a] : seeds)
+        v.push_back(a);
       set.accuracy[c][key] = CellFigures::of_seeds(v);
     }
   }
@@ -212,28 +249,44 @@ void read_results(const fs::path& path, DataSet& set) {
 void read_summary(const fs::path& path, DataSet& set) {
   const CsvTable t = CsvTable::read(path);
   const int64_t config = t.column("config"), seeds = t.column("seeds"), median = t.column("median");
-  const int64_t lo = t.column("min", false), hi = t.column("max", false), mean = t.column("mean", false);
+  const int64_t lo = t.column("min", false), hi = t.column("max", false),
+                mean = t.column("mean", false);
   std::vector<int64_t> axes;
-  for (const auto& a : set.source.cell_axes) axes.push_back(t.column(a));
+  for (const auto& a : set.source.cell_axes)
+    axes.push_back(t.column(a));
   for (const auto& [line_no, f] : t.lines) {
     const std::string where = fmt::format("{}:{}", t.file, line_no);
     const std::string key = line_cell(t, f, axes, where);
     CellFigures c;
     const double n = parse_number(f[seeds], where + " (seeds)");
-    LENGEN_CHECK(n >= 1 && n == std::floor(n), "{} (seeds): a count of at least 1, found {}", where, f[seeds]);
+    LENGEN_CHECK(n >= 1 && n == std::floor(n),
+                 "{} (seeds): a count of at least 1, found {}",
+                 where,
+                 f[seeds]);
     c.n = static_cast<int64_t>(n);
     c.median = fraction_field(f[median], where + " (median)", false);
     c.min = lo < 0 ? kNaN : fraction_field(f[lo], where + " (min)", true);
     c.max = hi < 0 ? kNaN : fraction_field(f[hi], where + " (max)", true);
     c.mean = mean < 0 ? kNaN : fraction_field(f[mean], where + " (mean)", true);
-    LENGEN_CHECK((std::isnan(c.min) || c.min <= c.median) && (std::isnan(c.max) || c.median <= c.max),
-                 "{}: min <= median <= max, found {} / {} / {}", where, f[lo], f[median], f[hi]);
-    if (c.n == 1) c.seeds = {c.median};
-    if (c.n == 3 && !std::isnan(c.min) && !std::isnan(c.max)) c.seeds = {c.min, c.median, c.max};  // every seed
-    if (c.seeds.size() == static_cast<size_t>(c.n)) c = CellFigures::of_seeds(c.seeds);
+    LENGEN_CHECK(
+        (std::isnan(c.min) || c.min <= c.median) && (std::isnan(c.max) || c.median <= c.max),
+        "{}: min <= median <= max, found {} / {} / {}",
+        where,
+        f[lo],
+        f[median],
+        f[hi]);
+    if (c.n == 1)
+      c.seeds = {c.median};
+    if (c.n == 3 && !std::isnan(c.min) && !std::isnan(c.max))
+      c.seeds = {c.min, c.median, c.max};  // every seed
+    if (c.seeds.size() == static_cast<size_t>(c.n))
+      c = CellFigures::of_seeds(c.seeds);
     note_order(set, f[config], key);
-    LENGEN_CHECK(set.accuracy[f[config]].emplace(key, c).second, "{}: configuration '{}' has cell {} twice", where,
-                 f[config], key);
+    LENGEN_CHECK(set.accuracy[f[config]].emplace(key, c).second,
+                 "{}: configuration '{}' has cell {} twice",
+                 where,
+                 f[config],
+                 key);
   }
 }
 
@@ -242,7 +295,8 @@ std::string cell_key(const ConfigNode& node, size_t axes) {
   std::string key;
   size_t n = 0;
   if (node.is_sequence()) {
-    for (int64_t v : node.as_int_list()) key += (n++ ? "," : "") + std::to_string(v);
+    for (int64_t v : node.as_int_list())
+      key += (n++ ? "," : "") + std::to_string(v);
   } else {
     std::stringstream ss(node.as_string());
     for (std::string part; std::getline(ss, part, ',');) {
@@ -257,7 +311,9 @@ std::string cell_key(const ConfigNode& node, size_t axes) {
 // The UTC day a file was last written, "2026-12-06".
 std::string utc_date_of(const std::string& path) {
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return "";
+
+  if (::stat(path.c_str(), &st) != 0)
+    return "";
   std::tm tm{};
   gmtime_r(&st.st_mtime, &tm);
   char buf[16];
@@ -269,7 +325,8 @@ std::string utc_date_of(const std::string& path) {
 std::string yaml_quote(const std::string& s) {
   std::string out = "\"";
   for (char ch : s) {
-    if (ch == '"' || ch == '\\') out += '\\';
+    if (ch == '"' || ch == '\\')
+      out += '\\';
     out += ch;
   }
   return out + "\"";
@@ -291,14 +348,18 @@ CellFigures CellFigures::of_seeds(std::vector<double> accuracies) {
 }
 
 double CellFigures::in_statistic(const std::string& statistic) const {
-  if (statistic == "mean") return mean;
-  if (statistic == "best") return max;
+  if (statistic == "mean")
+    return mean;
+  if (statistic == "best")
+    return max;
   return median;
 }
 
 double CellFigures::fraction_at_least(double threshold) const {
-  if (seeds.size() != static_cast<size_t>(n)) return kNaN;
-  return static_cast<double>(std::count_if(seeds.begin(), seeds.end(), [&](double x) { return x >= threshold; })) /
+  if (seeds.size() != static_cast<size_t>(n))
+    return kNaN;
+  return static_cast<double>(
+             std::count_if(seeds.begin(), seeds.end(), [&](double x) { return x >= threshold; })) /
          static_cast<double>(n);
 }
 
@@ -314,8 +375,10 @@ DataSet load_data_set(const std::string& folder) {
   if (fs::exists(dir / "results.csv")) {
     read_results(dir / "results.csv", set);
   } else {
-    LENGEN_CHECK(fs::exists(dir / "summary.csv"), "{}: no results.csv (one line per run and cell) or summary.csv (one "
-                 "line per configuration and cell)", folder);
+    LENGEN_CHECK(fs::exists(dir / "summary.csv"),
+                 "{}: no results.csv (one line per run and cell) or summary.csv (one "
+                 "line per configuration and cell)",
+                 folder);
     read_summary(dir / "summary.csv", set);
   }
   return set;
@@ -323,16 +386,21 @@ DataSet load_data_set(const std::string& folder) {
 
 ReproductionPage load_reproductions(const std::string& data_dir) {
   const fs::path claims_path = fs::path(data_dir) / "claims.yaml";
-  LENGEN_CHECK(fs::exists(claims_path), "{}: no claims.yaml (run `lengen report` at the repository root, or give "
-               "--data DIR)", data_dir);
+  LENGEN_CHECK(fs::exists(claims_path),
+               "{}: no claims.yaml (run `lengen report` at the repository root, or give "
+               "--data DIR)",
+               data_dir);
   const ConfigNode root = load_config_file(claims_path.string());
   MapReader r(root);
   ReproductionPage page;
   page.title = r.get_string("title", page.title);
   page.threshold = percent_of(r.child("threshold"));
-  if (std::isnan(page.threshold)) page.threshold = 0.9;
+  if (std::isnan(page.threshold))
+    page.threshold = 0.9;
   page.tolerance = r.get_float("tolerance", 10) / 100;
-  LENGEN_CHECK(page.tolerance >= 0 && page.tolerance <= 1, "{}: tolerance: points in [0, 100]", root.where());
+  LENGEN_CHECK(page.tolerance >= 0 && page.tolerance <= 1,
+               "{}: tolerance: points in [0, 100]",
+               root.where());
   const ConfigNode papers = r.required("papers");
   for (const auto& key : papers.keys()) {
     MapReader pr(papers.child(key));
@@ -356,11 +424,16 @@ ReproductionPage load_reproductions(const std::string& data_dir) {
     c.id = cr.required("id").as_string();
     LENGEN_CHECK(ids.insert(c.id).second, "{}: claim id '{}' is given twice", node.where(), c.id);
     c.paper = cr.required("paper").as_string();
-    LENGEN_CHECK(page.papers.count(c.paper), "{}: paper '{}' is not under papers: (known: {})",
-                 cr.child("paper").where(), c.paper, join(page.paper_order));
+    LENGEN_CHECK(page.papers.count(c.paper),
+                 "{}: paper '{}' is not under papers: (known: {})",
+                 cr.child("paper").where(),
+                 c.paper,
+                 join(page.paper_order));
     c.where = cr.required("where").as_string();
-    LENGEN_CHECK(node.yaml()["value"].IsDefined(), "{}: missing required key 'value' (the paper's number in percent, "
-                 "or ~ where it states the claim without one)", node.where());
+    LENGEN_CHECK(node.yaml()["value"].IsDefined(),
+                 "{}: missing required key 'value' (the paper's number in percent, "
+                 "or ~ where it states the claim without one)",
+                 node.where());
     c.value = percent_of(cr.child("value"));
     c.at_least = cr.get_bool("at_least", false);
     c.statistic = cr.get_string("statistic", "median");
@@ -371,12 +444,22 @@ ReproductionPage load_reproductions(const std::string& data_dir) {
     }
     const DataSet& set = page.data.at(c.data);
     c.config = cr.get_string("config", set.configs.size() == 1 ? set.configs.front() : "");
-    LENGEN_CHECK(set.accuracy.count(c.config), "{}: data set '{}' has no configuration '{}' (it has: {})",
-                 node.where(), c.data, c.config, join(set.configs));
+    LENGEN_CHECK(set.accuracy.count(c.config),
+                 "{}: data set '{}' has no configuration '{}' (it has: {})",
+                 node.where(),
+                 c.data,
+                 c.config,
+                 join(set.configs));
     c.cell = cell_key(cr.required("cell"), set.source.cell_axes.size());
-    LENGEN_CHECK(set.accuracy.at(c.config).count(c.cell), "{}: data set '{}', configuration '{}' has no cell {}={}",
-                 node.where(), c.data, c.config, join(set.source.cell_axes, ","), c.cell);
-    if (const ConfigNode p = cr.child("protocol"); p.defined()) c.protocol = p.as_string_list();
+    LENGEN_CHECK(set.accuracy.at(c.config).count(c.cell),
+                 "{}: data set '{}', configuration '{}' has no cell {}={}",
+                 node.where(),
+                 c.data,
+                 c.config,
+                 join(set.source.cell_axes, ","),
+                 c.cell);
+    if (const ConfigNode p = cr.child("protocol"); p.defined())
+      c.protocol = p.as_string_list();
     c.command = cr.required("command").as_string();
     c.versus = cr.get_string("versus", "");
     c.results = cr.get_string("results", "");
@@ -385,8 +468,11 @@ ReproductionPage load_reproductions(const std::string& data_dir) {
   }
   for (size_t i = 0; i < page.claims.size(); ++i) {
     const Claim& c = page.claims[i];
-    LENGEN_CHECK(c.versus.empty() || ids.count(c.versus), "{}: claim '{}': versus '{}' is no claim's id",
-                 claims.at(i).where(), c.id, c.versus);
+    LENGEN_CHECK(c.versus.empty() || ids.count(c.versus),
+                 "{}: claim '{}': versus '{}' is no claim's id",
+                 claims.at(i).where(),
+                 c.id,
+                 c.versus);
   }
   r.finish();
   return page;
@@ -396,8 +482,11 @@ namespace {
 
 // A sweep page's row for one configuration and cell of data set `data` (where, value and
 // statistic are the caller's).
-Claim sweep_claim(const std::string& paper, const std::string& data, const std::string& config,
-                  const std::string& cell, const std::string& command) {
+Claim sweep_claim(const std::string& paper,
+                  const std::string& data,
+                  const std::string& config,
+                  const std::string& cell,
+                  const std::string& command) {
   Claim c;
   c.id = fmt::format("{}@{}", config, cell);
   c.paper = paper;
@@ -412,11 +501,16 @@ Claim sweep_claim(const std::string& paper, const std::string& data, const std::
 
 ReproductionPage sweep_reproductions(const std::string& sweep_dir, const std::string& eval_name) {
   const fs::path dir(sweep_dir);
-  const fs::path aggregate = eval_name.empty() ? dir / "aggregate" : dir / "aggregate" / "evals" / eval_name;
+  const fs::path aggregate =
+      eval_name.empty() ? dir / "aggregate" : dir / "aggregate" / "evals" / eval_name;
   const fs::path manifest_path = dir / "sweep.json", results = aggregate / "results.csv";
   LENGEN_CHECK(fs::exists(manifest_path), "{}: not a sweep folder (no sweep.json)", sweep_dir);
-  LENGEN_CHECK(fs::exists(results), "{}: not aggregated (no {}; run `lengen aggregate {}{}`)", sweep_dir,
-               results.lexically_relative(dir).string(), sweep_dir, eval_name.empty() ? "" : " --eval " + eval_name);
+  LENGEN_CHECK(fs::exists(results),
+               "{}: not aggregated (no {}; run `lengen aggregate {}{}`)",
+               sweep_dir,
+               results.lexically_relative(dir).string(),
+               sweep_dir,
+               eval_name.empty() ? "" : " --eval " + eval_name);
   nlohmann::json m;
   try {
     m = nlohmann::json::parse(slurp(manifest_path));
@@ -435,42 +529,55 @@ ReproductionPage sweep_reproductions(const std::string& sweep_dir, const std::st
   // The sweep file relative to here (the repository root, where --collect runs) when it lies below.
   if (fs::path(set.source.file).is_absolute()) {
     const fs::path rel = fs::path(set.source.file).lexically_relative(fs::current_path());
-    if (!rel.empty() && *rel.begin() != "..") set.source.file = rel.string();
+    if (!rel.empty() && *rel.begin() != "..")
+      set.source.file = rel.string();
   }
-  // The cell axes: aggregate.json's where there is one, else results.csv's columns after the varied keys.
+  // The cell axes: aggregate.json's where there is one, else results.csv's columns after the varied
+  // keys.
   const fs::path meta = aggregate / "aggregate.json";
   if (fs::exists(meta)) {
     const auto j = nlohmann::json::parse(slurp(meta));
     set.source.cell_axes = j.value("cell_axes", std::vector<std::string>{});
     const nlohmann::json trained = j.value("trained", nlohmann::json::object());
     for (const auto& [axis, range] : trained.items()) {
-      if (range.is_array() && range.size() == 2) set.source.trained[axis] = {range[0].get<int64_t>(), range[1].get<int64_t>()};
+      if (range.is_array() && range.size() == 2)
+        set.source.trained[axis] = {range[0].get<int64_t>(), range[1].get<int64_t>()};
     }
   }
-  LENGEN_CHECK(!set.source.cell_axes.empty(), "{}: no cell axes (aggregate/aggregate.json missing or empty; run "
-               "`lengen aggregate {}`)", sweep_dir, sweep_dir);
+  LENGEN_CHECK(!set.source.cell_axes.empty(),
+               "{}: no cell axes (aggregate/aggregate.json missing or empty; run "
+               "`lengen aggregate {}`)",
+               sweep_dir,
+               sweep_dir);
   read_results(results, set);
   page.data[name] = set;
-  const std::string command = set.source.file.empty() ? "lengen sweep" : "lengen sweep " + set.source.file;
+  const std::string command =
+      set.source.file.empty() ? "lengen sweep" : "lengen sweep " + set.source.file;
   if (m.contains("paper")) {
     PaperReference ref;
     try {
       ref = PaperReference::from_json(m["paper"]);
     } catch (const nlohmann::json::exception& e) {
-      LENGEN_FAIL("{}: its paper: block is not what `lengen sweep` writes ({})", manifest_path.string(), e.what());
+      LENGEN_FAIL("{}: its paper: block is not what `lengen sweep` writes ({})",
+                  manifest_path.string(),
+                  e.what());
     }
     Paper p;
     p.key = ref.cite;
     page.papers[p.key] = p;
     page.paper_order.push_back(p.key);
     for (const auto& row : ref.rows) {
-      if (!row.stage.empty()) continue;  // an eval stage's rows: `lengen aggregate --stage`
+      if (!row.stage.empty())
+        continue;  // an eval stage's rows: `lengen aggregate --stage`
       const std::vector<std::string> configs = row.configs.empty() ? set.configs : row.configs;
       for (const auto& config : configs) {
         for (const auto& [cell, value] : row.values) {
-          if (!set.accuracy.count(config) || !set.accuracy.at(config).count(cell)) continue;
+          if (!set.accuracy.count(config) || !set.accuracy.at(config).count(cell))
+            continue;
           Claim c = sweep_claim(p.key, name, config, cell, command);
-          c.where = fmt::format("{}, {}{}", ref.table, row.label.empty() ? config : row.label,
+          c.where = fmt::format("{}, {}{}",
+                                ref.table,
+                                row.label.empty() ? config : row.label,
                                 configs.size() > 1 ? " [" + config + "]" : "");
           c.value = value;
           c.statistic = ref.statistic;
@@ -486,7 +593,8 @@ ReproductionPage sweep_reproductions(const std::string& sweep_dir, const std::st
     page.paper_order.push_back(p.key);
     for (const auto& config : set.configs) {
       for (const auto& cell : set.cells) {
-        if (!set.accuracy.at(config).count(cell)) continue;
+        if (!set.accuracy.at(config).count(cell))
+          continue;
         Claim c = sweep_claim(p.key, name, config, cell, command);
         c.where = config;
         c.value = kNaN;
@@ -521,12 +629,14 @@ std::vector<ClaimRow> claim_rows(const ReproductionPage& page) {
       row.verdict = "no paper figure";
     } else if (std::isnan(row.ours)) {
       row.verdict = "not recorded";
-    } else if (c.at_least ? row.ours >= c.value - tolerance : std::abs(row.ours - c.value) <= tolerance) {
+    } else if (c.at_least ? row.ours >= c.value - tolerance
+                          : std::abs(row.ours - c.value) <= tolerance) {
       row.verdict = "reproduces";
     } else if (!c.versus.empty()) {
       const ClaimRow& other = rows[index.at(c.versus)];
       const double theirs = c.value - other.claim.value, ours = row.ours - other.ours;
-      const bool same = !std::isnan(theirs) && !std::isnan(ours) && theirs != 0 && ours != 0 && (theirs > 0) == (ours > 0);
+      const bool same = !std::isnan(theirs) && !std::isnan(ours) && theirs != 0 && ours != 0 &&
+                        (theirs > 0) == (ours > 0);
       row.verdict = same ? "direction only" : "does not";
     } else {
       row.verdict = "does not";
@@ -535,13 +645,18 @@ std::vector<ClaimRow> claim_rows(const ReproductionPage& page) {
   return rows;
 }
 
-std::string collect_sweep(const std::string& sweep_dir, const std::string& data_dir, const std::string& name,
+std::string collect_sweep(const std::string& sweep_dir,
+                          const std::string& data_dir,
+                          const std::string& name,
                           const std::string& eval_name) {
   const fs::path sweep(sweep_dir);
   LENGEN_CHECK(!name.empty() && name.find('/') == std::string::npos && name != "." && name != "..",
-               "--name '{}': a folder name, not a path", name);
-  const ReproductionPage swept = sweep_reproductions(sweep_dir, eval_name);  // checks the folder and its aggregate
-  const fs::path eval_rel = eval_name.empty() ? fs::path("eval") : fs::path("evals") / eval_name / "eval";
+               "--name '{}': a folder name, not a path",
+               name);
+  const ReproductionPage swept =
+      sweep_reproductions(sweep_dir, eval_name);  // checks the folder and its aggregate
+  const fs::path eval_rel =
+      eval_name.empty() ? fs::path("eval") : fs::path("evals") / eval_name / "eval";
   const DataSet& set = swept.data.begin()->second;
   const auto m = nlohmann::json::parse(slurp(sweep / "sweep.json"));
   // Provenance from each run that was aggregated: config.yaml's provenance, metrics.jsonl's
@@ -550,53 +665,70 @@ std::string collect_sweep(const std::string& sweep_dir, const std::string& data_
   std::vector<double> seconds;
   for (const auto& p : m.value("points", nlohmann::json::array())) {
     const fs::path run = sweep / p.value("run_dir", std::string());
-    if (!fs::exists(run / eval_rel / "summary.json") || !fs::exists(run / "config.yaml")) continue;
+    if (!fs::exists(run / eval_rel / "summary.json") || !fs::exists(run / "config.yaml"))
+      continue;
     dates.insert(utc_date_of((run / eval_rel / "summary.json").string()));
     const YAML::Node cfg = YAML::LoadFile((run / "config.yaml").string());
     const YAML::Node prov = cfg["provenance"];
     if (prov && prov["source_tree"]) {
       const auto st = prov["source_tree"];
       std::string commit = st["commit"] ? st["commit"].as<std::string>() : "";
-      if (commit.empty() && st["version"]) commit = "version " + st["version"].as<std::string>();
-      if (commit.size() == 40 && commit.find_first_not_of("0123456789abcdef") == std::string::npos) {
+      if (commit.empty() && st["version"])
+        commit = "version " + st["version"].as<std::string>();
+      if (commit.size() == 40 &&
+          commit.find_first_not_of("0123456789abcdef") == std::string::npos) {
         commit = commit.substr(0, 7);  // as the docs cite commits
       }
-      if (!commit.empty()) commits.insert(commit + (st["dirty"] && st["dirty"].as<bool>() ? "-dirty" : ""));
+      if (!commit.empty())
+        commits.insert(commit + (st["dirty"] && st["dirty"].as<bool>() ? "-dirty" : ""));
     }
     if (prov && prov["machine"]) {
-      if (prov["machine"]["cpu"]) machines.insert(prov["machine"]["cpu"].as<std::string>());
-      if (prov["machine"]["kernel_set"]) kernels.insert(prov["machine"]["kernel_set"].as<std::string>());
+      if (prov["machine"]["cpu"])
+        machines.insert(prov["machine"]["cpu"].as<std::string>());
+      if (prov["machine"]["kernel_set"])
+        kernels.insert(prov["machine"]["kernel_set"].as<std::string>());
     }
-    if (prov && prov["threads_used"]) threads.insert(prov["threads_used"].as<std::string>());
-    if (prov && prov["source"]) files.insert(prov["source"].as<std::string>());
+    if (prov && prov["threads_used"])
+      threads.insert(prov["threads_used"].as<std::string>());
+    if (prov && prov["source"])
+      files.insert(prov["source"].as<std::string>());
     double total = 0;
     std::ifstream metrics(run / "metrics.jsonl");
     for (std::string line; std::getline(metrics, line);) {
       const auto j = nlohmann::json::parse(line, nullptr, false);
-      if (!j.is_discarded() && j.contains("elapsed_s")) total = std::max(total, j["elapsed_s"].get<double>());
+      if (!j.is_discarded() && j.contains("elapsed_s"))
+        total = std::max(total, j["elapsed_s"].get<double>());
     }
     const auto summary = nlohmann::json::parse(slurp(run / eval_rel / "summary.json"));
-    for (const auto& cell : summary.value("cells", nlohmann::json::array())) total += cell.value("seconds", 0.0);
+    for (const auto& cell : summary.value("cells", nlohmann::json::array()))
+      total += cell.value("seconds", 0.0);
     seconds.push_back(std::round(total));
   }
-  auto one = [](const std::set<std::string>& s) { return join(std::vector<std::string>(s.begin(), s.end()), " / "); };
+  auto one = [](const std::set<std::string>& s) {
+    return join(std::vector<std::string>(s.begin(), s.end()), " / ");
+  };
   YAML::Emitter out;
   out << YAML::BeginMap;
-  // A folder of `lengen compare` names no file: the runs' own experiment file, where they share one.
+  // A folder of `lengen compare` names no file: the runs' own experiment file, where they share
+  // one.
   std::string file = set.source.file;
   if (file.empty() && files.size() == 1) {
     file = *files.begin();
     const fs::path rel = fs::path(file).lexically_relative(fs::current_path());
-    if (fs::path(file).is_absolute() && !rel.empty() && *rel.begin() != "..") file = rel.string();
+    if (fs::path(file).is_absolute() && !rel.empty() && *rel.begin() != "..")
+      file = rel.string();
   }
   out << YAML::Key << "file" << YAML::Value << file;
   out << YAML::Key << "origin" << YAML::Value << "collected";
   out << YAML::Key << "measured" << YAML::Value
-      << (dates.empty() ? std::string() : dates.size() == 1 ? *dates.begin() : *dates.begin() + " to " + *dates.rbegin());
+      << (dates.empty()       ? std::string()
+          : dates.size() == 1 ? *dates.begin()
+                              : *dates.begin() + " to " + *dates.rbegin());
   out << YAML::Key << "commit" << YAML::Value << one(commits);
   out << YAML::Key << "machine" << YAML::Value << one(machines);
   out << YAML::Key << "kernels" << YAML::Value << one(kernels);
-  out << YAML::Key << "threads" << YAML::Value << (threads.size() == 1 ? std::stoll(*threads.begin()) : 0);
+  out << YAML::Key << "threads" << YAML::Value
+      << (threads.size() == 1 ? std::stoll(*threads.begin()) : 0);
   out << YAML::Key << "seconds" << YAML::Value << YAML::Flow << seconds;
   out << YAML::Key << "cell_axes" << YAML::Value << YAML::Flow << set.source.cell_axes;
   if (!set.source.trained.empty()) {
@@ -610,19 +742,30 @@ std::string collect_sweep(const std::string& sweep_dir, const std::string& data_
   out << YAML::EndMap;
   const fs::path folder = fs::path(data_dir) / name;
   fs::create_directories(folder);
-  const fs::path aggregate = eval_name.empty() ? sweep / "aggregate" : sweep / "aggregate" / "evals" / eval_name;
+  const fs::path aggregate =
+      eval_name.empty() ? sweep / "aggregate" : sweep / "aggregate" / "evals" / eval_name;
   write_file_atomic((folder / "results.csv").string(), slurp(aggregate / "results.csv"));
   write_file_atomic((folder / "source.yaml").string(),
-                    fmt::format("# Collected by `lengen report --collect {}` (measured: the day each run's evaluation was written).\n{}\n",
-                                sweep_dir, out.c_str()));
+                    fmt::format("# Collected by `lengen report --collect {}` (measured: the day "
+                                "each run's evaluation was written).\n{}\n",
+                                sweep_dir,
+                                out.c_str()));
   // The claims a paper: row would take (the user adds the protocol and checks the wording).
   std::string claims;
-  if (swept.claims.empty() || std::isnan(swept.claims.front().value)) return claims;
+  if (swept.claims.empty() || std::isnan(swept.claims.front().value))
+    return claims;
   for (const auto& c : swept.claims) {
-    claims += fmt::format("  - {{id: {}, paper: KEY, where: {}, cell: \"{}\", value: {:g}, statistic: {},\n"
-                          "     data: {}, config: {}, command: {}}}\n",
-                          yaml_quote(name + "-" + c.cell), yaml_quote(c.where), c.cell, 100 * c.value, c.statistic, name,
-                          yaml_quote(c.config), yaml_quote(c.command));
+    claims += fmt::format(
+        "  - {{id: {}, paper: KEY, where: {}, cell: \"{}\", value: {:g}, statistic: {},\n"
+        "     data: {}, config: {}, command: {}}}\n",
+        yaml_quote(name + "-" + c.cell),
+        yaml_quote(c.where),
+        c.cell,
+        100 * c.value,
+        c.statistic,
+        name,
+        yaml_quote(c.config),
+        yaml_quote(c.command));
   }
   return claims;
 }

@@ -19,9 +19,10 @@ namespace {
 // A data set of two configurations over three seeds at 10 and 20 digits (percent, seed order).
 void write_tiny_set(const test::TempDir& dir, const std::string& name = "tiny") {
   std::filesystem::create_directories(dir.path / name);
-  test::write_text(dir.file(name + "/source.yaml"),
-                   "file: experiments/quickstart.yaml\nmeasured: 2026-12-06\ncommit: abc1234\nkernels: AVX2\n"
-                   "threads: 2\nseconds: [100, 300, 200]\ncell_axes: [digits]\ntrained: {digits: [1, 10]}\n");
+  test::write_text(
+      dir.file(name + "/source.yaml"),
+      "file: experiments/quickstart.yaml\nmeasured: 2026-12-06\ncommit: abc1234\nkernels: AVX2\n"
+      "threads: 2\nseconds: [100, 300, 200]\ncell_axes: [digits]\ntrained: {digits: [1, 10]}\n");
   test::write_text(dir.file(name + "/results.csv"),
                    "point,config,seed,digits,samples,correct,accuracy,ci_low,ci_high\n"
                    "\"a,seed=0\",a,0,10,100,100,1.0,0.9,1\n"
@@ -36,12 +37,15 @@ void write_tiny_set(const test::TempDir& dir, const std::string& name = "tiny") 
 }
 
 std::string claims_yaml(const std::string& claims) {
-  return "papers:\n  p: {authors: Doe et al., year: 2024, title: A Paper, arxiv: '2401.00001'}\nclaims:\n" + claims;
+  return "papers:\n  p: {authors: Doe et al., year: 2024, title: A Paper, arxiv: "
+         "'2401.00001'}\nclaims:\n" +
+         claims;
 }
 
 const ClaimRow& row_of(const std::vector<ClaimRow>& rows, const std::string& id) {
   for (const auto& r : rows) {
-    if (r.claim.id == id) return r;
+    if (r.claim.id == id)
+      return r;
   }
   FAIL("no row " << id);
   return rows.front();
@@ -80,14 +84,17 @@ TEST_CASE("report: lengen's figures in the paper's statistic and the verdict rul
   CHECK(row_of(rows, "best").ours == Approx(0.95));
   CHECK(row_of(rows, "edge").verdict == "reproduces");  // exactly 10 points off counts
   CHECK(row_of(rows, "base").verdict == "reproduces");  // 0 [0, 3] against 0
-  // 92 against 30 is off by 62; the paper's comparison with `base` (30 > 0) holds in lengen (92 > 0).
+  // 92 against 30 is off by 62; the paper's comparison with `base` (30 > 0) holds in lengen (92 >
+  // 0).
   CHECK(row_of(rows, "dir").verdict == "direction only");
   // b's 0 is 30 points off; the paper has it below `med` (30 < 100), and so does lengen (0 < 92).
   CHECK(row_of(rows, "against").verdict == "direction only");
   CHECK(row_of(rows, "none").verdict == "no paper figure");
-  CHECK(row_of(rows, "bound").verdict == "reproduces");        // 92 above a bound of 60
-  CHECK(row_of(rows, "bound-missed").verdict == "does not");   // 0 below a bound of 20 by more than 10
-  CHECK_THAT(render_reproductions(page).at("reproductions.md"), Contains("| >= 60 (median) | 92 |"));
+  CHECK(row_of(rows, "bound").verdict == "reproduces");  // 92 above a bound of 60
+  CHECK(row_of(rows, "bound-missed").verdict ==
+        "does not");  // 0 below a bound of 20 by more than 10
+  CHECK_THAT(render_reproductions(page).at("reproductions.md"),
+             Contains("| >= 60 (median) | 92 |"));
 }
 
 TEST_CASE("report: direction only needs the paper's sign in lengen's figures", "[report]") {
@@ -107,10 +114,12 @@ TEST_CASE("report: direction only needs the paper's sign in lengen's figures", "
 TEST_CASE("report: a summary record gives what it kept and no more", "[report]") {
   test::TempDir dir;
   std::filesystem::create_directories(dir.path / "s");
-  test::write_text(dir.file("s/source.yaml"), "origin: transcribed\ntime: 5 min a run\ncell_axes: [digits, operands]\n");
-  test::write_text(dir.file("s/summary.csv"), "config,digits,operands,seeds,median,min,max\n"
-                                              "x,10,10,3,0.14,0,0.52\n"
-                                              "x,5,10,3,0.91,,\n");
+  test::write_text(dir.file("s/source.yaml"),
+                   "origin: transcribed\ntime: 5 min a run\ncell_axes: [digits, operands]\n");
+  test::write_text(dir.file("s/summary.csv"),
+                   "config,digits,operands,seeds,median,min,max\n"
+                   "x,10,10,3,0.14,0,0.52\n"
+                   "x,5,10,3,0.91,,\n");
   test::write_text(dir.file("claims.yaml"), claims_yaml(R"(
   - {id: full, paper: p, where: "F", cell: [10, 10], value: 20, statistic: mean, data: s, command: c}
   - {id: median-only, paper: p, where: "F", cell: "5,10", value: 90, data: s, command: c}
@@ -133,39 +142,54 @@ TEST_CASE("report: a summary record gives what it kept and no more", "[report]")
 TEST_CASE("report: bad data are refused naming the file, line and key", "[report]") {
   test::TempDir dir;
   write_tiny_set(dir);
-  const std::string ok = "  - {id: x, paper: p, where: W, cell: 20, value: 50, data: tiny, config: a, command: c}\n";
+  const std::string ok =
+      "  - {id: x, paper: p, where: W, cell: 20, value: 50, data: tiny, config: a, command: c}\n";
   auto refuses = [&](const std::string& claims, const std::string& needle) {
     test::write_text(dir.file("claims.yaml"), claims_yaml(claims));
     CHECK_THROWS_WITH(load_reproductions(dir.str()), Contains(needle));
   };
-  refuses("  - {id: x, paper: q, where: W, cell: 20, value: 50, data: tiny, config: a, command: c}\n",
-          "paper 'q' is not under papers:");
-  refuses("  - {id: x, paper: p, where: W, cell: 20, value: 50, data: gone, config: a, command: c}\n",
-          "no such data set folder");
-  refuses("  - {id: x, paper: p, where: W, cell: 21, value: 50, data: tiny, config: a, command: c}\n",
-          "has no cell digits=21");
-  refuses("  - {id: x, paper: p, where: W, cell: 20, value: 50, data: tiny, config: c, command: c}\n",
-          "has no configuration 'c' (it has: a, b)");
-  refuses("  - {id: x, paper: p, where: W, cell: 20, value: 150, data: tiny, config: a, command: c}\n",
-          "a percentage in [0, 100], found 150");
-  refuses("  - {id: x, paper: p, where: W, cell: 20, value: 50, data: tiny, config: a, comand: c}\n",
-          "comand");
+  refuses(
+      "  - {id: x, paper: q, where: W, cell: 20, value: 50, data: tiny, config: a, command: c}\n",
+      "paper 'q' is not under papers:");
+  refuses(
+      "  - {id: x, paper: p, where: W, cell: 20, value: 50, data: gone, config: a, command: c}\n",
+      "no such data set folder");
+  refuses(
+      "  - {id: x, paper: p, where: W, cell: 21, value: 50, data: tiny, config: a, command: c}\n",
+      "has no cell digits=21");
+  refuses(
+      "  - {id: x, paper: p, where: W, cell: 20, value: 50, data: tiny, config: c, command: c}\n",
+      "has no configuration 'c' (it has: a, b)");
+  refuses(
+      "  - {id: x, paper: p, where: W, cell: 20, value: 150, data: tiny, config: a, command: c}\n",
+      "a percentage in [0, 100], found 150");
+  refuses(
+      "  - {id: x, paper: p, where: W, cell: 20, value: 50, data: tiny, config: a, comand: c}\n",
+      "comand");
   refuses(ok + ok, "claim id 'x' is given twice");
-  refuses("  - {id: x, paper: p, where: W, cell: 20, value: 50, data: tiny, config: a, command: c, versus: y}\n",
-          "versus 'y' is no claim's id");
-  refuses("  - {id: x, paper: p, where: W, cell: 20, value: 50, statistic: max, data: tiny, config: a, command: c}\n",
-          "statistic 'max': expected median, mean or best");
+  refuses(
+      "  - {id: x, paper: p, where: W, cell: 20, value: 50, data: tiny, config: a, command: c, "
+      "versus: y}\n",
+      "versus 'y' is no claim's id");
+  refuses(
+      "  - {id: x, paper: p, where: W, cell: 20, value: 50, statistic: max, data: tiny, config: a, "
+      "command: c}\n",
+      "statistic 'max': expected median, mean or best");
   // The data set's own files.
   test::write_text(dir.file("claims.yaml"), claims_yaml(ok));
   const std::string good = test::read_text(dir.file("tiny/results.csv"));
   test::write_text(dir.file("tiny/results.csv"), good + "\"a,seed=3\",a,3,20,100,90,1.5,0,1\n");
-  CHECK_THROWS_WITH(load_reproductions(dir.str()), Contains("results.csv:11 (accuracy): a fraction in [0, 1], found 1.5"));
+  CHECK_THROWS_WITH(load_reproductions(dir.str()),
+                    Contains("results.csv:11 (accuracy): a fraction in [0, 1], found 1.5"));
   test::write_text(dir.file("tiny/results.csv"), good + "\"a,seed=3\",a,3,20,100,90,abc,0,1\n");
-  CHECK_THROWS_WITH(load_reproductions(dir.str()), Contains("results.csv:11 (accuracy): expected a number, found 'abc'"));
+  CHECK_THROWS_WITH(load_reproductions(dir.str()),
+                    Contains("results.csv:11 (accuracy): expected a number, found 'abc'"));
   test::write_text(dir.file("tiny/results.csv"), good + "\"a,seed=2\",a,2,20,100,90,0.9,0,1\n");
-  CHECK_THROWS_WITH(load_reproductions(dir.str()), Contains("configuration 'a' has seed 2 at cell 20 twice"));
+  CHECK_THROWS_WITH(load_reproductions(dir.str()),
+                    Contains("configuration 'a' has seed 2 at cell 20 twice"));
   test::write_text(dir.file("tiny/results.csv"), good + "\"a,seed=3\",a,3,20\n");
-  CHECK_THROWS_WITH(load_reproductions(dir.str()), Contains("results.csv:11: 4 fields where the header has 9"));
+  CHECK_THROWS_WITH(load_reproductions(dir.str()),
+                    Contains("results.csv:11: 4 fields where the header has 9"));
   test::write_text(dir.file("tiny/results.csv"), "config,seed,accuracy\na,0,1\n");
   CHECK_THROWS_WITH(load_reproductions(dir.str()), Contains("results.csv:1: no column 'digits'"));
   test::write_text(dir.file("tiny/results.csv"), good);
@@ -175,7 +199,8 @@ TEST_CASE("report: bad data are refused naming the file, line and key", "[report
   CHECK_THROWS_WITH(load_reproductions(dir.str()), Contains("no claims.yaml"));
 }
 
-TEST_CASE("report: the page is a function of its data, with a row and a picture per claim and set", "[report]") {
+TEST_CASE("report: the page is a function of its data, with a row and a picture per claim and set",
+          "[report]") {
   test::TempDir dir;
   write_tiny_set(dir);
   write_tiny_set(dir, "other");
@@ -195,15 +220,19 @@ TEST_CASE("report: the page is a function of its data, with a row and a picture 
   const std::string& md = files.at("reproductions.md");
   CHECK_THAT(md, Contains("## Doe et al. 2024: A Paper"));
   CHECK_THAT(md, Contains("[arXiv:2401.00001](https://arxiv.org/abs/2401.00001)"));
-  CHECK_THAT(md, Contains("| [Fig 1](results.md#some-section) | digits=20 | 100 (median) | 92 | 92 [41, 95] | 2/3 | 3 | "
-                          "CPU scale; 300 samples | **reproduces** | `lengen sweep s.yaml` | 200 s a run (100 s to 300 s), "
-                          "2 threads | AVX2 |"));
+  CHECK_THAT(md,
+             Contains("| [Fig 1](results.md#some-section) | digits=20 | 100 (median) | 92 | 92 "
+                      "[41, 95] | 2/3 | 3 | "
+                      "CPU scale; 300 samples | **reproduces** | `lengen sweep s.yaml` | 200 s a "
+                      "run (100 s to 300 s), "
+                      "2 threads | AVX2 |"));
   CHECK_THAT(md, Contains("Fig 1 \\| b"));  // a pipe in a cell is escaped
   CHECK_THAT(md, Contains("**3 claims**: 3 reproduce, 0 direction only, 0 do not."));
   const std::string& html = files.at("reproductions.html");
   auto count = [](const std::string& s, const std::string& what) {
     size_t n = 0;
-    for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
+    for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1))
+      ++n;
     return n;
   };
   CHECK(count(html, "<tr class=\"claim\"") == 3);
@@ -215,12 +244,15 @@ TEST_CASE("report: the page is a function of its data, with a row and a picture 
   CHECK(svg.size() > 200);
   CHECK(svg.substr(svg.size() - 7) == "</svg>\n");
   CHECK(count(svg, "<polyline") == 2);  // a median line per configuration
-  // A data set whose configurations have one cell each draws no picture (nothing to draw a line through).
-  test::write_text(dir.file("claims.yaml"), claims_yaml(
-      "  - {id: one, paper: p, where: W, cell: 10, value: 100, data: tiny, config: a, command: c}\n"));
+  // A data set whose configurations have one cell each draws no picture (nothing to draw a line
+  // through).
+  test::write_text(dir.file("claims.yaml"),
+                   claims_yaml("  - {id: one, paper: p, where: W, cell: 10, value: 100, data: "
+                               "tiny, config: a, command: c}\n"));
   std::filesystem::remove(dir.file("tiny/results.csv"));
   test::write_text(dir.file("tiny/results.csv"), "config,seed,digits,accuracy\na,0,10,1\n");
-  CHECK(render_reproductions(load_reproductions(dir.str())).count("img/reproductions/tiny.svg") == 0);
+  CHECK(render_reproductions(load_reproductions(dir.str())).count("img/reproductions/tiny.svg") ==
+        0);
 }
 
 namespace {
@@ -233,19 +265,28 @@ void write_fake_sweep(const test::TempDir& dir, bool with_paper) {
   for (int seed : {0, 1}) {
     const std::string run = "runs/q/" + std::to_string(seed);
     std::filesystem::create_directories(root / run / "eval");
-    test::write_text((root / run / "config.yaml").string(),
-                     "name: q\nseed: " + std::to_string(seed) +
-                         "\nprovenance:\n  machine: {cpu: Test CPU, kernel_set: AVX-512}\n  threads_used: 2\n"
-                         "  source_tree: {version: 0.10.0, commit: abc1234, dirty: false}\n");
+    test::write_text(
+        (root / run / "config.yaml").string(),
+        "name: q\nseed: " + std::to_string(seed) +
+            "\nprovenance:\n  machine: {cpu: Test CPU, kernel_set: AVX-512}\n  threads_used: 2\n"
+            "  source_tree: {version: 0.10.0, commit: abc1234, dirty: false}\n");
     test::write_text((root / run / "metrics.jsonl").string(),
                      "{\"step\": 10, \"elapsed_s\": 40.0}\n{\"step\": 20, \"elapsed_s\": " +
                          std::to_string(90 + 10 * seed) + ".0}\n");
-    test::write_text((root / run / "eval" / "summary.json").string(),
-                     R"({"axes": ["digits"], "cells": [{"digits": 5, "seconds": 4.0}, {"digits": 9, "seconds": 6.0}]})");
-    points.push_back({{"name", "q,seed=" + std::to_string(seed)}, {"config", "q"}, {"seed", seed}, {"run_dir", run},
+    test::write_text(
+        (root / run / "eval" / "summary.json").string(),
+        R"({"axes": ["digits"], "cells": [{"digits": 5, "seconds": 4.0}, {"digits": 9, "seconds": 6.0}]})");
+    points.push_back({{"name", "q,seed=" + std::to_string(seed)},
+                      {"config", "q"},
+                      {"seed", seed},
+                      {"run_dir", run},
                       {"varied", nlohmann::json::object()}});
   }
-  nlohmann::json m{{"name", "q"}, {"file", "experiments/q.yaml"}, {"axes", {"seed"}}, {"threshold", 0.9}, {"points", points}};
+  nlohmann::json m{{"name", "q"},
+                   {"file", "experiments/q.yaml"},
+                   {"axes", {"seed"}},
+                   {"threshold", 0.9},
+                   {"points", points}};
   if (with_paper) {
     PaperReference paper;
     paper.cite = "Doe et al. 2024";
@@ -257,15 +298,17 @@ void write_fake_sweep(const test::TempDir& dir, bool with_paper) {
   std::filesystem::create_directories(root / "aggregate");
   test::write_text((root / "aggregate" / "aggregate.json").string(),
                    R"({"cell_axes": ["digits"], "trained": {"digits": [1, 5]}})");
-  test::write_text((root / "aggregate" / "results.csv").string(),
-                   "point,config,seed,digits,samples,correct,accuracy,ci_low,ci_high\n"
-                   "\"q,seed=0\",q,0,5,10,10,1.000000,0.7,1\n\"q,seed=0\",q,0,9,10,7,0.700000,0.4,0.9\n"
-                   "\"q,seed=1\",q,1,5,10,10,1.000000,0.7,1\n\"q,seed=1\",q,1,9,10,9,0.900000,0.6,1\n");
+  test::write_text(
+      (root / "aggregate" / "results.csv").string(),
+      "point,config,seed,digits,samples,correct,accuracy,ci_low,ci_high\n"
+      "\"q,seed=0\",q,0,5,10,10,1.000000,0.7,1\n\"q,seed=0\",q,0,9,10,7,0.700000,0.4,0.9\n"
+      "\"q,seed=1\",q,1,5,10,10,1.000000,0.7,1\n\"q,seed=1\",q,1,9,10,9,0.900000,0.6,1\n");
 }
 
 }  // namespace
 
-TEST_CASE("report: a sweep folder is a page; --collect keeps its figures and where they came from", "[report]") {
+TEST_CASE("report: a sweep folder is a page; --collect keeps its figures and where they came from",
+          "[report]") {
   test::TempDir dir;
   write_fake_sweep(dir, true);
   const ReproductionPage page = sweep_reproductions(dir.file("sw"));
@@ -284,7 +327,8 @@ TEST_CASE("report: a sweep folder is a page; --collect keeps its figures and whe
   CHECK(set.source.kernels == "AVX-512");
   CHECK(set.source.machine == "Test CPU");
   CHECK(set.source.threads == 2);
-  CHECK(set.source.seconds == std::vector<double>{100, 110});  // training's elapsed_s and the evaluation's seconds
+  CHECK(set.source.seconds ==
+        std::vector<double>{100, 110});  // training's elapsed_s and the evaluation's seconds
   CHECK(set.source.trained.at("digits") == std::make_pair<int64_t, int64_t>(1, 5));
   CHECK(set.accuracy.at("q").at("9").seeds == std::vector<double>{0.7, 0.9});
 
@@ -295,29 +339,39 @@ TEST_CASE("report: a sweep folder is a page; --collect keeps its figures and whe
   REQUIRE(rows.size() == 2);
   CHECK(rows[1].verdict == "no paper figure");
   CHECK(collect_sweep(bare.file("sw"), bare.file("data"), "q").empty());
-  CHECK_THROWS_WITH(collect_sweep(bare.file("sw"), bare.file("data"), "../q"), Contains("a folder name, not a path"));
+  CHECK_THROWS_WITH(collect_sweep(bare.file("sw"), bare.file("data"), "../q"),
+                    Contains("a folder name, not a path"));
   std::filesystem::remove(bare.file("sw/aggregate/results.csv"));
   CHECK_THROWS_WITH(sweep_reproductions(bare.file("sw")), Contains("not aggregated"));
 }
 
-TEST_CASE("report: a document's claim blocks are filled from the data, and refilling changes nothing", "[report]") {
+TEST_CASE(
+    "report: a document's claim blocks are filled from the data, and refilling changes nothing",
+    "[report]") {
   test::TempDir dir;
   write_tiny_set(dir);
-  test::write_text(dir.file("claims.yaml"), claims_yaml(
-      "  - {id: one, paper: p, where: \"Fig 1\", cell: 20, value: 100, data: tiny, config: a, command: c}\n"
-      "  - {id: two, paper: p, where: \"Fig 2\", cell: 20, value: 0, data: tiny, config: b, command: c}\n"));
+  test::write_text(dir.file("claims.yaml"),
+                   claims_yaml("  - {id: one, paper: p, where: \"Fig 1\", cell: 20, value: 100, "
+                               "data: tiny, config: a, command: c}\n"
+                               "  - {id: two, paper: p, where: \"Fig 2\", cell: 20, value: 0, "
+                               "data: tiny, config: b, command: c}\n"));
   const auto page = load_reproductions(dir.str());
-  const std::string doc = "# Results\n\n## A\n\n<!-- claims: one two -->\nstale text\n<!-- /claims -->\n\nProse.\n";
+  const std::string doc =
+      "# Results\n\n## A\n\n<!-- claims: one two -->\nstale text\n<!-- /claims -->\n\nProse.\n";
   const std::string filled = fill_claim_rows(doc, page, "results.md");
-  CHECK_THAT(filled, Contains("| Doe et al. 2024: Fig 1 ([row](reproductions.md#doe-et-al-2024-a-paper)) | digits=20 | "
-                              "100 (median) | 92 | 92 [41, 95] | 2/3 | AVX2 | **reproduces** |"));
+  CHECK_THAT(
+      filled,
+      Contains(
+          "| Doe et al. 2024: Fig 1 ([row](reproductions.md#doe-et-al-2024-a-paper)) | digits=20 | "
+          "100 (median) | 92 | 92 [41, 95] | 2/3 | AVX2 | **reproduces** |"));
   CHECK_THAT(filled, Contains("| Doe et al. 2024: Fig 2"));
   CHECK(filled.find("stale text") == std::string::npos);
   CHECK(filled.rfind("\n\nProse.\n") == filled.size() - 9);
   CHECK(fill_claim_rows(filled, page, "results.md") == filled);
   CHECK(fill_claim_rows("no blocks\n", page, "results.md") == "no blocks\n");
-  CHECK_THROWS_WITH(fill_claim_rows("x\n<!-- claims: three -->\n<!-- /claims -->\n", page, "results.md"),
-                    Contains("results.md:2: claim 'three' is not in the data's claims.yaml"));
+  CHECK_THROWS_WITH(
+      fill_claim_rows("x\n<!-- claims: three -->\n<!-- /claims -->\n", page, "results.md"),
+      Contains("results.md:2: claim 'three' is not in the data's claims.yaml"));
   CHECK_THROWS_WITH(fill_claim_rows("<!-- claims: one -->\n", page, "results.md"),
                     Contains("results.md:1: a claims block without its '<!-- /claims -->'"));
 }

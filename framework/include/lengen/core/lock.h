@@ -21,13 +21,17 @@ class LENGEN_API FolderLock {
   /// free; without, throws an Error naming the folder, the holder's PID, host, command and
   /// start time, and how to wait instead (`wait_hint`, e.g. "--wait"). Where the file system
   /// has no locks, warns and goes on unlocked.
-  FolderLock(const std::string& folder, const std::string& command, bool wait, const std::string& wait_hint);
+  FolderLock(const std::string& folder,
+             const std::string& command,
+             bool wait,
+             const std::string& wait_hint);
   ~FolderLock();
   FolderLock(const FolderLock&) = delete;
   FolderLock& operator=(const FolderLock&) = delete;
 
   /// The lock file, FOLDER/lengen.lock.
   const std::string& path() const { return path_; }
+
   /// Whether the lock is held (false only where the file system has none).
   bool held() const { return fd_ >= 0; }
 

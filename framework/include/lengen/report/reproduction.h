@@ -37,18 +37,20 @@ struct Paper {
 
 /// Where a data set's figures came from.
 struct DataRecord {
-  std::string name;      ///< the folder's name
-  std::string file;      ///< the sweep or experiment file that measured it
-  std::string origin;    ///< "collected" (`lengen report --collect`) or "transcribed" (from a dated record)
-  std::string measured;  ///< date(s) of the runs
-  std::string commit;    ///< source commit of the build (with "-dirty" where it had changes)
-  std::string machine;   ///< processor
-  std::string kernels;   ///< BLAS kernel set, e.g. "AVX2" or "AVX-512"
-  int64_t threads = 0;   ///< threads each run computed with (0: not recorded)
+  std::string name;  ///< the folder's name
+  std::string file;  ///< the sweep or experiment file that measured it
+  std::string
+      origin;  ///< "collected" (`lengen report --collect`) or "transcribed" (from a dated record)
+  std::string measured;         ///< date(s) of the runs
+  std::string commit;           ///< source commit of the build (with "-dirty" where it had changes)
+  std::string machine;          ///< processor
+  std::string kernels;          ///< BLAS kernel set, e.g. "AVX2" or "AVX-512"
+  int64_t threads = 0;          ///< threads each run computed with (0: not recorded)
   std::vector<double> seconds;  ///< wall time of each run (training and evaluation)
-  std::string time;      ///< the time as text, where seconds were not recorded per run
-  std::string note;      ///< anything a reader must know (e.g. what it was transcribed from)
-  std::vector<std::string> cell_axes;  ///< the grid's axes, e.g. {"digits"} or {"digits", "operands"}
+  std::string time;             ///< the time as text, where seconds were not recorded per run
+  std::string note;             ///< anything a reader must know (e.g. what it was transcribed from)
+  std::vector<std::string>
+      cell_axes;  ///< the grid's axes, e.g. {"digits"} or {"digits", "operands"}
   /// The trained range per axis ({lo, hi}); plots shade it.
   std::map<std::string, std::pair<int64_t, int64_t>> trained;
 };
@@ -80,18 +82,19 @@ struct DataSet {
 /// One row of the page: a paper's number at one cell of one configuration.
 struct Claim {
   std::string id;
-  std::string paper;       ///< a key of ReproductionPage::papers
-  std::string where;       ///< the table or figure and its cell, in the paper's words
-  std::string cell;        ///< the cell key in the data set ("20", "10,10")
-  double value = 0;        ///< the paper's number in [0, 1]; NaN where it gives none
-  bool at_least = false;   ///< the paper claims at least `value` (">= 67.8%"), not about it
+  std::string paper;      ///< a key of ReproductionPage::papers
+  std::string where;      ///< the table or figure and its cell, in the paper's words
+  std::string cell;       ///< the cell key in the data set ("20", "10,10")
+  double value = 0;       ///< the paper's number in [0, 1]; NaN where it gives none
+  bool at_least = false;  ///< the paper claims at least `value` (">= 67.8%"), not about it
   std::string statistic = "median";  ///< the paper's statistic over its seeds: median, mean or best
-  std::string data;        ///< the data set
-  std::string config;      ///< its configuration ("" when it has one)
-  std::vector<std::string> protocol;  ///< each deviation from the paper's protocol; empty: the paper's
-  std::string command;     ///< the command that measures it
-  std::string versus;      ///< another claim's id: the comparison the paper makes (direction)
-  std::string results;     ///< where docs/results.md discusses it (an anchor, "" for none)
+  std::string data;                  ///< the data set
+  std::string config;                ///< its configuration ("" when it has one)
+  std::vector<std::string>
+      protocol;         ///< each deviation from the paper's protocol; empty: the paper's
+  std::string command;  ///< the command that measures it
+  std::string versus;   ///< another claim's id: the comparison the paper makes (direction)
+  std::string results;  ///< where docs/results.md discusses it (an anchor, "" for none)
 };
 
 /// A claim with lengen's figures and the verdict.
@@ -100,14 +103,14 @@ struct ClaimRow {
   int64_t seeds = 0;
   double ours = 0;  ///< lengen in the paper's statistic
   double median = 0, min = 0, max = 0;
-  double above = 0;  ///< fraction of seeds >= the page's threshold (NaN: not recorded)
+  double above = 0;     ///< fraction of seeds >= the page's threshold (NaN: not recorded)
   std::string verdict;  ///< "reproduces", "direction only", "does not", or "no paper figure"
 };
 
 struct ReproductionPage {
   std::string title = "What lengen reproduces";
   std::string generator = "lengen report";  ///< the command that regenerates it, for the header
-  double threshold = 0.9;  ///< a seed "succeeds" at a cell at or above this
+  double threshold = 0.9;                   ///< a seed "succeeds" at a cell at or above this
   double tolerance = 0.1;  ///< |lengen - paper| within this (in the paper's statistic): reproduces
   std::map<std::string, Paper> papers;
   std::vector<std::string> paper_order;  ///< sections in this order
@@ -126,7 +129,8 @@ LENGEN_API DataSet load_data_set(const std::string& folder);
 /// `paper:` row, or, without one, a row per configuration and cell. `eval_name`: the runs'
 /// evaluation `evals/NAME` instead (`lengen eval RUN --out NAME`, aggregated into
 /// aggregate/evals/NAME by `lengen aggregate --eval NAME`).
-LENGEN_API ReproductionPage sweep_reproductions(const std::string& sweep_dir, const std::string& eval_name = "");
+LENGEN_API ReproductionPage sweep_reproductions(const std::string& sweep_dir,
+                                                const std::string& eval_name = "");
 
 /// lengen's figures and the verdict for every claim, in page order. The verdict: "reproduces"
 /// where lengen's figure in the paper's statistic is within `tolerance` of the paper's (for an
@@ -145,13 +149,17 @@ LENGEN_API std::map<std::string, std::string> render_reproductions(const Reprodu
 /// between `<!-- claims: ID ID ... -->` and `<!-- /claims -->` is replaced by a table of those
 /// claims' rows, so that a section can open with its rows and never drift from the data.
 /// `name` names the document in errors (an unknown id, a block left open).
-LENGEN_API std::string fill_claim_rows(const std::string& text, const ReproductionPage& page, const std::string& name);
+LENGEN_API std::string fill_claim_rows(const std::string& text,
+                                       const ReproductionPage& page,
+                                       const std::string& name);
 
 /// Copies a sweep's aggregate (aggregate/results.csv) into `<data_dir>/<name>/` with a
 /// source.yaml read from its runs' config.yaml (commit, machine, kernel set, threads), their
 /// metrics.jsonl and evaluation (seconds) and sweep.json (file, trained range). Returns the
 /// claims.yaml entries a row of its `paper:` block would take, for the user to paste.
-LENGEN_API std::string collect_sweep(const std::string& sweep_dir, const std::string& data_dir,
-                                     const std::string& name, const std::string& eval_name = "");
+LENGEN_API std::string collect_sweep(const std::string& sweep_dir,
+                                     const std::string& data_dir,
+                                     const std::string& name,
+                                     const std::string& eval_name = "");
 
 }  // namespace lengen
