@@ -72,7 +72,9 @@ void use_native_blas_kernels(char** argv) {
 #endif
 }
 
-MachineInfo machine_info() {
+namespace {
+
+MachineInfo read_machine_info() {
   MachineInfo m;
   std::ifstream in("/proc/cpuinfo");
   std::stringstream ss;
@@ -108,6 +110,15 @@ MachineInfo machine_info() {
   return m;
 }
 
+}  // namespace
+
+// The processor and kernels do not change while a process runs; a sweep plans thousands of
+// points, each recording them.
+MachineInfo machine_info() {
+  static const MachineInfo info = read_machine_info();
+  return info;
+}
+
 namespace {
 
 // The first line a shell command prints, "" when it fails.
@@ -122,9 +133,7 @@ std::string first_line_of(const std::string& command) {
   return rc == 0 ? out : std::string();
 }
 
-}  // namespace
-
-SourceInfo source_info() {
+SourceInfo read_source_info() {
   SourceInfo s;
   s.version = kVersion;
 #ifdef LENGEN_SOURCE_DIR
@@ -142,6 +151,15 @@ SourceInfo source_info() {
   s.commit = s.dirty ? described.substr(0, described.size() - 6) : described;
 #endif
   return s;
+}
+
+}  // namespace
+
+// Asked once per process (a git call costs ~10 ms; a sweep plans thousands of points): a
+// rebuild after an edit is a new process and sees the edit.
+SourceInfo source_info() {
+  static const SourceInfo info = read_source_info();
+  return info;
 }
 
 }  // namespace lengen

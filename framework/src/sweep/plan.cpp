@@ -142,7 +142,7 @@ bool same_experiment(const std::string& a, const std::string& b) {
 // ---------------------------------------------------------------------------------------
 // Planning
 
-Sweep load_sweep(const std::string& path, const std::vector<std::string>& overrides) {
+Sweep load_sweep(const std::string& path, const std::vector<std::string>& overrides, uint64_t max_points) {
   Sweep s;
   s.file = fs::absolute(path).string();
   // `--set set.model.layers=6` means "model.layers: 6 for every point": the rest of the key
@@ -295,12 +295,11 @@ Sweep load_sweep(const std::string& path, const std::vector<std::string>& overri
   std::vector<Raw> raws;
   // A sweep is planned point by point (each resolved and validated), so its size is bounded
   // before anything is expanded: a grid of many axes multiplies out beyond any machine.
-  constexpr uint64_t kMaxPoints = 100000;
   uint64_t planned = 1;
   for (const auto& axis : axes) {
-    if (__builtin_mul_overflow(planned, static_cast<uint64_t>(axis.values.size()), &planned) || planned > kMaxPoints) {
+    if (__builtin_mul_overflow(planned, static_cast<uint64_t>(axis.values.size()), &planned) || planned > max_points) {
       root.fail(fmt::format("the grid multiplies out to more than {} points ({} axes); split it into several sweeps",
-                            kMaxPoints, axes.size()));
+                            max_points, axes.size()));
     }
   }
   if (!axes.empty()) {
@@ -329,6 +328,10 @@ Sweep load_sweep(const std::string& path, const std::vector<std::string>& overri
   ConfigNode points = r.child("points");
   if (points.defined()) {
     if (!points.is_sequence()) points.fail("'points:' is a list of maps of key: value");
+    if (raws.size() + points.size() > max_points) {
+      points.fail(fmt::format("the sweep has more than {} points ({} from the grid, {} listed); split it into several sweeps",
+                              max_points, raws.size(), points.size()));
+    }
     for (size_t i = 0; i < points.size(); ++i) {
       ConfigNode p = points.at(i);
       if (!p.is_map()) p.fail("a point is a map of key: value");

@@ -454,3 +454,14 @@ TEST_CASE("sweep: a grid that multiplies out beyond 100,000 points is refused be
   test::write_text(dir.file("big.yaml"), grid);
   CHECK_THROWS_WITH(sweep::load_sweep(dir.file("big.yaml")), Contains("big.yaml") && Contains("more than 100000 points (12 axes)"));
 }
+
+TEST_CASE("sweep: the point cap counts grid and listed points together", "[sweep]") {
+  test::TempDir dir;
+  test::write_text(dir.file("base.yaml"), test::kTinyAddition);
+  test::write_text(dir.file("s.yaml"), "name: s\nbase: base.yaml\ngrid: {seed: [0, 1, 2]}\n"
+                                       "points:\n  - {seed: 7}\n  - {seed: 8}\n");
+  CHECK(sweep::load_sweep(dir.file("s.yaml"), {}, 5).points.size() == 5);
+  CHECK_THROWS_WITH(sweep::load_sweep(dir.file("s.yaml"), {}, 4),
+                    Contains("s.yaml") && Contains("more than 4 points (3 from the grid, 2 listed)"));
+  CHECK_THROWS_WITH(sweep::load_sweep(dir.file("s.yaml"), {}, 2), Contains("more than 2 points (1 axes)"));
+}

@@ -15,7 +15,7 @@ inline constexpr const char* kVersion = "0.10.0";
 
 /// Where this binary's code came from, recorded in every run's config.yaml
 /// (provenance.source_tree). In a build tree inside a git checkout: the commit and whether
-/// tracked files differ from it (`git describe --always --dirty` at run time, so a rebuild
+/// tracked files differ from it (`git describe --always --dirty`, asked once per process, so a rebuild
 /// after an edit is seen); for an installed tree outside git: the version alone (commit "").
 struct SourceInfo {
   std::string version, commit;
