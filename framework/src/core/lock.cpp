@@ -177,4 +177,39 @@ FolderLock::~FolderLock() {
   ::close(fd_);
 }
 
+namespace {
+
+// `NAME.tmp` or `NAME.tmp-DIGITS`: an atomic write's temporary.
+bool torn_name(const std::string& name) {
+  const size_t at = name.rfind(".tmp");
+  if (at == std::string::npos || at == 0) return false;
+  const std::string tail = name.substr(at + 4);
+  return tail.empty() || (tail.size() > 1 && tail[0] == '-' &&
+                          tail.find_first_not_of("0123456789", 1) == std::string::npos);
+}
+
+int remove_torn_below(const fs::path& dir, bool top) {
+  std::error_code ec;
+  if (!top && fs::exists(dir / "lengen.lock", ec)) return 0;  // another writer's folder
+  int removed = 0;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    std::error_code ec2;
+    if (e.is_directory(ec2) && !e.is_symlink(ec2)) {
+      removed += remove_torn_below(e.path(), false);
+    } else if (e.is_regular_file(ec2) && torn_name(e.path().filename().string())) {
+      if (fs::remove(e.path(), ec2)) {
+        logger()->info("removed {}, left by a writer that was stopped halfway", e.path().string());
+        ++removed;
+      }
+    }
+  }
+  return removed;
+}
+
+}  // namespace
+
+int FolderLock::remove_torn_files() const {
+  return remove_torn_below(fs::path(path_).parent_path(), true);
+}
+
 }  // namespace lengen

@@ -7,6 +7,7 @@
 #include "builtin.h"
 
 #include "lengen/core/error.h"
+#include "lengen/core/fault.h"
 #include "lengen/core/log.h"
 #include "lengen/core/rng.h"
 #include "lengen/experiment/experiment.h"
@@ -112,6 +113,7 @@ class SelfLabelStage : public Stage {
                                        queries.begin() + static_cast<std::ptrdiff_t>(to));
       std::vector<std::vector<std::vector<int64_t>>> answers;  // [model][query] -> response
       for (auto& m : models) answers.push_back(objective.decode(m, task, batch, device));
+      fault::reached("label.batch");
       for (size_t i = 0; i < batch.size(); ++i) {
         const Example& q = batch[i];
         Count& c = per_length[q.meta.at(axis)];

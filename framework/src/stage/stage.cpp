@@ -3,6 +3,7 @@
 #include "builtin.h"
 
 #include "lengen/core/error.h"
+#include "lengen/core/fault.h"
 #include "lengen/core/lock.h"
 #include "lengen/core/log.h"
 #include "lengen/experiment/experiment.h"
@@ -176,6 +177,7 @@ void copy_results(const fs::path& from, const fs::path& to) {
     const fs::path tmp = to / (f.filename().string() + ".tmp");
     fs::copy_file(f, tmp, fs::copy_options::overwrite_existing);
     fs::rename(tmp, to / f.filename());
+    fault::reached("copied:", f.filename().string());
   }
 }
 
@@ -189,6 +191,7 @@ void run_experiment(const Experiment& exp, const RunOptions& options) {
   const std::string dir = exp.run_dir();
   // One writer per run directory, before anything in it is removed or written.
   const FolderLock lock(dir, "", options.wait, "`lengen run ... --wait`");
+  lock.remove_torn_files();
   if (options.fresh) {
     for (const char* sub : {"checkpoints", "eval", "stages", "plots", "eval_curve.jsonl", "metrics.jsonl"}) {
       fs::remove_all(fs::path(dir) / sub);
@@ -240,11 +243,13 @@ void run_experiment(const Experiment& exp, const RunOptions& options) {
     const auto& entry = stage_registry().lookup(st.kind, st.node);
     std::shared_ptr<Stage> stage = entry.make(st.options, StageInfo{st.name});
     StageContext ctx(stages, i, dir, options.resume, implicit);
+    fault::reached("stage.start:", st.name);
     stage->run(ctx);
     if (!implicit) {
       nlohmann::json done{{"name", st.name}, {"kind", st.kind}, {"finished", static_cast<int64_t>(std::time(nullptr))}};
       write_file_atomic((sdir / kMarker).string(), done.dump() + "\n");
     }
+    fault::reached("stage.done:", st.name);
   }
   if (!implicit && !last_eval.empty()) {
     copy_results(fs::path(last_eval) / "plots", fs::path(dir) / "plots");

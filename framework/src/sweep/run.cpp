@@ -4,6 +4,7 @@
 #include "util.h"
 
 #include "lengen/core/error.h"
+#include "lengen/core/fault.h"
 #include "lengen/core/log.h"
 #include "lengen/experiment/experiment.h"
 #include "lengen/report/report.h"
@@ -253,6 +254,7 @@ int64_t run_local(const Sweep& s, const std::string& lengen, int64_t workers, co
             log->info("stopped {} (resumable)", sl.point->name);
           } else {
             mark_finished(*sl.point, status);
+            fault::reached("sweep.point_done");
             ++finished;
             if (status != 0) {
               ++failures;

@@ -1,6 +1,7 @@
 #include "lengen/train/checkpoint.h"
 
 #include "lengen/core/error.h"
+#include "lengen/core/fault.h"
 #include "lengen/core/parse.h"
 
 #include <nlohmann/json.hpp>
@@ -94,6 +95,7 @@ void atomic_write(const std::string& path, Writer&& writer) {
   }
   try {
     writer(fd, tmp);
+    fault::reached("write:", p.filename().string());  // written, not yet in place
     if (::fsync(fd) != 0) {
       throw Error(fmt::format("{}: fsync failed: {}", tmp, std::strerror(errno)));
     }
@@ -117,6 +119,7 @@ void atomic_write(const std::string& path, Writer&& writer) {
     ::fsync(dfd);
     ::close(dfd);
   }
+  fault::reached("written:", p.filename().string());
 }
 
 }  // namespace

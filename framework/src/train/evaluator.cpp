@@ -5,6 +5,7 @@
 #include "lengen/core/torch_compat.h"
 
 #include "lengen/core/error.h"
+#include "lengen/core/fault.h"
 #include "lengen/core/rng.h"
 #include "lengen/model/architecture.h"
 #include "lengen/model/batch.h"
@@ -133,6 +134,7 @@ std::vector<CellResult> evaluate_grid(
   const compat::CudaAutocast autocast(cfg.autocast && device.is_cuda());
   for (size_t ci = 0; ci < cells.size(); ++ci) {
     const GridCell& cell = cells[ci];
+    fault::reached("eval.cell");
     const auto t0 = std::chrono::steady_clock::now();
     std::vector<Example> examples = cell_samples(task, cfg, cell);
     // The answer of a decode may follow a wrong scratchpad, which teacher forcing cannot see:

@@ -3,6 +3,7 @@
 
 #include "lengen/config/section.h"
 #include "lengen/core/error.h"
+#include "lengen/core/fault.h"
 #include "lengen/core/log.h"
 #include "lengen/core/rng.h"
 #include "lengen/core/torch_compat.h"
@@ -405,6 +406,7 @@ TrainResult Trainer::run(bool resume) {
                          {"real_token_fraction", real},
                          {"elapsed_s", elapsed},  {"ms_per_step", 1000.0 * dt / window_steps}};
       metrics << rec.dump() << "\n" << std::flush;
+      LENGEN_CHECK(metrics.good(), "{}: write failed at step {} (disk full?)", metrics_path, s + 1);
       if (!tb) {
         tb = std::make_unique<EventWriter>((fs::path(run_dir_) / "tensorboard").string());
       }
@@ -415,6 +417,7 @@ TrainResult Trainer::run(bool resume) {
       window_loss = torch::Tensor();
       window_steps = window_tokens = window_padded = 0;
     }
+    fault::reached("train.step");
     if (periodic_now) {
       periodic_(s + 1);
     }

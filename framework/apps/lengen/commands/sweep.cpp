@@ -78,6 +78,7 @@ int run_sweep(const std::string& file, const std::string& executor, int64_t jobs
   }
   // One `lengen sweep` writes the folder at a time (the plan, the points it starts, the aggregate).
   const FolderLock lock(s.dir, "", wait, "`lengen sweep ... --wait`");
+  lock.remove_torn_files();
   sweep::write_plan(whole);
   if (executor == "slurm") {
     const fs::path dir = fs::path(s.dir) / "slurm";

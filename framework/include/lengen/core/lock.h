@@ -39,6 +39,12 @@ class LENGEN_API FolderLock {
   /// the lock file at `path` by its record; "" when it records no one.
   static std::string holder(const std::string& path);
 
+  /// Removes what writers killed halfway left in the folder: the temporary files of atomic
+  /// writes (`NAME.tmp-PID`, `NAME.tmp`), which only a process holding this lock writes. A
+  /// subfolder with a lock of its own (a sweep's point runs) is another writer's and is left
+  /// alone. Returns how many files it removed, each logged.
+  int remove_torn_files() const;
+
  private:
   std::string path_;
   int fd_ = -1;
