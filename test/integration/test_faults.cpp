@@ -11,12 +11,17 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cerrno>
 #include <csignal>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 #include <sys/mount.h>
 #include <sys/wait.h>
 #include <thread>
+#include <unistd.h>
 
 using namespace lengen;
 namespace fs = std::filesystem;
@@ -171,7 +176,9 @@ TEST_CASE("faults: a run killed at any of 24 moments resumes to the bytes of an 
 namespace {
 
 // A local sweep of three seeds, one point at a time.
-void write_sweep(const test::TempDir& tmp, const std::string& folder) {
+// The sweep file is tmp/NAME.yaml; its folder is `out`/sw (default: tmp/NAME/sw).
+void write_sweep(const test::TempDir& tmp, const std::string& name, std::string out = "") {
+  if (out.empty()) out = tmp.file(name);
   test::write_text(tmp.file("base.yaml"), R"(name: pts
 seed: 0
 task: {name: addition, train_digits: [1, 2], eval_digits: [1, 3]}
@@ -180,13 +187,13 @@ position: [nope]
 train: {steps: 10, batch_size: 8, log_every: 5, checkpoint_every: 5}
 eval: {samples: 10}
 )");
-  test::write_text(tmp.file(folder + ".yaml"), fmt::format(R"(name: sw
+  test::write_text(tmp.file(name + ".yaml"), fmt::format(R"(name: sw
 base: base.yaml
 output_dir: {}
 grid: {{seed: [0, 1, 2]}}
 executor: {{workers: 1, threads_per_run: 1}}
 )",
-                                                           tmp.file(folder)));
+                                                         out));
 }
 
 }  // namespace
@@ -242,4 +249,169 @@ TEST_CASE("faults: a local sweep killed at 8 moments completes on its next run, 
     }
     CHECK_THAT(test::sh("sweep " + tmp.file(name + ".yaml") + " --status"), Contains("3 done, 0 running"));
   }
+}
+
+namespace {
+
+// A 16 MB tmpfs at `dir` for this test's lifetime (root only: `ok` is false elsewhere).
+struct SmallDisk {
+  std::string dir;
+  bool ok = false;
+  std::string why;
+  explicit SmallDisk(const std::string& where) : dir(where) {
+    fs::create_directories(dir);
+    ok = ::mount("tmpfs", dir.c_str(), "tmpfs", 0, "size=16m") == 0;
+    if (!ok) why = std::strerror(errno);
+  }
+  ~SmallDisk() {
+    if (ok) ::umount2(dir.c_str(), MNT_DETACH);
+  }
+  // Fills the disk: a ballast file grows until the kernel refuses (ENOSPC).
+  void fill() const {
+    std::FILE* f = std::fopen((fs::path(dir) / "ballast").c_str(), "wb");
+    REQUIRE(f != nullptr);
+    const std::string chunk(1 << 16, 'x');
+    while (std::fwrite(chunk.data(), 1, chunk.size(), f) == chunk.size()) {
+    }
+    std::fclose(f);
+  }
+  void free_space() const { fs::remove(fs::path(dir) / "ballast"); }
+};
+
+// Every file of `dir` (but the lock) by relative path, with its content.
+std::map<std::string, std::string> contents(const fs::path& dir) {
+  std::map<std::string, std::string> all;
+  if (!fs::exists(dir)) return all;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    if (e.is_regular_file() && e.path().filename() != "lengen.lock" && e.path().filename() != "ballast") {
+      all[fs::relative(e.path(), dir).string()] = test::read_text(e.path().string());
+    }
+  }
+  return all;
+}
+
+// Starts lengen ARGS with LENGEN_FAULT=stop@MOMENT; once it has stopped there, fills the disk,
+// lets it go on, and returns its exit status (-1: killed by a signal), its output in *out; what
+// the folder `watched` held when the disk filled goes to *before.
+int fill_disk_at(const SmallDisk& disk, const std::string& moment, const std::string& args, const fs::path& watched,
+                 const std::string& log, std::string* out, std::map<std::string, std::string>* before) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::setenv("LENGEN_FAULT", ("stop@" + moment).c_str(), 1);
+    std::freopen(log.c_str(), "w", stdout);
+    ::dup2(::fileno(stdout), ::fileno(stderr));
+    ::execl("/bin/sh", "sh", "-c", (std::string("exec ") + LENGEN_CLI + " " + args).c_str(),
+            static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, WUNTRACED) == pid);
+  const bool stopped = WIFSTOPPED(status);
+  if (stopped) {
+    *before = contents(watched);
+    disk.fill();
+    ::kill(pid, SIGCONT);
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+  }
+  *out = test::read_text(log);
+  INFO(*out);
+  REQUIRE(stopped);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// Nothing written before the disk filled was lost: each file is still there, unchanged, or
+// for an appended log (*.jsonl, TensorBoard's events), grown from what it was.
+void nothing_lost(const std::map<std::string, std::string>& before, const fs::path& dir) {
+  const auto after = contents(dir);
+  for (const auto& [file, text] : before) {
+    INFO(file);
+    const auto it = after.find(file);
+    REQUIRE(it != after.end());
+    const bool appended = file.size() > 6 && (file.rfind(".jsonl") == file.size() - 6 ||
+                                              file.find("tfevents") != std::string::npos);
+    if (appended) {
+      CHECK(it->second.compare(0, text.size(), text) == 0);
+    } else {
+      CHECK(it->second == text);
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("faults: a disk that fills at any of 8 moments gives a clean error naming the file; --resume then "
+          "finishes the run",
+          "[faults_disk]") {
+  test::TempDir tmp;
+  const SmallDisk disk(tmp.file("disk"));
+  if (!disk.ok) {
+    WARN("skipped: cannot mount a tmpfs (" << disk.why << "); the full-disk test needs root");
+    return;
+  }
+  test::write_text(tmp.file("f.yaml"), kStages);
+  const fs::path ref = fs::path(tmp.str()) / "ref";
+  test::sh(fmt::format("run {} --set output_dir={} --set threads=1", tmp.file("f.yaml"), ref.string()));
+
+  // Where the disk fills (the process stopped there by LENGEN_FAULT); the write that then fails
+  // is the next one that needs space: TensorBoard's events and metrics.jsonl, a checkpoint, the
+  // accuracy curve, the labels, the evaluation's grid and examples, the copy to eval/.
+  const std::vector<std::string> moments = {
+      "stage.start:base#1", "train.step#4",      "written:step-#2",    "eval.cell#7",
+      "label.batch#3",      "stage.done:label1#1", "eval.cell#18",     "stage.done:final#1",
+  };
+  std::set<std::string> failed_files;
+  for (size_t i = 0; i < moments.size(); ++i) {
+    const std::string& moment = moments[i];
+    INFO("disk filled at " << moment);
+    const fs::path out = fs::path(disk.dir) / fmt::format("d{}", i);
+    const std::string args =
+        fmt::format("run {} --set output_dir={} --set threads=1", tmp.file("f.yaml"), out.string());
+    std::string log;
+    std::map<std::string, std::string> before;
+    const int rc = fill_disk_at(disk, moment, args, out, tmp.file("run.log"), &log, &before);
+    INFO(log);
+    CHECK(rc == 1);
+    // One clean error line that names the file under the run directory and the reason.
+    const auto at = log.find("lengen: error: ");
+    REQUIRE(at != std::string::npos);
+    const std::string error = log.substr(at, log.find('\n', at) - at);
+    CHECK_THAT(error, Contains(out.string()) && Contains("No space left on device"));
+    CHECK_THAT(log, !Contains("terminate") && !Contains("Segmentation"));
+    const auto file_at = error.find(out.string());
+    failed_files.insert(fs::path(error.substr(file_at, error.find_first_of(" :", file_at) - file_at)).filename());
+    nothing_lost(before, out);
+    // With space again, --resume finishes it to the bytes of a run that never failed.
+    disk.free_space();
+    test::sh(args + " --resume");
+    require_same_run(ref / kRunDir, out / kRunDir);
+    fs::remove_all(out);
+  }
+  // A sweep whose disk fills after its last point: the aggregate is refused, the points stay
+  // done, and the next run only aggregates.
+  write_sweep(tmp, "sref");
+  test::sh("sweep " + tmp.file("sref.yaml"));
+  write_sweep(tmp, "sdisk", disk.dir);
+  {
+    const fs::path got = fs::path(disk.dir) / "sw";
+    std::string log;
+    std::map<std::string, std::string> before;
+    const int rc = fill_disk_at(disk, "sweep.point_done#3", "sweep " + tmp.file("sdisk.yaml"), got,
+                                tmp.file("sweep.log"), &log, &before);
+    INFO(log);
+    CHECK(rc == 1);
+    CHECK_THAT(log, Contains("lengen: error: " + (got / "aggregate").string()) && Contains("No space left on device"));
+    failed_files.insert("aggregate");
+    nothing_lost(before, got);
+    disk.free_space();
+    CHECK_THAT(test::sh("sweep " + tmp.file("sdisk.yaml")), Contains("3 points, 0 to run"));
+    for (const char* f : {"aggregate/results.csv", "aggregate/summary.csv"}) {
+      INFO(f);
+      CHECK(test::read_text((got / f).string()) == test::read_text((fs::path(tmp.file("sref")) / "sw" / f).string()));
+    }
+  }
+  // The moments reached different writers.
+  CHECK(failed_files.size() >= 6);
+  std::string names;
+  for (const auto& f : failed_files) names += f + " ";
+  WARN("writes refused by the full disk: " << names);
 }

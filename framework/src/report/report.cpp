@@ -8,8 +8,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -153,7 +155,7 @@ void append_eval_curve(const std::string& path, int64_t step, const std::vector<
   std::ofstream out(path, std::ios::app);
   LENGEN_CHECK(out.good(), "{}: cannot open for appending", path);
   out << rec.dump() << "\n" << std::flush;
-  LENGEN_CHECK(out.good(), "{}: write failed (disk full?)", path);
+  LENGEN_CHECK(out.good(), "{}: write failed: {}", path, std::strerror(errno));
 }
 
 void plot_eval_curve(const std::string& jsonl, const std::string& png, const std::string& title) {

@@ -175,8 +175,16 @@ void copy_results(const fs::path& from, const fs::path& to) {
   });
   for (const auto& f : files) {
     const fs::path tmp = to / (f.filename().string() + ".tmp");
-    fs::copy_file(f, tmp, fs::copy_options::overwrite_existing);
-    fs::rename(tmp, to / f.filename());
+    std::error_code ec;
+    fs::copy_file(f, tmp, fs::copy_options::overwrite_existing, ec);
+    if (!ec)
+      fs::rename(tmp, to / f.filename(), ec);
+    if (ec) {
+      std::error_code ignored;
+      fs::remove(tmp, ignored);
+      throw Error(fmt::format(
+          "{}: cannot copy {} here: {}", (to / f.filename()).string(), f.string(), ec.message()));
+    }
     fault::reached("copied:", f.filename().string());
   }
 }

@@ -5,6 +5,7 @@
 #include "lengen/core/error.h"
 
 #include <array>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -111,7 +112,7 @@ void EventWriter::write_event(const std::string& e) {
   const std::string len = le64(e.size());
   out_ << len << le32(masked_crc32c(len)) << e << le32(masked_crc32c(e));
   out_.flush();
-  LENGEN_CHECK(out_.good(), "{}: write failed (disk full?)", path_);
+  LENGEN_CHECK(out_.good(), "{}: write failed: {}", path_, std::strerror(errno));
 }
 
 void EventWriter::scalar(const std::string& tag, int64_t step, double v) {

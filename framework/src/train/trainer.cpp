@@ -17,8 +17,10 @@
 
 #include <array>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -406,7 +408,8 @@ TrainResult Trainer::run(bool resume) {
                          {"real_token_fraction", real},
                          {"elapsed_s", elapsed},  {"ms_per_step", 1000.0 * dt / window_steps}};
       metrics << rec.dump() << "\n" << std::flush;
-      LENGEN_CHECK(metrics.good(), "{}: write failed at step {} (disk full?)", metrics_path, s + 1);
+      LENGEN_CHECK(metrics.good(), "{}: write failed at step {}: {}", metrics_path, s + 1,
+                   std::strerror(errno));
       if (!tb) {
         tb = std::make_unique<EventWriter>((fs::path(run_dir_) / "tensorboard").string());
       }
