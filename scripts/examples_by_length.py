@@ -16,7 +16,8 @@ Usage: examples_by_length.py RUN/eval/examples.jsonl [more files...] [--position
 """
 import argparse
 import collections
-import json
+
+from examples_jsonl import ExamplesError, read_examples
 
 GROUPS = ["both", "only the first", "only the second", "neither"]
 
@@ -49,26 +50,30 @@ def main():
         # (cell, group) -> [samples, correct, token K right, = first operand's, = second's]
         counts = collections.defaultdict(lambda: [0, 0, 0, 0, 0])
         cells = []
-        with open(path) as f:
-            for number, line in enumerate(f, 1):
-                sample = json.loads(line)
-                n = sample["cell"]["digits"]
-                try:
-                    first, second = operands(sample["prompt"])
-                except ValueError as e:
-                    raise SystemExit(f"{path}:{number}: {e}")
-                a, b = (sum(t != "<PAD>" for t in side) for side in (first, second))
-                group = GROUPS[{(True, True): 0, (True, False): 1, (False, True): 2, (False, False): 3}[(a >= n, b >= n)]]
-                if n not in cells:
-                    cells.append(n)
-                c = counts[n, group]
-                c[0] += 1
-                c[1] += bool(sample["correct"])
-                if k is not None:
-                    got = token(sample["response"].split(), k)
-                    c[2] += got is not None and got == token(sample["reference"].split(), k)
-                    c[3] += got is not None and got == token(first, k)
-                    c[4] += got is not None and got == token(second, k)
+        try:
+            samples = read_examples(path)
+        except ExamplesError as e:
+            raise SystemExit(f"examples_by_length.py: {e}")
+        for number, sample in enumerate(samples, 1):
+            n = sample["cell"].get("digits")
+            if n is None:
+                raise SystemExit(f"{path}:{number}: the cell has no 'digits' (a two-operand task's grid expected)")
+            try:
+                first, second = operands(sample["prompt"])
+            except ValueError as e:
+                raise SystemExit(f"{path}:{number}: {e}")
+            a, b = (sum(t != "<PAD>" for t in side) for side in (first, second))
+            group = GROUPS[{(True, True): 0, (True, False): 1, (False, True): 2, (False, False): 3}[(a >= n, b >= n)]]
+            if n not in cells:
+                cells.append(n)
+            c = counts[n, group]
+            c[0] += 1
+            c[1] += sample["correct"]
+            if k is not None:
+                got = token(sample["response"].split(), k)
+                c[2] += got is not None and got == token(sample["reference"].split(), k)
+                c[3] += got is not None and got == token(first, k)
+                c[4] += got is not None and got == token(second, k)
         print(path)
         extra = f"  {'token ' + str(k) + ' right':>13}  {'= first op':>10}  {'= second op':>11}" if k is not None else ""
         print(f"  {'digits':>6}  {'operands with n digits':<22}  {'samples':>7}  {'right':>5}  {'accuracy':>8}{extra}")

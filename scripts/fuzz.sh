@@ -5,12 +5,20 @@
 # crashes to build/asan/fuzz/TARGET/ (crash-*, leak-*, timeout-*, oom-*), and the final stats
 # (executions, coverage) to build/asan/fuzz/TARGET/stats.txt. Every crash found becomes a
 # regression test (docs/testing.md, "Sanitizers and fuzzing").
-#   scripts/fuzz.sh TARGET MINUTES     # TARGET: safetensors experiment sweep query taotp labels
+# The examples.jsonl reader is Python: its target, test/fuzz/fuzz_examples.py, runs Hypothesis in
+# rounds of fresh randomness instead (no build; Debian's python3 and python3-hypothesis).
+#   scripts/fuzz.sh TARGET MINUTES     # TARGET: safetensors experiment sweep query taotp labels examples
 set -euo pipefail
 cd "$(dirname "$0")/.."
-target=${1:?usage: scripts/fuzz.sh TARGET MINUTES (safetensors, experiment, sweep, query, taotp, labels)}
+target=${1:?usage: scripts/fuzz.sh TARGET MINUTES (safetensors, experiment, sweep, query, taotp, labels, examples)}
 minutes=${2:?usage: scripts/fuzz.sh TARGET MINUTES}
-[[ -f test/fuzz/fuzz_${target}.cpp ]] || { echo "fuzz.sh: no target '${target}' (test/fuzz/fuzz_*.cpp)" >&2; exit 2; }
+if [[ -f test/fuzz/fuzz_${target}.py ]]; then
+  out=build/asan/fuzz/${target}
+  mkdir -p "${out}"
+  /usr/bin/python3 "test/fuzz/fuzz_${target}.py" --minutes "${minutes}" --out "${out}" 2>&1 | tee "${out}/log.txt"
+  exit "${PIPESTATUS[0]}"
+fi
+[[ -f test/fuzz/fuzz_${target}.cpp ]] || { echo "fuzz.sh: no target '${target}' (test/fuzz/fuzz_*.cpp or .py)" >&2; exit 2; }
 # Two campaigns started together must not configure or build the same tree at once.
 mkdir -p build
 (

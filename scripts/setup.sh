@@ -13,6 +13,8 @@ packages=(
   python3-matplotlib python3-numpy
   # the reproduction page's browser test (scripts/check-reproductions-html.py): headless Chromium
   chromium chromium-driver python3-selenium
+  # the examples.jsonl reader's fuzz target (test/fuzz/fuzz_examples.py)
+  python3-hypothesis
 )
 # Slurm, for `lengen sweep --executor slurm` and its test (a one-node cluster started by
 # scripts/slurm-cluster.sh). Optional: without it that one test reports itself skipped.
