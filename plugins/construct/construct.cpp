@@ -237,9 +237,9 @@ class Construct final : public lengen::Stage {
     set(head_w, vocab.id(">"), kArrow, 10.0);
     set(head_w, vocab.id("$"), kEos, 100.0);
 
-    const fs::path dir = fs::path(ctx.dir()) / "checkpoints";
-    fs::create_directories(dir);
-    const std::string path = (dir / "step-00000000.safetensors").string();
+    const lengen::RunDir folder = ctx.folder();
+    fs::create_directories(folder.checkpoints());
+    const std::string path = folder.checkpoint(0).string();
     lengen::save_safetensors(path, lengen::named_weights(model),
                              {{"format", "lengen-checkpoint-1"},
                               {"step", "0"},

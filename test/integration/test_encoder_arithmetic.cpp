@@ -99,7 +99,7 @@ TEST_CASE("integration: an encoder learns padded addition; decode == teacher for
   CHECK(correct < static_cast<int64_t>(exs.size()));
 
   // Written: breakdown.csv and summary.json's analysis.
-  write_grid_results(dir.file("eval"), results, exp.eval.axes());
+  write_grid_results(RunDir(dir.str()), results, exp.eval.axes());
   std::ifstream csv(dir.file("eval/breakdown.csv"));
   std::string header;
   std::getline(csv, header);

@@ -1,6 +1,7 @@
 #include "cli.h"
 
 #include "lengen/core/error.h"
+#include "lengen/core/run_dir.h"
 #include "lengen/stage/stage.h"
 #include "lengen/train/trainer.h"
 #include "lengen/train/weights.h"
@@ -19,66 +20,8 @@ void add_common(CLI::App* app, Common& c, bool with_set) {
   app->add_option("--plugin-path", c.plugin_dirs, "extra plugin folder (repeatable)");
 }
 
-std::string config_of(const std::string& run_or_file) {
-  if (fs::is_directory(run_or_file)) {
-    std::string cfg = (fs::path(run_or_file) / "config.yaml").string();
-    LENGEN_CHECK(fs::exists(cfg), "{}: not a run directory (no config.yaml)", run_or_file);
-    return cfg;
-  }
-  return run_or_file;
-}
-
-// A run's config.yaml pins its evaluation grid (eval.grid, resolved from the task's range when the
-// run started), so an override of the task's range alone (`--set task.eval_digits=[1,40]`) would
-// leave the grid where it was, silently. Where an axis's stored grid is the whole of the task's
-// old range and the overrides name no eval.grid, the grid follows the new range.
-// Returns the eval.grid overrides that make it so (none: `after` stands as loaded).
-std::vector<std::string> grid_follows_task(const std::string& config, const std::vector<std::string>& sets,
-                                           const Experiment& after) {
-  std::vector<std::string> out;
-  if (sets.empty()) return out;
-  for (const auto& s : sets) {
-    if (s.rfind("eval.grid", 0) == 0 || s.rfind("eval=", 0) == 0) return out;
-  }
-  const Experiment before = Experiment::load(config);
-  for (const auto& a : before.task->grid_axes()) {
-    for (const auto& b : after.task->grid_axes()) {
-      if (a.name != b.name || (a.lo == b.lo && a.hi == b.hi)) continue;
-      std::vector<int64_t> whole;
-      for (int64_t v = a.lo; v <= a.hi; ++v) whole.push_back(v);
-      const auto it = before.eval.grid.find(a.name);
-      if (it != before.eval.grid.end() && it->second == whole) {
-        out.push_back(fmt::format("eval.grid.{}=[{},{}]", b.name, b.lo, b.hi));
-      }
-    }
-  }
-  return out;
-}
-
 LoadedRun load_run(const std::string& run, const std::vector<std::string>& sets) {
-  LoadedRun r;
-  r.dir = fs::is_directory(run) ? run : "";
-  const std::string config = config_of(run);
-  Experiment whole = Experiment::load(config, sets);
-  if (!r.dir.empty()) {
-    const std::vector<std::string> grid = grid_follows_task(config, sets, whole);
-    if (!grid.empty()) {
-      std::vector<std::string> all = sets;
-      all.insert(all.end(), grid.begin(), grid.end());
-      whole = Experiment::load(config, all);
-    }
-  }
-  if (r.dir.empty()) {
-    r.dir = whole.run_dir();
-  }
-  r.exp = final_experiment(whole);
-  r.exp.dir = r.dir;  // schemes that read files of the run (ABC's bias) find them here
-  configure_threads(r.exp.threads);
-  r.device = r.exp.torch_device();
-  r.model = r.exp.build_model(r.device);
-  load_weights(r.model, final_checkpoint(r.dir));
-  r.model->eval();
-  return r;
+  return open_run(run, sets);
 }
 
 GridCell parse_cell(const std::string& text, const char* option) {

@@ -6,6 +6,7 @@
 // prints one clean message on error (main.cpp catches).
 
 #include "lengen/experiment/experiment.h"
+#include "lengen/stage/open_run.h"
 #include "lengen/model/transformer.h"
 
 #include <CLI/CLI.hpp>
@@ -42,16 +43,10 @@ std::vector<std::unique_ptr<Command>> all_commands();
 
 // Helpers shared by the commands --------------------------------------------------------
 
-/// A run directory's config.yaml, or the experiment file itself.
-std::string config_of(const std::string& run_or_file);
 
-/// The experiment of a run (its final stage's, for a staged run) with the final weights.
-struct LoadedRun {
-  Experiment exp;
-  Transformer model{nullptr};
-  torch::Device device{torch::kCPU};
-  std::string dir;
-};
+/// The experiment of a run (its final stage's, for a staged run) with the final weights
+/// (lengen/stage/open_run.h).
+using LoadedRun = OpenRun;
 LoadedRun load_run(const std::string& run, const std::vector<std::string>& sets);
 
 /// "digits=12,operands=3" -> cell; `option` names the flag in errors.

@@ -104,13 +104,17 @@ std::string FolderLock::holder(const std::string& path) {
   return record;
 }
 
+std::string FolderLock::file_in(const std::string& folder) {
+  return (fs::path(folder) / "lengen.lock").string();
+}
+
 FolderLock::FolderLock(const std::string& folder,
                        const std::string& command,
                        bool wait,
                        const std::string& wait_hint) {
   std::error_code ec;
   fs::create_directories(folder, ec);
-  path_ = (fs::path(folder) / "lengen.lock").string();
+  path_ = file_in(folder);
   const int fd = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   LENGEN_CHECK(fd >= 0, "{}: cannot open the folder's lock file ({})", path_, std::strerror(errno));
   if (lock_whole_file(fd, false) != 0) {
@@ -190,7 +194,7 @@ bool torn_name(const std::string& name) {
 
 int remove_torn_below(const fs::path& dir, bool top) {
   std::error_code ec;
-  if (!top && fs::exists(dir / "lengen.lock", ec)) return 0;  // another writer's folder
+  if (!top && fs::exists(FolderLock::file_in(dir.string()), ec)) return 0;  // another writer's folder
   int removed = 0;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     std::error_code ec2;

@@ -6,6 +6,7 @@
 #include "util.h"
 
 #include "lengen/config/section.h"
+#include "lengen/core/run_dir.h"
 #include "lengen/core/error.h"
 #include "lengen/core/log.h"
 #include "lengen/core/version.h"
@@ -250,7 +251,7 @@ TrainingData Experiment::training_data(const std::string& run) const {
 std::vector<Example> Experiment::stage_labels(const DataSource& s, const std::string& run) const {
   std::vector<Example> out;
   for (const auto& stage : s.from_stages) {
-    const fs::path labels = fs::path(run.empty() ? run_dir() : run) / "stages" / stage / "labels.jsonl";
+    const fs::path labels = RunDir(run.empty() ? run_dir() : run).stage(stage).labels();
     if (!fs::exists(labels)) {
       throw Error(fmt::format("mixture source '{}' trains on the labels of stage '{}' ({}), which do not exist: "
                               "that self_label stage must run before this one",

@@ -268,6 +268,9 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionInpu
       }
     }
   }
+  if (in.probe) {
+    y = in.probe->visit(in.site + ".heads", y);  // [B, H, T, D]
+  }
   y = y.transpose(1, 2).reshape({B, T, heads_ * head_dim_});  // [B, T, H*D]
   return out_(y);                                            // [B, T, C]
 }

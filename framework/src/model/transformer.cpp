@@ -169,8 +169,20 @@ torch::Tensor TransformerImpl::run_stack(torch::nn::ModuleList& stack,
       if (app + 1 == apps) {
         s.rows_from = rows_from;  // the last application: only the wanted rows
       }
+      std::string site;
+      if (probe_) {  // names as attention_names() gives them
+        site = fmt::format("{}.{}", &stack == &encoder_ ? "encoder" : "blocks", l);
+        const std::string loop_suffix = loops_ > 1 ? fmt::format("@{}", loop) : "";
+        s.probe = c.probe = probe_.get();
+        s.site = site + loop_suffix;
+        c.site = site + ".cross" + loop_suffix;
+        site += loop_suffix;
+      }
       auto block = stack->ptr<BlockImpl>(cfg_.shared_layers ? 0 : l);
       x = block->forward(x, s, c);  // [B, T, C]
+      if (probe_) {
+        x = probe_->visit(site, x);  // [B, T, C]
+      }
     }
   }
   return x;

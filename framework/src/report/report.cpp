@@ -3,6 +3,7 @@
 #include "lengen/core/error.h"
 #include "lengen/core/log.h"
 #include "lengen/experiment/experiment.h"
+#include "lengen/core/run_dir.h"
 #include "lengen/train/checkpoint.h"
 #include "lengen/train/tensorboard.h"
 
@@ -105,7 +106,8 @@ std::vector<CellResult> evaluate_and_report(Transformer& model, const Experiment
   logger("eval")->info("evaluated {} cells x {} samples in {:.1f}s ({})", results.size(), cfg.samples, secs,
                        metric_description(cfg));
   const auto axes = exp.task->grid_axes();
-  write_grid_results((fs::path(dir) / "eval").string(), results, cfg.axes(), metric_description(cfg),
+  const RunDir run(dir);
+  write_grid_results(run, results, cfg.axes(), metric_description(cfg),
                      trained_ranges(axes));
   print_table(results, cfg.axes());
   std::string extra;
@@ -116,24 +118,25 @@ std::vector<CellResult> evaluate_and_report(Transformer& model, const Experiment
                         axes[1].train_hi);
   }
   run_plot("plot_grid.py",
-           fmt::format("'{}/eval/grid.csv' '{}/plots/grid.png' --title '{} (seed {})'{}", dir, dir, exp.name,
-                       exp.seed, extra),
-           fmt::format("plot written to {}/plots/grid.png", dir), "eval/grid.csv");
+           fmt::format("'{}' '{}' --title '{} (seed {})'{}", run.grid().string(), run.plot("grid.png").string(),
+                       exp.name, exp.seed, extra),
+           fmt::format("plot written to {}", run.plot("grid.png").string()), "eval/grid.csv");
   if (!cfg.breakdown.empty()) {
     run_plot("plot_breakdown.py",
-             fmt::format("'{}/eval/summary.json' '{}/plots/breakdown.png' --title '{} (seed {})'", dir, dir,
-                         exp.name, exp.seed),
-             fmt::format("accuracy breakdown plotted to {}/plots/breakdown.png", dir), "eval/breakdown.csv");
+             fmt::format("'{}' '{}' --title '{} (seed {})'", run.summary().string(),
+                         run.plot("breakdown.png").string(), exp.name, exp.seed),
+             fmt::format("accuracy breakdown plotted to {}", run.plot("breakdown.png").string()),
+             "eval/breakdown.csv");
   }
   // TensorBoard: accuracy per cell and the picture.
-  EventWriter tb((fs::path(dir) / "tensorboard").string());
+  EventWriter tb(run.tensorboard().string());
   double mean = 0;
   for (const auto& c : results) {
     tb.scalar("eval/accuracy/" + cell_text(c.cell, ","), step, c.accuracy);
     mean += c.accuracy / static_cast<double>(results.size());
   }
   tb.scalar("eval/mean_accuracy", step, mean);
-  const fs::path png = fs::path(dir) / "plots" / "grid.png";
+  const fs::path png = run.plot("grid.png");
   if (fs::exists(png)) {
     std::ifstream in(png, std::ios::binary);
     tb.image("eval/grid", step, std::string(std::istreambuf_iterator<char>(in), {}));

@@ -4,6 +4,7 @@
 
 #include "lengen/config/node.h"
 #include "lengen/core/error.h"
+#include "lengen/core/run_dir.h"
 #include "lengen/experiment/paper.h"
 #include "lengen/report/report.h"
 #include "lengen/train/checkpoint.h"
@@ -497,12 +498,18 @@ Claim sweep_claim(const std::string& paper,
   return c;
 }
 
+// A sweep's aggregate: SWEEP/aggregate, or for a named evaluation of its runs SWEEP/aggregate/
+// evals/NAME (the aggregate folder mirrors a run's: lengen aggregate --eval NAME).
+fs::path aggregate_of(const fs::path& sweep, const std::string& eval_name) {
+  const RunDir aggregate(sweep / "aggregate");
+  return eval_name.empty() ? aggregate.root() : aggregate.named_eval(eval_name).root();
+}
+
 }  // namespace
 
 ReproductionPage sweep_reproductions(const std::string& sweep_dir, const std::string& eval_name) {
   const fs::path dir(sweep_dir);
-  const fs::path aggregate =
-      eval_name.empty() ? dir / "aggregate" : dir / "aggregate" / "evals" / eval_name;
+  const fs::path aggregate = aggregate_of(dir, eval_name);
   const fs::path manifest_path = dir / "sweep.json", results = aggregate / "results.csv";
   LENGEN_CHECK(fs::exists(manifest_path), "{}: not a sweep folder (no sweep.json)", sweep_dir);
   LENGEN_CHECK(fs::exists(results),
@@ -655,8 +662,10 @@ std::string collect_sweep(const std::string& sweep_dir,
                name);
   const ReproductionPage swept =
       sweep_reproductions(sweep_dir, eval_name);  // checks the folder and its aggregate
-  const fs::path eval_rel =
-      eval_name.empty() ? fs::path("eval") : fs::path("evals") / eval_name / "eval";
+  // The evaluation aggregated: each run's own, or its `lengen eval --out NAME`.
+  auto evaluation_of = [&](const fs::path& run) {
+    return eval_name.empty() ? RunDir(run) : RunDir(run).named_eval(eval_name);
+  };
   const DataSet& set = swept.data.begin()->second;
   const auto m = nlohmann::json::parse(slurp(sweep / "sweep.json"));
   // Provenance from each run that was aggregated: config.yaml's provenance, metrics.jsonl's
@@ -664,11 +673,12 @@ std::string collect_sweep(const std::string& sweep_dir,
   std::set<std::string> commits, machines, kernels, threads, dates, files;
   std::vector<double> seconds;
   for (const auto& p : m.value("points", nlohmann::json::array())) {
-    const fs::path run = sweep / p.value("run_dir", std::string());
-    if (!fs::exists(run / eval_rel / "summary.json") || !fs::exists(run / "config.yaml"))
+    const RunDir run(sweep / p.value("run_dir", std::string()));
+    const fs::path summary = evaluation_of(run.root()).summary();
+    if (!fs::exists(summary) || !fs::exists(run.config()))
       continue;
-    dates.insert(utc_date_of((run / eval_rel / "summary.json").string()));
-    const YAML::Node cfg = YAML::LoadFile((run / "config.yaml").string());
+    dates.insert(utc_date_of(summary.string()));
+    const YAML::Node cfg = YAML::LoadFile(run.config().string());
     const YAML::Node prov = cfg["provenance"];
     if (prov && prov["source_tree"]) {
       const auto st = prov["source_tree"];
@@ -693,14 +703,14 @@ std::string collect_sweep(const std::string& sweep_dir,
     if (prov && prov["source"])
       files.insert(prov["source"].as<std::string>());
     double total = 0;
-    std::ifstream metrics(run / "metrics.jsonl");
+    std::ifstream metrics(run.metrics());
     for (std::string line; std::getline(metrics, line);) {
       const auto j = nlohmann::json::parse(line, nullptr, false);
       if (!j.is_discarded() && j.contains("elapsed_s"))
         total = std::max(total, j["elapsed_s"].get<double>());
     }
-    const auto summary = nlohmann::json::parse(slurp(run / eval_rel / "summary.json"));
-    for (const auto& cell : summary.value("cells", nlohmann::json::array()))
+    const auto evaluated = nlohmann::json::parse(slurp(summary));
+    for (const auto& cell : evaluated.value("cells", nlohmann::json::array()))
       total += cell.value("seconds", 0.0);
     seconds.push_back(std::round(total));
   }
@@ -742,8 +752,7 @@ std::string collect_sweep(const std::string& sweep_dir,
   out << YAML::EndMap;
   const fs::path folder = fs::path(data_dir) / name;
   fs::create_directories(folder);
-  const fs::path aggregate =
-      eval_name.empty() ? sweep / "aggregate" : sweep / "aggregate" / "evals" / eval_name;
+  const fs::path aggregate = aggregate_of(sweep, eval_name);
   write_file_atomic((folder / "results.csv").string(), slurp(aggregate / "results.csv"));
   write_file_atomic((folder / "source.yaml").string(),
                     fmt::format("# Collected by `lengen report --collect {}` (measured: the day "

@@ -37,7 +37,7 @@ class CompareStages : public Stage {
     std::vector<std::string> axes;
     std::string csv;
     for (const auto& name : stages_) {
-      const fs::path summary = fs::path(ctx.stage_dir(name)) / "eval" / "summary.json";
+      const fs::path summary = RunDir(ctx.stage_dir(name)).summary();
       LENGEN_CHECK(fs::exists(summary), "compare_stages '{}': stage '{}' left no evaluation ({}); list eval stages",
                    ctx.spec().name, name, summary.string());
       std::ifstream in(summary);
@@ -58,9 +58,9 @@ class CompareStages : public Stage {
                            c.at("accuracy").get<double>());
       }
     }
-    const std::string out = (fs::path(ctx.dir()) / "stages.csv").string();
+    const std::string out = ctx.folder().stage_comparison().string();
     write_file_atomic(out, csv);
-    const std::string png = (fs::path(ctx.dir()) / "plots" / "stages.png").string();
+    const std::string png = ctx.folder().plot("stages.png").string();
     run_plot("plot_stages.py",
              fmt::format("{} {} --title {}", shell_quote(out), shell_quote(png),
                          shell_quote(fmt::format("{} (seed {})", ctx.experiment().name, ctx.experiment().seed))),

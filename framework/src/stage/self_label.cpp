@@ -164,8 +164,8 @@ class SelfLabelStage : public Stage {
       log->info("{}: labelled {}/{} queries, kept {}", name_, to, queries.size(), all.kept);
     }
 
-    const fs::path dir = ctx.dir();
-    write_labelled_examples((dir / "labels.jsonl").string(), kept, task);
+    const RunDir folder = ctx.folder();
+    write_labelled_examples(folder.labels().string(), kept, task);
     auto counts = [](const Count& c) {
       return nlohmann::json{{"generated", c.generated}, {"correct", c.correct}, {"kept", c.kept},
                             {"kept_correct", c.kept_correct}, {"dropped_no_eos", c.no_eos},
@@ -184,9 +184,9 @@ class SelfLabelStage : public Stage {
       by.push_back(j);
     }
     summary["per_length"] = by;
-    write_file_atomic((dir / "summary.json").string(), summary.dump(2) + "\n");
+    write_file_atomic(folder.labels_summary().string(), summary.dump(2) + "\n");
     log->info("{}: kept {} of {} labels ({} of the kept are right; the first model was right on {}) -> {}", name_,
-              all.kept, all.generated, all.kept_correct, all.correct, (dir / "labels.jsonl").string());
+              all.kept, all.generated, all.kept_correct, all.correct, folder.labels().string());
   }
 
  private:

@@ -25,24 +25,9 @@ namespace lengen {
 
 namespace {
 
-// The newest step-*.safetensors of DIR/checkpoints ("" when none).
-std::string newest_checkpoint_in(const fs::path& dir) {
-  std::string best;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir / "checkpoints", ec)) {
-    const std::string f = e.path().filename().string();
-    if (f.rfind("step-", 0) == 0 && e.path().extension() == ".safetensors" && e.path().string() > best) {
-      best = e.path().string();
-    }
-  }
-  return best;
-}
-
 int64_t checkpoint_step(const std::string& path) {
   return training_step_of(load_safetensors(path), path);
 }
-
-const char* kMarker = "stage.json";
 
 }  // namespace
 
@@ -53,7 +38,7 @@ StageContext::StageContext(const std::vector<StageSpec>& stages, size_t index, s
                            bool implicit)
     : stages_(stages), index_(index), run_dir_(std::move(run_dir)), resume_(resume), implicit_(implicit) {
   LENGEN_CHECK(index_ < stages_.size(), "stage index {} out of range", index_);
-  dir_ = implicit_ ? run_dir_ : (fs::path(run_dir_) / "stages" / stages_[index_].name).string();
+  dir_ = implicit_ ? run_dir_ : RunDir(run_dir_).stage(stages_[index_].name).str();
   fs::create_directories(dir_);
 }
 
@@ -65,7 +50,7 @@ torch::Device StageContext::device() const { return experiment().torch_device();
 std::string StageContext::stage_dir(const std::string& name) const {
   for (size_t i = 0; i < index_; ++i) {
     if (stages_[i].name == name) {
-      return implicit_ ? run_dir_ : (fs::path(run_dir_) / "stages" / name).string();
+      return implicit_ ? run_dir_ : RunDir(run_dir_).stage(name).str();
     }
   }
   throw Error(fmt::format("stage '{}' asks for stage '{}', which does not run before it", spec().name, name));
@@ -93,7 +78,7 @@ std::string StageContext::checkpoint_of(const std::string& from_in) const {
       }
       return final_checkpoint(from);
     }
-    const std::string ckpt = newest_checkpoint_in(stage_dir(stages_[j].name));
+    const std::string ckpt = RunDir(stage_dir(stages_[j].name)).newest_checkpoint();
     if (!ckpt.empty()) {
       const int64_t step = checkpoint_step(ckpt);
       const int64_t want = stages_[j].experiment->train.steps;
@@ -197,16 +182,17 @@ void copy_results(const fs::path& from, const fs::path& to) {
 void run_experiment(const Experiment& exp, const RunOptions& options) {
   auto log = logger("stage");
   const std::string dir = exp.run_dir();
+  const RunDir run(dir);
   // One writer per run directory, before anything in it is removed or written.
   const FolderLock lock(dir, "", options.wait, "`lengen run ... --wait`");
   lock.remove_torn_files();
   if (options.fresh) {
-    for (const char* sub : {"checkpoints", "eval", "stages", "plots", "eval_curve.jsonl", "metrics.jsonl"}) {
-      fs::remove_all(fs::path(dir) / sub);
+    for (const fs::path& output : run.outputs()) {
+      fs::remove_all(output);
     }
   }
   fs::create_directories(dir);
-  write_file_atomic((fs::path(dir) / "config.yaml").string(), exp.resolved_yaml());
+  write_file_atomic(run.config().string(), exp.resolved_yaml());
 
   const bool implicit = exp.stages.empty();
   std::vector<StageSpec> implicit_stages;
@@ -229,7 +215,7 @@ void run_experiment(const Experiment& exp, const RunOptions& options) {
   const std::vector<StageSpec>& stages = implicit ? implicit_stages : exp.stages;
   if (!implicit && !options.resume) {
     for (const auto& st : stages) {
-      const fs::path marker = fs::path(dir) / "stages" / st.name / kMarker;
+      const fs::path marker = run.stage(st.name).stage_marker();
       LENGEN_CHECK(!fs::exists(marker), "{} already holds finished stages ({}); pass --resume to continue that run "
                    "or --fresh to discard it", dir, marker.string());
     }
@@ -238,9 +224,9 @@ void run_experiment(const Experiment& exp, const RunOptions& options) {
   for (size_t i = 0; i < stages.size(); ++i) {
     const StageSpec& st = stages[i];
     if (options.no_eval && (st.evaluates || st.reads_evaluations)) continue;
-    const fs::path sdir = implicit ? fs::path(dir) : fs::path(dir) / "stages" / st.name;
-    if (st.evaluates) last_eval = sdir.string();
-    if (!implicit && fs::exists(sdir / kMarker)) {
+    const RunDir sdir = implicit ? run : run.stage(st.name);
+    if (st.evaluates) last_eval = sdir.str();
+    if (!implicit && fs::exists(sdir.stage_marker())) {
       log->info("stage {}/{} '{}' ({}) finished earlier; skipped", i + 1, stages.size(), st.name, st.kind);
       continue;
     }
@@ -255,27 +241,27 @@ void run_experiment(const Experiment& exp, const RunOptions& options) {
     stage->run(ctx);
     if (!implicit) {
       nlohmann::json done{{"name", st.name}, {"kind", st.kind}, {"finished", static_cast<int64_t>(std::time(nullptr))}};
-      write_file_atomic((sdir / kMarker).string(), done.dump() + "\n");
+      write_file_atomic(sdir.stage_marker().string(), done.dump() + "\n");
     }
     fault::reached("stage.done:", st.name);
   }
   if (!implicit && !last_eval.empty()) {
-    copy_results(fs::path(last_eval) / "plots", fs::path(dir) / "plots");
-    copy_results(fs::path(last_eval) / "eval", fs::path(dir) / "eval");
-    log->info("the last evaluation ({}) is also in {}/eval", last_eval, dir);
+    copy_results(RunDir(last_eval).plots(), run.plots());
+    copy_results(RunDir(last_eval).eval(), run.eval());
+    log->info("the last evaluation ({}) is also in {}", last_eval, run.eval().string());
   }
-  const fs::path summary = fs::path(dir) / "eval" / "summary.json";
+  const fs::path summary = run.summary();
   if (!exp.paper.empty() && !options.no_eval && fs::exists(summary)) {
     std::vector<std::string> axes, cells;
     const ConfigFigures ours = figures_of_run(summary.string(), exp.name, axes, cells);
-    report_paper(exp.paper, compare_with_paper(exp.paper, {ours}, cells), axes, (fs::path(dir) / "eval").string(),
-                 (fs::path(dir) / "plots" / "paper.png").string());
+    report_paper(exp.paper, compare_with_paper(exp.paper, {ours}, cells), axes, run.eval().string(),
+                 run.plot("paper.png").string());
   }
 }
 
 std::string final_checkpoint(const std::string& run_dir) {
-  const fs::path run = run_dir;
-  const fs::path cfg = run / "config.yaml";
+  const RunDir run(run_dir);
+  const fs::path cfg = run.config();
   std::string ckpt;
   if (fs::exists(cfg)) {
     YAML::Node root;
@@ -287,11 +273,11 @@ std::string final_checkpoint(const std::string& run_dir) {
     if (root["stages"] && root["stages"].IsSequence()) {
       for (size_t i = root["stages"].size(); i-- > 0 && ckpt.empty();) {
         const YAML::Node name = root["stages"][i]["name"];
-        if (name) ckpt = newest_checkpoint_in(run / "stages" / name.as<std::string>());
+        if (name) ckpt = run.stage(name.as<std::string>()).newest_checkpoint();
       }
     }
   }
-  if (ckpt.empty()) ckpt = newest_checkpoint_in(run);
+  if (ckpt.empty()) ckpt = run.newest_checkpoint();
   LENGEN_CHECK(!ckpt.empty(), "{}: no checkpoint found (train it first with `lengen run`)", run_dir);
   return ckpt;
 }

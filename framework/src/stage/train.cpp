@@ -38,14 +38,15 @@ class TrainStage : public Stage {
     if (ctx.spec().init_optimizer) {
       trainer.load_optimizer_state(ctx.init_checkpoint());
     }
-    const std::string curve = (fs::path(ctx.dir()) / "eval_curve.jsonl").string();
+    const RunDir folder = ctx.folder();
+    const std::string curve = folder.eval_curve().string();
     std::unique_ptr<EventWriter> tb;
     if (exp.train.eval_every > 0) {
       trainer.set_periodic(
           exp.train.eval_every,
           [&](int64_t step) {
             auto results = evaluate_grid(model, *exp.task, exp.curve_eval, device);
-            if (!tb) tb = std::make_unique<EventWriter>((fs::path(ctx.dir()) / "tensorboard").string());
+            if (!tb) tb = std::make_unique<EventWriter>(folder.tensorboard().string());
             append_eval_curve(curve, step, results, tb.get());
             std::string cells;
             for (const auto& c : results) cells += fmt::format(" {}:{:.0f}%", cell_text(c.cell, ","), 100 * c.accuracy);
@@ -65,7 +66,7 @@ class TrainStage : public Stage {
                             tr.tokens_per_second, tr.final_loss);
     }
     if (exp.train.eval_every > 0 && fs::exists(curve)) {
-      plot_eval_curve(curve, (fs::path(ctx.dir()) / "plots" / "eval_curve.png").string(),
+      plot_eval_curve(curve, folder.plot("eval_curve.png").string(),
                       fmt::format("{} / {} (seed {})", exp.name, ctx.spec().name, exp.seed));
     }
   }

@@ -4,6 +4,7 @@
 #include "util.h"
 
 #include "lengen/config/node.h"
+#include "lengen/core/run_dir.h"
 #include "lengen/core/error.h"
 #include "lengen/core/log.h"
 #include "lengen/report/paper.h"
@@ -38,10 +39,13 @@ namespace {
 // run's own), evals/<name>/eval (`lengen eval --out`) or stages/<name>/eval (an eval stage); where
 // its aggregate goes below <sweep>/aggregate (empty: there), and how to write a missing one.
 struct EvalSource {
-  fs::path rel = "eval";
-  fs::path out;
+  RunDir folder;  // relative to the run directory: "" (the run's own), evals/<name> or stages/<name>
   std::string fix;
-  bool variant() const { return !out.empty(); }
+  bool variant() const { return !folder.root().empty(); }
+  /// eval/, relative to the run directory, for messages.
+  fs::path rel() const { return folder.eval(); }
+  /// The summary.json of the run at `run_dir`.
+  fs::path summary(const fs::path& run_dir) const { return RunDir(run_dir / folder.root()).summary(); }
 };
 
 EvalSource eval_source(const std::string& eval_name, const std::string& stage_name) {
@@ -50,13 +54,11 @@ EvalSource eval_source(const std::string& eval_name, const std::string& stage_na
   EvalSource s;
   if (!eval_name.empty()) {
     LENGEN_CHECK(is_eval_name(eval_name), "aggregate --eval '{}': a name of RUN/evals/, not a path", eval_name);
-    s.rel = fs::path("evals") / eval_name / "eval";
-    s.out = fs::path("evals") / eval_name;
+    s.folder = RunDir().named_eval(eval_name);
     s.fix = fmt::format("write it for each run with `lengen eval RUN --out {} --set ...`", eval_name);
   } else if (!stage_name.empty()) {
     LENGEN_CHECK(is_eval_name(stage_name), "aggregate --stage '{}': a name of RUN/stages/, not a path", stage_name);
-    s.rel = fs::path("stages") / stage_name / "eval";
-    s.out = fs::path("stages") / stage_name;
+    s.folder = RunDir().stage(stage_name);
     s.fix = fmt::format("'{}' must be a stage of kind eval in the sweep's experiment (docs/stages.md)", stage_name);
   }
   return s;
@@ -67,7 +69,7 @@ EvalSource eval_source(const std::string& eval_name, const std::string& stage_na
 std::string aggregate_dir(const std::string& sweep_dir, const std::string& eval_name, const std::string& stage_name) {
   const fs::path out = fs::path(sweep_dir) / "aggregate";
   const EvalSource source = eval_source(eval_name, stage_name);
-  return (source.variant() ? out / source.out : out).string();
+  return (source.variant() ? out / source.folder.root() : out).string();
 }
 
 int64_t aggregate(const std::string& sweep_dir, double threshold, const std::string& eval_name,
@@ -98,9 +100,9 @@ int64_t aggregate(const std::string& sweep_dir, double threshold, const std::str
   std::vector<std::string> missing;  // finished points without the named evaluation
   for (const auto& p : m["points"]) {
     const fs::path run_dir = fs::path(sweep_dir) / p["run_dir"].get<std::string>();
-    const fs::path summary = run_dir / source.rel / "summary.json";
+    const fs::path summary = source.summary(run_dir);
     if (!fs::exists(summary)) {
-      if (source.variant() && fs::exists(run_dir / "eval" / "summary.json")) missing.push_back(p["name"].get<std::string>());
+      if (source.variant() && fs::exists(RunDir(run_dir).summary())) missing.push_back(p["name"].get<std::string>());
       continue;
     }
     const std::string name = p["name"];
@@ -141,9 +143,9 @@ int64_t aggregate(const std::string& sweep_dir, double threshold, const std::str
     ++read;
   }
   if (source.variant()) {
-    LENGEN_CHECK(read > 0, "{}: no point has {}/summary.json; {}", sweep_dir, source.rel.string(), source.fix);
+    LENGEN_CHECK(read > 0, "{}: no point has {}/summary.json; {}", sweep_dir, source.rel().string(), source.fix);
     if (!missing.empty()) {
-      logger("sweep")->warn("{} finished point(s) have no {} and are left out: {}", missing.size(), source.rel.string(),
+      logger("sweep")->warn("{} finished point(s) have no {} and are left out: {}", missing.size(), source.rel().string(),
                             fmt::format("{}", fmt::join(missing, "; ")));
     }
   }
@@ -197,7 +199,7 @@ int64_t compare_runs(const std::vector<std::string>& run_dirs, const std::string
   std::set<std::string> paper_configs;
   for (const auto& dir : run_dirs) {
     const fs::path run = fs::absolute(dir).lexically_normal();
-    const fs::path config = run / "config.yaml", summary = run / "eval" / "summary.json";
+    const fs::path config = RunDir(run).config(), summary = RunDir(run).summary();
     LENGEN_CHECK(fs::exists(config), "{}: not a run directory (no config.yaml)", dir);
     LENGEN_CHECK(fs::exists(summary), "{}: has not been evaluated (no eval/summary.json; run `lengen eval {}`)",
                  dir, dir);

@@ -4,6 +4,7 @@
 #include "util.h"
 
 #include "lengen/config/node.h"
+#include "lengen/core/run_dir.h"
 #include "lengen/core/error.h"
 #include "lengen/core/log.h"
 #include "lengen/experiment/experiment.h"
@@ -536,12 +537,11 @@ std::vector<Point> select_points(const Sweep& s, const std::vector<std::string>&
 
 void check_plan(const Sweep& s) {
   for (const auto& p : s.points) {
-    const fs::path dir(p.run_dir), cfg = dir / "config.yaml";
+    const RunDir dir(p.run_dir);
+    const fs::path cfg = dir.config();
     if (!fs::exists(cfg)) continue;
     // A point has run once it holds checkpoints, a staged run's stages, or results.
-    const bool ran = fs::exists(dir / "checkpoints") || fs::exists(dir / "stages") ||
-                     fs::exists(dir / "eval" / "summary.json");
-    if (!ran) continue;
+    if (!dir.ran()) continue;
     // The config it ran under, also read by today's schemas: an option added since then shows
     // with its default, as it ran; a file today's schemas refuse is compared as written.
     auto ran_under = [&]() {
@@ -566,7 +566,7 @@ void write_plan(const Sweep& s) {
   json points = json::array();
   for (const auto& p : s.points) {
     fs::create_directories(p.run_dir);
-    const fs::path cfg = fs::path(p.run_dir) / "config.yaml";
+    const fs::path cfg = RunDir(p.run_dir).config();
     const std::string& text = p.resolved;
     write_file_atomic(cfg.string(), text);
     json varied = json::object();

@@ -1,10 +1,12 @@
-// Running a sweep's points: their state from the markers in each run folder, one point (run_point), the local pool (run_local).
+// Running a sweep's points: their state from the markers in each run folder (RunDir::sweep_marker), one point (run_point), the local pool (run_local).
 #include "lengen/sweep/sweep.h"
 
 #include "util.h"
 
+#include "lengen/core/run_dir.h"
 #include "lengen/core/error.h"
 #include "lengen/core/fault.h"
+#include "lengen/core/lock.h"
 #include "lengen/core/log.h"
 #include "lengen/experiment/experiment.h"
 #include "lengen/report/report.h"
@@ -31,7 +33,6 @@ namespace {
 
 using json = nlohmann::json;
 
-fs::path markers(const std::string& run_dir, const char* what) { return fs::path(run_dir) / what; }
 
 bool pid_alive(int64_t pid) { return pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM); }
 
@@ -68,9 +69,9 @@ const char* state_name(State s) {
 // State and running
 
 State point_state(const Point& p) {
-  if (fs::exists(fs::path(p.run_dir) / "eval" / "summary.json")) return State::kDone;
-  const fs::path running = markers(p.run_dir, "sweep-running.json");
-  const fs::path failed = markers(p.run_dir, "sweep-failed.json");
+  if (fs::exists(RunDir(p.run_dir).summary())) return State::kDone;
+  const fs::path running = RunDir(p.run_dir).sweep_marker("running");
+  const fs::path failed = RunDir(p.run_dir).sweep_marker("failed");
   if (fs::exists(running)) {
     try {
       json m = json::parse(read_text(running.string()));
@@ -86,7 +87,7 @@ State point_state(const Point& p) {
     return State::kInterrupted;
   }
   if (fs::exists(failed)) return State::kFailed;
-  if (fs::exists(markers(p.run_dir, "sweep-stopped.json"))) return State::kInterrupted;
+  if (fs::exists(RunDir(p.run_dir).sweep_marker("stopped"))) return State::kInterrupted;
   return State::kMissing;
 }
 
@@ -97,8 +98,8 @@ namespace {
 // still stopping) instead of refusing.
 pid_t spawn_point(const Point& p, const std::string& lengen, int64_t threads, const std::string& gpu,
                   bool wait = false) {
-  const std::string log = (fs::path(p.run_dir) / "sweep.log").string();
-  const std::string cfg = (fs::path(p.run_dir) / "config.yaml").string();
+  const std::string log = RunDir(p.run_dir).sweep_log().string();
+  const std::string cfg = RunDir(p.run_dir).config().string();
   const std::string threads_set = fmt::format("threads={}", threads);
   pid_t pid = ::fork();
   if (pid < 0) throw Error(fmt::format("cannot start point '{}': fork failed", p.name));
@@ -125,26 +126,26 @@ pid_t spawn_point(const Point& p, const std::string& lengen, int64_t threads, co
 }
 
 void mark_running(const Point& p, int64_t pid, const std::string& job) {
-  fs::remove(markers(p.run_dir, "sweep-failed.json"));
-  fs::remove(markers(p.run_dir, "sweep-stopped.json"));
+  fs::remove(RunDir(p.run_dir).sweep_marker("failed"));
+  fs::remove(RunDir(p.run_dir).sweep_marker("stopped"));
   json m{{"pid", pid}, {"host", hostname()}, {"started", std::time(nullptr)}};
   if (!job.empty()) m["slurm_job"] = job;
-  write_file_atomic(markers(p.run_dir, "sweep-running.json").string(), m.dump() + "\n");
+  write_file_atomic(RunDir(p.run_dir).sweep_marker("running").string(), m.dump() + "\n");
 }
 
 // Stopped on request (Ctrl-C, SIGTERM before a time limit, a requeue): resumable.
 void mark_stopped(const Point& p, int status) {
-  fs::remove(markers(p.run_dir, "sweep-running.json"));
+  fs::remove(RunDir(p.run_dir).sweep_marker("running"));
   json m{{"exit_status", status}, {"stopped", std::time(nullptr)}};
-  write_file_atomic(markers(p.run_dir, "sweep-stopped.json").string(), m.dump() + "\n");
+  write_file_atomic(RunDir(p.run_dir).sweep_marker("stopped").string(), m.dump() + "\n");
 }
 
 void mark_finished(const Point& p, int status) {
-  fs::remove(markers(p.run_dir, "sweep-running.json"));
+  fs::remove(RunDir(p.run_dir).sweep_marker("running"));
   if (status != 0) {
-    json m{{"exit_status", status}, {"log", (fs::path(p.run_dir) / "sweep.log").string()},
+    json m{{"exit_status", status}, {"log", RunDir(p.run_dir).sweep_log().string()},
            {"finished", std::time(nullptr)}};
-    write_file_atomic(markers(p.run_dir, "sweep-failed.json").string(), m.dump() + "\n");
+    write_file_atomic(RunDir(p.run_dir).sweep_marker("failed").string(), m.dump() + "\n");
   }
 }
 
@@ -259,7 +260,7 @@ int64_t run_local(const Sweep& s, const std::string& lengen, int64_t workers, co
             if (status != 0) {
               ++failures;
               log->error("point {} failed (exit {}); log: {}", sl.point->name, status,
-                         (fs::path(sl.point->run_dir) / "sweep.log").string());
+                         RunDir(sl.point->run_dir).sweep_log().string());
             } else {
               finished_s += secs;
               ++succeeded;
@@ -304,6 +305,17 @@ int64_t run_local(const Sweep& s, const std::string& lengen, int64_t workers, co
   }
   std::signal(SIGINT, old_int);
   std::signal(SIGTERM, old_term);
+  return failures;
+}
+
+int64_t run_here(const Sweep& whole, const Sweep& s, const std::string& lengen, int64_t workers,
+                 const std::vector<std::string>& gpus, bool wait) {
+  // One `lengen sweep` writes the folder at a time (the plan, the points it starts, the aggregate).
+  const FolderLock lock(s.dir, "", wait, "`lengen sweep ... --wait`");
+  lock.remove_torn_files();
+  write_plan(whole);
+  const int64_t failures = run_local(s, lengen, workers, gpus);
+  report_aggregate(s.dir, aggregate(s.dir, -1), true);
   return failures;
 }
 

@@ -92,7 +92,7 @@ TrainedRanges trained_ranges(const std::vector<GridAxis>& axes) {
   return out;
 }
 
-void write_grid_results(const std::string& dir,
+void write_grid_results(const RunDir& run,
                         const std::vector<CellResult>& results,
                         const std::vector<std::string>& axes,
                         const std::string& metric,
@@ -179,11 +179,10 @@ void write_grid_results(const std::string& dir,
       examples += line.dump() + "\n";
     }
   }
-  write_file_atomic((fs::path(dir) / "grid.csv").string(), csv);
+  write_file_atomic(run.grid().string(), csv);
   // The optional files: written when this evaluation has them, else an earlier one's removed.
-  for (const auto& [name, text] : {std::pair{"breakdown.csv", any_analysis ? breakdown_csv : std::string()},
-                                   std::pair{"examples.jsonl", examples}}) {
-    const fs::path file = fs::path(dir) / name;
+  for (const auto& [file, text] : {std::pair{run.breakdown(), any_analysis ? breakdown_csv : std::string()},
+                                   std::pair{run.examples(), examples}}) {
     if (!text.empty()) {
       write_file_atomic(file.string(), text);
     } else {
@@ -191,7 +190,7 @@ void write_grid_results(const std::string& dir,
       fs::remove(file, ec);
     }
   }
-  write_file_atomic((fs::path(dir) / "summary.json").string(), summary.dump(2) + "\n");
+  write_file_atomic(run.summary().string(), summary.dump(2) + "\n");
 }
 
 }  // namespace lengen

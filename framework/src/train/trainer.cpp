@@ -2,6 +2,7 @@
 #include "cuda_graph.h"
 
 #include "lengen/config/section.h"
+#include "lengen/core/run_dir.h"
 #include "lengen/core/error.h"
 #include "lengen/core/fault.h"
 #include "lengen/core/log.h"
@@ -235,23 +236,11 @@ void Trainer::check_finite() const {
 }
 
 std::string Trainer::latest_checkpoint() const {
-  fs::path dir = fs::path(run_dir_) / "checkpoints";
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) {
-    return "";
-  }
-  std::string best;
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    std::string f = e.path().filename().string();
-    if (f.rfind("step-", 0) == 0 && e.path().extension() == ".safetensors" && f > fs::path(best).filename().string()) {
-      best = e.path().string();
-    }
-  }
-  return best;
+  return RunDir(run_dir_).newest_checkpoint();
 }
 
 void Trainer::save_checkpoint(int64_t step) {
-  fs::path dir = fs::path(run_dir_) / "checkpoints";
+  const RunDir dir(run_dir_);
   auto tensors = named_weights(model_);
   for (auto& s : optimizer_->state()) {
     tensors.push_back(s);
@@ -260,18 +249,10 @@ void Trainer::save_checkpoint(int64_t step) {
                                           {"step", std::to_string(step)},
                                           {"seed", std::to_string(seed_)},
                                           {"torch", torch_version()}};
-  std::string path = (dir / fmt::format("step-{:08d}.safetensors", step)).string();
-  save_safetensors(path, tensors, meta);
-  // Keep the newest keep_checkpoints files (names sort by step).
-  std::vector<std::string> all;
+  save_safetensors(dir.checkpoint(step).string(), tensors, meta);
+  // Keep the newest keep_checkpoints files.
+  const std::vector<fs::path> all = dir.checkpoint_files();
   std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    std::string f = e.path().filename().string();
-    if (f.rfind("step-", 0) == 0 && e.path().extension() == ".safetensors") {
-      all.push_back(e.path().string());
-    }
-  }
-  std::sort(all.begin(), all.end());
   for (size_t i = 0; i + static_cast<size_t>(cfg_.keep_checkpoints) < all.size(); ++i) {
     fs::remove(all[i], ec);
   }
@@ -320,7 +301,7 @@ TrainResult Trainer::run(bool resume) {
   auto log = logger("train");
   fs::create_directories(run_dir_);
   int64_t start = 0;
-  const std::string metrics_path = (fs::path(run_dir_) / "metrics.jsonl").string();
+  const std::string metrics_path = RunDir(run_dir_).metrics().string();
   std::string latest = latest_checkpoint();
   if (resume && !latest.empty()) {
     start = load_checkpoint(latest);
@@ -411,7 +392,7 @@ TrainResult Trainer::run(bool resume) {
       LENGEN_CHECK(metrics.good(), "{}: write failed at step {}: {}", metrics_path, s + 1,
                    std::strerror(errno));
       if (!tb) {
-        tb = std::make_unique<EventWriter>((fs::path(run_dir_) / "tensorboard").string());
+        tb = std::make_unique<EventWriter>(RunDir(run_dir_).tensorboard().string());
       }
       tb->scalar("train/loss", s + 1, mean_loss);
       tb->scalar("train/lr", s + 1, schedule_.at(s));

@@ -237,8 +237,9 @@ TEST_CASE("eval: answer-only accuracy is never below whole-response accuracy", "
     CHECK(wrong == greedy[i].samples - greedy[i].correct);
   }
   // summary.json lists each cell's most frequent first errors, most frequent first.
-  write_grid_results(dir.str(), whole, {"bits"});
-  std::ifstream in(dir.file("summary.json"));
+  const RunDir run(dir.str());
+  write_grid_results(run, whole, {"bits"});
+  std::ifstream in(run.summary());
   auto summary = nlohmann::json::parse(in);
   for (const auto& cell : summary["cells"]) {
     const auto& errs = cell["first_errors"];
@@ -362,8 +363,9 @@ TEST_CASE("eval: eval.examples keeps each cell's first wrong samples, then right
   }
   // examples.jsonl: one sample a line, its cell first; an evaluation without examples (or
   // without a breakdown) leaves no file of an earlier one behind.
-  write_grid_results(dir.str(), kept, {"bits"});
-  std::ifstream in(dir.file("examples.jsonl"));
+  const RunDir run(dir.str());
+  write_grid_results(run, kept, {"bits"});
+  std::ifstream in(run.examples());
   std::string line;
   size_t lines = 0;
   while (std::getline(in, line)) {
@@ -380,11 +382,11 @@ TEST_CASE("eval: eval.examples keeps each cell's first wrong samples, then right
     ++lines;
   }
   CHECK(lines == 4 * keep);
-  test::write_text(dir.file("breakdown.csv"), "an earlier evaluation's\n");
-  write_grid_results(dir.str(), counted, {"bits"});
-  CHECK_FALSE(fs::exists(dir.file("examples.jsonl")));
-  CHECK_FALSE(fs::exists(dir.file("breakdown.csv")));
-  CHECK(fs::exists(dir.file("summary.json")));
+  test::write_text(run.breakdown().string(), "an earlier evaluation's\n");
+  write_grid_results(run, counted, {"bits"});
+  CHECK_FALSE(fs::exists(run.examples()));
+  CHECK_FALSE(fs::exists(run.breakdown()));
+  CHECK(fs::exists(run.summary()));
   // The option is checked like every other.
   CHECK_THROWS_WITH(EvalConfig::from_config(load_config_string("{examples: -1}", "<t>"), exp.task->grid_axes()),
                     Contains("examples"));

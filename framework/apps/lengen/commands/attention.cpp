@@ -4,6 +4,7 @@
 
 #include "lengen/analysis/attention.h"
 #include "lengen/core/log.h"
+#include "lengen/core/run_dir.h"
 #include "lengen/report/report.h"
 
 #include <nlohmann/json.hpp>
@@ -44,7 +45,7 @@ class Attention : public Command {
     auto maps = mean_attention(r.model, task, cell_samples(task, cell, n_, r.exp.eval.seed), r.device, req_);
     LENGEN_CHECK(maps.samples > 0, "attention: the model answers none of the {} samples of {} correctly, so "
                  "--correct-only leaves nothing to average; leave it out", maps.drawn, cell_text(cell, ","));
-    if (out_.empty()) out_ = (fs::path(r.dir) / "attention" / cell_text(cell, ",")).string();
+    if (out_.empty()) out_ = RunDir(r.dir).attention(cell_text(cell, ",")).string();
     nlohmann::json meta{{"cell", cell}, {"run", r.dir}, {"pre_softmax", req_.pre_softmax},
                         {"correct_only", req_.correct_only}};
     const std::string path = write_attention(maps, out_, meta.dump());

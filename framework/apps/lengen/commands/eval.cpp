@@ -3,6 +3,7 @@
 #include "../cli.h"
 
 #include "lengen/core/error.h"
+#include "lengen/core/run_dir.h"
 #include "lengen/core/log.h"
 #include "lengen/report/report.h"
 #include "lengen/sweep/sweep.h"
@@ -52,10 +53,12 @@ class Eval : public Command {
     if (!common.sets.empty() || decode_ || !out_.empty()) {
       const std::string name = out_.empty() ? variant_name(common.sets, decode_) : out_;
       LENGEN_CHECK(sweep::is_eval_name(name),
-                   "--out {}: expected a folder name (no '/'), written under {}/evals/", out_, r.dir);
-      dir = (fs::path(r.dir) / "evals" / name).string();
+                   "--out {}: expected a folder name (no '/'), as in {}", out_,
+                   RunDir(r.dir).named_eval("NAME").str());
+      const RunDir variant = RunDir(r.dir).named_eval(name);
+      dir = variant.str();
       fs::create_directories(dir);
-      write_file_atomic((fs::path(dir) / "config.yaml").string(), r.exp.resolved_yaml());
+      write_file_atomic(variant.config().string(), r.exp.resolved_yaml());
       logger()->info("a changed evaluation: results go to {} ({}/eval is left as it is)", dir, r.dir);
     }
     evaluate_and_report(r.model, r.exp, r.exp.eval, r.device, dir, r.exp.train.steps);

@@ -2,6 +2,7 @@
 #include "../cli.h"
 
 #include "lengen/core/lock.h"
+#include "lengen/core/run_dir.h"
 #include "lengen/core/log.h"
 #include "lengen/report/report.h"
 #include "lengen/sweep/sweep.h"
@@ -18,10 +19,6 @@ namespace fs = std::filesystem;
 namespace lengen::cli {
 
 namespace {
-
-void run_aggregate(const std::string& dir, double threshold, bool plots) {
-  report_aggregate(dir, sweep::aggregate(dir, threshold), plots);
-}
 
 int run_sweep(const std::string& file, const std::string& executor, int64_t jobs, const std::string& gpus_text,
               int64_t points_per_gpu, bool dry, bool status, bool cancel, int64_t point, const std::string& job,
@@ -41,7 +38,7 @@ int run_sweep(const std::string& file, const std::string& executor, int64_t jobs
     LENGEN_CHECK(point < static_cast<int64_t>(s.points.size()), "{}: there is no point {} (the sweep has {})",
                  file, point, s.points.size());
     const auto& p = s.points[static_cast<size_t>(point)];
-    if (!fs::exists(fs::path(p.run_dir) / "config.yaml")) sweep::write_plan(whole);
+    if (!fs::exists(RunDir(p.run_dir).config())) sweep::write_plan(whole);
     if (sweep::point_state(p) == sweep::State::kDone) {
       log->info("point {} ({}) is already done", point, p.name);
       return 0;
@@ -76,11 +73,11 @@ int run_sweep(const std::string& file, const std::string& executor, int64_t jobs
     fmt::print("{}\n", join(parts, ", "));
     return 0;
   }
-  // One `lengen sweep` writes the folder at a time (the plan, the points it starts, the aggregate).
-  const FolderLock lock(s.dir, "", wait, "`lengen sweep ... --wait`");
-  lock.remove_torn_files();
-  sweep::write_plan(whole);
   if (executor == "slurm") {
+    // One `lengen sweep` writes the folder at a time (the plan, the script).
+    const FolderLock lock(s.dir, "", wait, "`lengen sweep ... --wait`");
+    lock.remove_torn_files();
+    sweep::write_plan(whole);
     const fs::path dir = fs::path(s.dir) / "slurm";
     fs::create_directories(dir);
     const std::string script = sweep::slurm_script(s, todo, self_exe());
@@ -104,8 +101,7 @@ int run_sweep(const std::string& file, const std::string& executor, int64_t jobs
     for (int64_t g = 0; g < static_cast<int64_t>(torch::cuda::device_count()); ++g) gpus.push_back(std::to_string(g));
   }
   const int64_t workers = sweep::local_workers(jobs, s.workers, static_cast<int64_t>(gpus.size()), s.points_per_gpu);
-  const int64_t failures = sweep::run_local(s, self_exe(), workers, gpus);
-  run_aggregate(s.dir, -1, true);
+  const int64_t failures = sweep::run_here(whole, s, self_exe(), workers, gpus, wait);
   if (failures > 0) {
     log->error("{} point(s) failed; `lengen sweep {} --status` lists them, running the sweep again retries them",
                failures, file);

@@ -32,6 +32,9 @@ class LENGEN_API FolderLock {
   /// The lock file, FOLDER/lengen.lock.
   const std::string& path() const { return path_; }
 
+  /// The lock file of `folder`, FOLDER/lengen.lock.
+  static std::string file_in(const std::string& folder);
+
   /// Whether the lock is held (false only where the file system has none).
   bool held() const { return fd_ >= 0; }
 

@@ -13,11 +13,24 @@
 #include <torch/nn/pimpl.h>
 #include <torch/types.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 namespace lengen {
+
+/// Looking inside a forward pass, and changing it (lengen's Python API: capture and
+/// interventions; TransformerImpl::set_probe). `visit` is called with a site name and the
+/// tensor there, and returns what the pass goes on with (the same tensor, or a changed one):
+///   "<stack>.<l>[.cross].heads"  each attention's head outputs before they are merged and
+///                                projected, [B, H, T, D];
+///   "<stack>.<l>"                each block's output, the residual stream, [B, T, C];
+/// <stack> and the "@<loop>" suffix as in TransformerImpl::attention_names(). Unset: the pass
+/// pays one branch per block.
+struct LENGEN_API ModelProbe {
+  std::function<torch::Tensor(const std::string& site, const torch::Tensor& value)> visit;
+};
 
 /// Fails (lengen::Error) naming the scheme's position in `position:` and the attention kind
 /// when a scheme has no meaning in that kind of attention (PositionScheme::supports), which
@@ -48,6 +61,9 @@ struct LENGEN_API AttentionInputs {
   /// attn_out receives the pre-softmax scores instead (scaled q.k plus the schemes' biases,
   /// -inf where masked).
   bool scores = false;
+  /// Inspection (ModelProbe): the head outputs are shown to `probe` as site `site`.heads.
+  const ModelProbe* probe = nullptr;
+  std::string site;
 };
 
 /// Multi-head attention that calls the position schemes' hooks. Causal self-, bidirectional

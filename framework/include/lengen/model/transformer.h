@@ -153,6 +153,9 @@ class LENGEN_API TransformerImpl : public torch::nn::Module {
   /// What forward()'s `attention` receives: the weights (false, default) or the pre-softmax
   /// scores (true; analysis of Duan & Shi 2023's attention bias calibration).
   void set_attention_scores(bool scores) { attention_scores_ = scores; }
+  /// Shows every block's output and every attention's head outputs to `probe`, which may
+  /// replace them (ModelProbe; nullptr: off). Not with model.loops_per_length.
+  void set_probe(std::shared_ptr<const ModelProbe> probe) { probe_ = std::move(probe); }
 
  private:
   /// Runs `stack` (loops x depth applications) over x. The last application computes only
@@ -187,6 +190,7 @@ class LENGEN_API TransformerImpl : public torch::nn::Module {
   int64_t loops_ = 1;
   int64_t adaptive_extra_ = 0;
   bool attention_scores_ = false;
+  std::shared_ptr<const ModelProbe> probe_;
   std::vector<std::shared_ptr<PositionScheme>> schemes_;
   torch::nn::Embedding tok_emb_{nullptr};
   torch::nn::ModuleList blocks_{nullptr}, encoder_{nullptr};

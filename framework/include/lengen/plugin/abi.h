@@ -25,7 +25,9 @@
 // components (Registrar::add_architecture; lengen/model/architecture.h); 10 adds packed rows
 // (PositionScheme::position_ids' sequence_index, PositionSource::select's, the protected
 // PositionScheme::sequence_index(), Batch and ModelInputs segments/sequence_index,
-// make_packed_batch).
+// make_packed_batch); 11 adds RunDir (lengen/core/run_dir.h: every path of a run folder),
+// StageContext::folder(), open_run (lengen/stage/open_run.h) and ModelProbe
+// (TransformerImpl::set_probe).
 // ABI history: 1 first release; 2 (architectures) adds the virtual functions
 // PositionScheme::transform_ids_pair, Task::to_seq2seq and Task::to_labeled (vtables changed:
 // rebuild every plugin); 3 (stages) adds fields to OptionSpec and Options (map and list-of-map
@@ -42,12 +44,14 @@
 // architecture a registered component (TransformerImpl::arch() returns the Architecture, which
 // owns the layout, loss and decoding of the removed Objective; Batch moves to lengen/model/):
 // rebuild every plugin; 10 adds fields to PositionScheme, Batch, ModelInputs and
-// AttentionInputs (packed rows): rebuild every plugin.
+// AttentionInputs (packed rows): rebuild every plugin; 11 changes write_grid_results to take
+// the run's RunDir instead of its eval/ folder and adds fields to AttentionInputs and
+// TransformerImpl (the probe): rebuild every plugin.
 
 #include <cstdint>
 
-#define LENGEN_PLUGIN_ABI 10
-#define LENGEN_PLUGIN_API 10
+#define LENGEN_PLUGIN_ABI 11
+#define LENGEN_PLUGIN_API 11
 
 namespace lengen {
 class Registrar;

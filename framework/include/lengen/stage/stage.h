@@ -19,6 +19,7 @@
 //   };
 
 #include "lengen/core/export.h"
+#include "lengen/core/run_dir.h"
 #include "lengen/experiment/experiment.h"
 #include "lengen/experiment/stage_spec.h"
 #include "lengen/model/transformer.h"
@@ -55,6 +56,8 @@ class LENGEN_API StageContext {
   const std::string& run_dir() const { return run_dir_; }
   /// RUN/stages/<name> (RUN itself for an experiment without `stages:`); created.
   const std::string& dir() const { return dir_; }
+  /// dir()'s layout: its checkpoints, evaluation, plots and the like (lengen/core/run_dir.h).
+  RunDir folder() const { return RunDir(dir_); }
   bool resume() const { return resume_; }
   torch::Device device() const;
 

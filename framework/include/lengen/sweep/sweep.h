@@ -105,6 +105,13 @@ LENGEN_API int run_point(const Sweep& sweep, const Point& point, const std::stri
 LENGEN_API int64_t run_local(const Sweep& sweep, const std::string& lengen, int64_t workers,
                              const std::vector<std::string>& gpus);
 
+/// `lengen sweep FILE` on this machine: holds the sweep folder's lock (`wait`: wait for another
+/// holder instead of refusing), writes the plan of `whole` (the whole sweep, even where `s` keeps
+/// fewer points, as --only does), runs `s`'s points that are not done with run_local and
+/// aggregates the folder (results, summary, heatmaps). Returns the points that failed.
+LENGEN_API int64_t run_here(const Sweep& whole, const Sweep& s, const std::string& lengen, int64_t workers,
+                            const std::vector<std::string>& gpus, bool wait);
+
 /// Worker slots of the local executor: `jobs` (-j) when given; else the file's
 /// executor.workers when it asks for more than one or no GPU is listed; else
 /// `gpus` x `points_per_gpu` (small points share a GPU, as researchers run CPU-sized models).

@@ -4,6 +4,7 @@
 // eval/breakdown.csv, eval/summary.json). src/train/grid_results.cpp.
 
 #include "lengen/core/export.h"
+#include "lengen/core/run_dir.h"
 #include "lengen/task/task.h"
 
 #include <cstdint>
@@ -73,11 +74,11 @@ using TrainedRanges = std::map<std::string, std::pair<int64_t, int64_t>>;
 /// The trained ranges of a task's axes (those with train_hi > 0).
 LENGEN_API TrainedRanges trained_ranges(const std::vector<GridAxis>& axes);
 
-/// Writes eval/grid.csv and eval/summary.json (atomically) under `dir`; summary.json records
-/// the metric and the trained ranges. breakdown.csv (eval.breakdown) and examples.jsonl
+/// Writes RUN/eval/grid.csv and RUN/eval/summary.json (atomically); summary.json records the
+/// metric and the trained ranges. breakdown.csv (eval.breakdown) and examples.jsonl
 /// (eval.examples: one JSON object a line, `cell` first) are written when the results hold
-/// them and removed when they do not, so no file in `dir` describes an earlier evaluation.
-LENGEN_API void write_grid_results(const std::string& dir,
+/// them and removed when they do not, so no file in RUN/eval describes an earlier evaluation.
+LENGEN_API void write_grid_results(const RunDir& run,
                                    const std::vector<CellResult>& results,
                                    const std::vector<std::string>& axes,
                                    const std::string& metric = "exact match of the whole response "
