@@ -15,6 +15,9 @@ packages=(
   chromium chromium-driver python3-selenium
   # the examples.jsonl reader's fuzz target (test/fuzz/fuzz_examples.py)
   python3-hypothesis
+  # the Python package (python/, docs/python.md): bindings on the same LibTorch, its DataFrames
+  # and its tests
+  pybind11-dev python3-dev python3-torch python3-pandas python3-pytest
 )
 # Slurm, for `lengen sweep --executor slurm` and its test (a one-node cluster started by
 # scripts/slurm-cluster.sh). Optional: without it that one test reports itself skipped.
