@@ -17,6 +17,10 @@ import sys
 
 from . import _paths
 
+_here = os.path.dirname(os.path.abspath(__file__))
+for _name in ("plugin_dir", "lengen_cli"):  # installed: relative to this folder
+    setattr(_paths, _name, os.path.normpath(os.path.join(_here, getattr(_paths, _name))))
+
 
 def _import_torch():
     """torch, from this Python's path or else from the folder the package was built against."""

@@ -297,3 +297,23 @@ def test_progress_goes_to_python_logging(folder, caplog):
     names = {r.name for r in caplog.records}
     assert "lengen.train" in names and "lengen.eval" in names
     assert any("trained 10 steps" in r.getMessage() for r in caplog.records if r.name == "lengen.train")
+
+
+def test_the_installed_package_imports_and_finds_its_plugins(tmp_path):
+    build = os.environ.get("LENGEN_BUILD_DIR")
+    if not build:
+        pytest.skip("LENGEN_BUILD_DIR not set (CTest sets it)")
+    prefix = tmp_path / "prefix"
+    done = subprocess.run(["cmake", "--install", build, "--prefix", str(prefix)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    packages = [os.path.join(d, "..") for d, _, files in os.walk(prefix) if "_paths.py" in files]
+    assert len(packages) == 1
+    code = ("import lengen; from lengen import _paths; import os; "
+            "print(lengen.__file__); print(len(lengen.registered('position'))); print(os.path.exists(_paths.lengen_cli))")
+    env = dict(os.environ, PYTHONPATH=os.path.abspath(packages[0]))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    file, schemes, cli_found = done.stdout.split()
+    assert file.startswith(str(prefix))
+    assert int(schemes) == len(lengen.registered("position"))  # the installed plugins
+    assert cli_found == "True"
