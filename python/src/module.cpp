@@ -120,6 +120,7 @@ void log_to_python() {
 class StopOnInterrupt {
  public:
   StopOnInterrupt() {
+    clear_stop();  // an earlier call's Ctrl-C is spent
     old_int_ = std::signal(SIGINT, on_signal);
     old_term_ = std::signal(SIGTERM, on_signal);
   }

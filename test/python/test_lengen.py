@@ -317,3 +317,37 @@ def test_the_installed_package_imports_and_finds_its_plugins(tmp_path):
     assert file.startswith(str(prefix))
     assert int(schemes) == len(lengen.registered("position"))  # the installed plugins
     assert cli_found == "True"
+
+
+def test_ctrl_c_stops_a_run_resumably_and_the_next_run_goes_on(folder):
+    path = os.path.join(folder, "slow.yaml")
+    with open(path, "w") as f:
+        f.write(TINY.format(name="slow", arch="decoder", position="{name: coupling, max_position: 16}", steps=3000)
+                .replace("checkpoint_every: 10", "checkpoint_every: 50"))
+    out = os.path.join(folder, "runs")
+    checkpoints = os.path.join(out, "slow", "1", "checkpoints")
+    # In a process of its own: Ctrl-C (SIGINT) once the first checkpoint is written, then the same
+    # process resumes the run to its end.
+    code = f"""
+import os, signal, sys, threading, time
+import lengen
+
+def interrupt():
+    while not (os.path.isdir({checkpoints!r}) and os.listdir({checkpoints!r})):
+        time.sleep(0.05)
+    os.kill(os.getpid(), signal.SIGINT)
+
+threading.Thread(target=interrupt, daemon=True).start()
+try:
+    lengen.run({path!r}, overrides={{"threads": 1}}, out={out!r})
+    print("not interrupted")
+except lengen.Interrupted as e:
+    print("interrupted:", e)
+run = lengen.run({path!r}, overrides={{"threads": 1}}, out={out!r}, resume=True)
+print("finished", os.path.basename(run.checkpoint))
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert any(line.startswith("interrupted:") for line in lines), done.stdout
+    assert lines[-1] == "finished step-00003000.safetensors"

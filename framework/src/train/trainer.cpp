@@ -39,6 +39,7 @@ std::atomic<bool> g_stop{false};
 
 void request_stop() { g_stop.store(true); }
 bool stop_requested() { return g_stop.load(); }
+void clear_stop() { g_stop.store(false); }
 
 torch::Tensor clip_grad_norm(const std::vector<torch::Tensor>& params, double max_norm) {
   torch::NoGradGuard no_grad;

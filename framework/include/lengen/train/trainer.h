@@ -130,6 +130,9 @@ class LENGEN_API Trainer {
 /// from a signal handler (SIGINT/SIGTERM); the CLI installs one.
 LENGEN_API void request_stop();
 LENGEN_API bool stop_requested();
+/// Forgets a stop asked for earlier, so that a process that runs again (the Python package)
+/// does not stop its next run at once.
+LENGEN_API void clear_stop();
 
 /// Keeps the JSON-lines records of a file whose "step" is <= `step` (a resumed run rewrites
 /// what follows); a torn last line is dropped. Atomic.
