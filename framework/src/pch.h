@@ -2,10 +2,12 @@
 // parsed once; every in-tree TU reuses the result.
 #pragma once
 #include <torch/torch.h>
-#include <yaml-cpp/yaml.h>
+
 #include <fmt/format.h>
-#include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+#include <yaml-cpp/yaml.h>
+
 #include <algorithm>
 #include <functional>
 #include <map>

@@ -23,8 +23,9 @@ class Abacus final : public lengen::PositionScheme {
         "abacus",
         "Abacus: a learned table over each digit's significance in its own number (the task's "
         "abacus indices), shifted by one random k in [0, max_k] per training batch",
-        {OptionSpec::integer("max_position", "largest index the table holds (training: index + "
-                                             "max_k; test: the longest number's length)")
+        {OptionSpec::integer("max_position",
+                             "largest index the table holds (training: index + "
+                             "max_k; test: the longest number's length)")
              .with_default(int64_t{256})
              .at_least(1),
          OptionSpec::integer("max_k", "largest training offset k (McLeish et al.: 100)")
@@ -38,9 +39,11 @@ class Abacus final : public lengen::PositionScheme {
   Abacus(const lengen::Options& o, const lengen::SchemeContext& ctx)
       : max_k_(o.get_int("max_k")), tables_(*this, {o.get_int("max_position")}, ctx.d_model, o) {
     if (max_k_ >= o.get_int("max_position")) {
-      o.fail("max_k", fmt::format("an offset of up to {} leaves no room in a table of max_position {}; "
-                                  "raise max_position above max_k plus the longest trained number",
-                                  max_k_, o.get_int("max_position")));
+      o.fail("max_k",
+             fmt::format("an offset of up to {} leaves no room in a table of max_position {}; "
+                         "raise max_position above max_k plus the longest trained number",
+                         max_k_,
+                         o.get_int("max_position")));
     }
   }
 
@@ -58,12 +61,15 @@ class Abacus final : public lengen::PositionScheme {
         throw lengen::Error(fmt::format(
             "abacus: a training number of {} digits with offsets up to max_k = {} needs "
             "max_position >= {}, got {}",
-            top, max_k_, top + max_k_, tables_.max_position()[0]));
+            top,
+            max_k_,
+            top + max_k_,
+            tables_.max_position()[0]));
       }
     }
     // One k per batch (one forward pass), on the device: no host read.
-    auto k = torch::randint(0, max_k_ + 1, {1}, index.options());       // [1]
-    return index + k * (index != 0).to(torch::kInt64);                   // [1, B, T]
+    auto k = torch::randint(0, max_k_ + 1, {1}, index.options());  // [1]
+    return index + k * (index != 0).to(torch::kInt64);             // [1, B, T]
   }
 
   void check_ids(const torch::Tensor& ids) const override { tables_.check(ids.slice(0, 0, 1)); }
@@ -80,7 +86,9 @@ class Abacus final : public lengen::PositionScheme {
   lengen::PositionTables tables_;
 };
 
-void register_abacus(lengen::Registrar& r) { r.add_position<Abacus>(); }
+void register_abacus(lengen::Registrar& r) {
+  r.add_position<Abacus>();
+}
 
 }  // namespace
 

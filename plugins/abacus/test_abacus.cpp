@@ -8,7 +8,9 @@ using lengen::test::make_scheme;
 using lengen::test::make_task;
 
 namespace {
-lengen::SchemeContext ctx() { return lengen::test::small_scheme_context(); }
+lengen::SchemeContext ctx() {
+  return lengen::test::small_scheme_context();
+}
 
 // Abacus indices of 57+48=501 (padded to the answer, reversed answer) for a batch of 3.
 torch::Tensor indices() {
@@ -55,7 +57,8 @@ TEST_CASE("abacus: limits name the option", "[abacus]") {
   CHECK_THROWS_WITH(make_scheme("{name: abacus, max_position: 10, max_k: 10}", ctx()),
                     Catch::Contains("max_k"));
   auto s = make_scheme("{name: abacus, max_position: 10, max_k: 8}", ctx());
-  CHECK_THROWS_WITH(s->position_ids(indices(), 0, true), Catch::Contains("needs max_position >= 11"));
+  CHECK_THROWS_WITH(s->position_ids(indices(), 0, true),
+                    Catch::Contains("needs max_position >= 11"));
   auto big = torch::full({1, 1, 2}, 11, torch::kInt64);
   CHECK_THROWS(s->check_ids(big));
 }

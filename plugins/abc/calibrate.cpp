@@ -52,97 +52,124 @@ class Calibrate final : public lengen::Stage {
  public:
   static lengen::ComponentSpec spec() {
     const std::vector<std::string> all{"diagonal", "anti_diagonal", "vertical"};
-    return {"stage",
-            "calibrate",
-            "Attention Bias Calibration (Duan & Shi 2023): average init_from's last decoder layer's attention over "
-            "correctly decoded training samples and extract per-head bias lines for the `abc` scheme",
-            {OptionSpec::integer("samples", "|S_gen|: training samples drawn and decoded (the correct ones are kept)")
-                 .with_default(int64_t{1000})
-                 .at_least(1),
-             OptionSpec::integer("rows", "decoder rows (output steps) the statistics use; 0 = the trained length "
-                                         "(the task's training range of its first grid axis)")
-                 .with_default(int64_t{0})
-                 .at_least(0),
-             OptionSpec::string("scores", "weights (post-softmax, the text's 'attention weights') or logits "
-                                          "(pre-softmax q.k, the formula of section 5)")
-                 .with_default("weights")
-                 .one_of({"weights", "logits"}),
-             OptionSpec::string("statistic", "a line's value d_l: mean of its cells (the paper's eq. (1)) or sum "
-                                             "(the released code: a short line in a corner cannot outscore a long one)")
-                 .with_default("mean")
-                 .one_of({"mean", "sum"}),
-             OptionSpec::number("coverage", "share of the calibration rows a line must cross to be kept: 0 = any "
-                                            "line (the paper); 0.5 refuses the two-cell lines in a corner of the map "
-                                            "that the extension would continue through every longer row")
-                 .with_default(0.0)
-                 .at_least(0.0)
-                 .at_most(1.0),
-             OptionSpec::string("select", "threshold: every line above mu + k sigma (the paper) | explain_away: the "
-                                          "strongest line of a head first, its cells then zeroed and the lines "
-                                          "recomputed, so lines that only cross a kept line's cells fall away")
-                 .with_default("threshold")
-                 .one_of({"threshold", "explain_away"}),
-             OptionSpec::string("constant_keys", "keep | drop: drop refuses a line whose every cell lies on a key "
-                                                 "holding the same token in all calibration samples (zero padding, a "
-                                                 "marker): it reads nothing of the input, and extended to longer "
-                                                 "inputs it lands on digits (the paper: keep)")
-                 .with_default("keep")
-                 .one_of({"keep", "drop"}),
-             OptionSpec::string("empty_heads", "transparent | strongest: a head where no line passes is left "
-                                               "transparent, attending by content alone (the paper), or keeps its "
-                                               "one line furthest above the mean in sigmas (among those coverage "
-                                               "and constant_keys allow), so that every head has a position")
-                 .with_default("transparent")
-                 .one_of({"transparent", "strongest"}),
-             OptionSpec::number("sigmas", "k of the drop-off threshold mu + k sigma (the paper: 4; the code: 4.5 "
-                                          "cross, 0.87 self)")
-                 .with_default(4.0)
-                 .at_least(0.0),
-             OptionSpec::number("self_sigmas", "k for decoder self-attention; -1 = sigmas (the code: 0.87; its 7 x 7 "
-                                               "maps have too few lines for any to pass 4 sigma)")
-                 .with_default(-1.0)
-                 .at_least(-1.0),
-             OptionSpec::string_list("cross_directions", "line directions searched in cross-attention (the paper: "
-                                                         "all three; the code: anti_diagonal)")
-                 .with_default(all),
-             OptionSpec::string_list("self_directions", "line directions searched in decoder self-attention (the "
-                                                        "paper: all three; the code: diagonal)")
-                 .with_default(all),
-             OptionSpec::string("diagonal_anchor", "left | right: the corner (1,1) lines keep when extended")
-                 .with_default("left")
-                 .one_of({"left", "right"}),
-             OptionSpec::string("anti_diagonal_anchor", "left | right (the paper's footnote: right)")
-                 .with_default("right")
-                 .one_of({"left", "right"}),
-             OptionSpec::string("vertical_anchor", "left | right (the code: right, so a pattern on the last input "
-                                                   "token extrapolates)")
-                 .with_default("right")
-                 .one_of({"left", "right"}),
-             OptionSpec::integer("layer", "decoder layer whose attention is read; -1 = the last (the paper)")
-                 .with_default(int64_t{-1})
-                 .at_least(-1),
-             OptionSpec::boolean("per_layer", "calibrate every decoder layer from its own attention, and the `abc` "
-                                              "scheme gives each layer its own bias (the paper: the last layer's "
-                                              "bias in every layer); excludes `layer`")
-                 .with_default(false),
-             OptionSpec::integer("batch_size", "samples per forward pass").with_default(int64_t{256}).at_least(1)}};
+    return {
+        "stage",
+        "calibrate",
+        "Attention Bias Calibration (Duan & Shi 2023): average init_from's last decoder layer's "
+        "attention over "
+        "correctly decoded training samples and extract per-head bias lines for the `abc` scheme",
+        {OptionSpec::integer(
+             "samples", "|S_gen|: training samples drawn and decoded (the correct ones are kept)")
+             .with_default(int64_t{1000})
+             .at_least(1),
+         OptionSpec::integer(
+             "rows",
+             "decoder rows (output steps) the statistics use; 0 = the trained length "
+             "(the task's training range of its first grid axis)")
+             .with_default(int64_t{0})
+             .at_least(0),
+         OptionSpec::string("scores",
+                            "weights (post-softmax, the text's 'attention weights') or logits "
+                            "(pre-softmax q.k, the formula of section 5)")
+             .with_default("weights")
+             .one_of({"weights", "logits"}),
+         OptionSpec::string(
+             "statistic",
+             "a line's value d_l: mean of its cells (the paper's eq. (1)) or sum "
+             "(the released code: a short line in a corner cannot outscore a long one)")
+             .with_default("mean")
+             .one_of({"mean", "sum"}),
+         OptionSpec::number(
+             "coverage",
+             "share of the calibration rows a line must cross to be kept: 0 = any "
+             "line (the paper); 0.5 refuses the two-cell lines in a corner of the map "
+             "that the extension would continue through every longer row")
+             .with_default(0.0)
+             .at_least(0.0)
+             .at_most(1.0),
+         OptionSpec::string(
+             "select",
+             "threshold: every line above mu + k sigma (the paper) | explain_away: the "
+             "strongest line of a head first, its cells then zeroed and the lines "
+             "recomputed, so lines that only cross a kept line's cells fall away")
+             .with_default("threshold")
+             .one_of({"threshold", "explain_away"}),
+         OptionSpec::string("constant_keys",
+                            "keep | drop: drop refuses a line whose every cell lies on a key "
+                            "holding the same token in all calibration samples (zero padding, a "
+                            "marker): it reads nothing of the input, and extended to longer "
+                            "inputs it lands on digits (the paper: keep)")
+             .with_default("keep")
+             .one_of({"keep", "drop"}),
+         OptionSpec::string("empty_heads",
+                            "transparent | strongest: a head where no line passes is left "
+                            "transparent, attending by content alone (the paper), or keeps its "
+                            "one line furthest above the mean in sigmas (among those coverage "
+                            "and constant_keys allow), so that every head has a position")
+             .with_default("transparent")
+             .one_of({"transparent", "strongest"}),
+         OptionSpec::number("sigmas",
+                            "k of the drop-off threshold mu + k sigma (the paper: 4; the code: 4.5 "
+                            "cross, 0.87 self)")
+             .with_default(4.0)
+             .at_least(0.0),
+         OptionSpec::number("self_sigmas",
+                            "k for decoder self-attention; -1 = sigmas (the code: 0.87; its 7 x 7 "
+                            "maps have too few lines for any to pass 4 sigma)")
+             .with_default(-1.0)
+             .at_least(-1.0),
+         OptionSpec::string_list("cross_directions",
+                                 "line directions searched in cross-attention (the paper: "
+                                 "all three; the code: anti_diagonal)")
+             .with_default(all),
+         OptionSpec::string_list("self_directions",
+                                 "line directions searched in decoder self-attention (the "
+                                 "paper: all three; the code: diagonal)")
+             .with_default(all),
+         OptionSpec::string("diagonal_anchor",
+                            "left | right: the corner (1,1) lines keep when extended")
+             .with_default("left")
+             .one_of({"left", "right"}),
+         OptionSpec::string("anti_diagonal_anchor", "left | right (the paper's footnote: right)")
+             .with_default("right")
+             .one_of({"left", "right"}),
+         OptionSpec::string("vertical_anchor",
+                            "left | right (the code: right, so a pattern on the last input "
+                            "token extrapolates)")
+             .with_default("right")
+             .one_of({"left", "right"}),
+         OptionSpec::integer("layer",
+                             "decoder layer whose attention is read; -1 = the last (the paper)")
+             .with_default(int64_t{-1})
+             .at_least(-1),
+         OptionSpec::boolean("per_layer",
+                             "calibrate every decoder layer from its own attention, and the `abc` "
+                             "scheme gives each layer its own bias (the paper: the last layer's "
+                             "bias in every layer); excludes `layer`")
+             .with_default(false),
+         OptionSpec::integer("batch_size", "samples per forward pass")
+             .with_default(int64_t{256})
+             .at_least(1)}};
   }
 
   Calibrate(const lengen::Options& o, const lengen::StageInfo&)
       : samples_(o.get_int("samples")),
         rows_(o.get_int("rows")),
         logits_(o.get_string("scores") == "logits"),
-        statistic_(o.get_string("statistic") == "sum" ? abc::Statistic::kSum : abc::Statistic::kMean),
+        statistic_(o.get_string("statistic") == "sum" ? abc::Statistic::kSum
+                                                      : abc::Statistic::kMean),
         coverage_(o.get_float("coverage")),
         explain_away_(o.get_string("select") == "explain_away"),
         drop_constant_(o.get_string("constant_keys") == "drop"),
         strongest_(o.get_string("empty_heads") == "strongest"),
         sigmas_(o.get_float("sigmas")),
-        self_sigmas_(o.get_float("self_sigmas") < 0 ? o.get_float("sigmas") : o.get_float("self_sigmas")),
+        self_sigmas_(o.get_float("self_sigmas") < 0 ? o.get_float("sigmas")
+                                                    : o.get_float("self_sigmas")),
         layer_(o.get_int("layer")),
         per_layer_(o.get_bool("per_layer")),
         batch_(o.get_int("batch_size")) {
-    if (per_layer_ && layer_ >= 0) o.fail("per_layer", "per_layer calibrates every decoder layer; leave `layer` at -1");
+    if (per_layer_ && layer_ >= 0)
+      o.fail("per_layer", "per_layer calibrates every decoder layer; leave `layer` at -1");
     for (const auto& d : o.get_string_list("cross_directions")) {
       try {
         cross_dirs_.push_back(abc::parse_direction(d));
@@ -157,7 +184,9 @@ class Calibrate final : public lengen::Stage {
         o.fail("self_directions", e.what());
       }
     }
-    auto anchor = [&](const char* k) { return o.get_string(k) == "right" ? abc::Anchor::kRight : abc::Anchor::kLeft; };
+    auto anchor = [&](const char* k) {
+      return o.get_string(k) == "right" ? abc::Anchor::kRight : abc::Anchor::kLeft;
+    };
     anchors_[abc::Direction::kDiagonal] = anchor("diagonal_anchor");
     anchors_[abc::Direction::kAntiDiagonal] = anchor("anti_diagonal_anchor");
     anchors_[abc::Direction::kVertical] = anchor("vertical_anchor");
@@ -167,30 +196,37 @@ class Calibrate final : public lengen::Stage {
     const auto& exp = ctx.experiment();
     const lengen::Task& task = *exp.task;
     if (ctx.spec().init_from.empty()) {
-      ctx.spec().node.fail(fmt::format("calibrate stage '{}' needs the model that interpolates: give init_from "
-                                       "(its training stage)",
-                                       ctx.spec().name));
+      ctx.spec().node.fail(
+          fmt::format("calibrate stage '{}' needs the model that interpolates: give init_from "
+                      "(its training stage)",
+                      ctx.spec().name));
     }
     lengen::Transformer model = ctx.load_model();
     if (!model->arch().stacks().decoder) {
-      ctx.spec().node.fail("calibrate: the model has no decoder (ABC biases decoder self- and cross-attention)");
+      ctx.spec().node.fail(
+          "calibrate: the model has no decoder (ABC biases decoder self- and cross-attention)");
     }
-    // The attention maps: the chosen decoder layer's self- (and cross-) attention, or every layer's.
+    // The attention maps: the chosen decoder layer's self- (and cross-) attention, or every
+    // layer's.
     const auto names = model->attention_names();
     const int64_t depth = model->config().decoder_depth();
     const int64_t layer = layer_ < 0 ? depth - 1 : layer_;
     if (layer >= depth) {
-      ctx.spec().node.fail(fmt::format("calibrate: layer {} does not exist (the decoder has {})", layer, depth));
+      ctx.spec().node.fail(
+          fmt::format("calibrate: layer {} does not exist (the decoder has {})", layer, depth));
     }
     std::vector<int64_t> layers;
-    for (int64_t l = per_layer_ ? 0 : layer; l <= layer; ++l) layers.push_back(l);
+    for (int64_t l = per_layer_ ? 0 : layer; l <= layer; ++l)
+      layers.push_back(l);
     const std::string suffix = model->loops() > 1 ? fmt::format("@{}", model->loops() - 1) : "";
     std::map<int64_t, std::pair<int64_t, int64_t>> index;  // layer -> (self, cross) attention index
     for (int64_t l : layers) {
       int64_t self_index = -1, cross_index = -1;
       for (size_t i = 0; i < names.size(); ++i) {
-        if (names[i] == fmt::format("blocks.{}{}", l, suffix)) self_index = static_cast<int64_t>(i);
-        if (names[i] == fmt::format("blocks.{}.cross{}", l, suffix)) cross_index = static_cast<int64_t>(i);
+        if (names[i] == fmt::format("blocks.{}{}", l, suffix))
+          self_index = static_cast<int64_t>(i);
+        if (names[i] == fmt::format("blocks.{}.cross{}", l, suffix))
+          cross_index = static_cast<int64_t>(i);
       }
       LENGEN_CHECK(self_index >= 0, "calibrate: no attention named blocks.{}{}", l, suffix);
       index[l] = {self_index, cross_index};
@@ -203,13 +239,16 @@ class Calibrate final : public lengen::Stage {
       auto ex = task.sample_train(rng);
       by_length[ex.length()].push_back(std::move(ex));
     }
-    auto most = std::max_element(by_length.begin(), by_length.end(),
-                                 [](const auto& a, const auto& b) { return a.second.size() < b.second.size(); });
+    auto most =
+        std::max_element(by_length.begin(), by_length.end(), [](const auto& a, const auto& b) {
+          return a.second.size() < b.second.size();
+        });
     const auto& examples = most->second;
     lengen::AttentionRequest req;
     for (const auto& [l, at] : index) {
       req.layers.push_back(at.first);
-      if (at.second >= 0) req.layers.push_back(at.second);
+      if (at.second >= 0)
+        req.layers.push_back(at.second);
     }
     req.pre_softmax = logits_;
     req.correct_only = true;
@@ -217,14 +256,23 @@ class Calibrate final : public lengen::Stage {
     const auto maps = lengen::mean_attention(model, task, examples, ctx.device(), req);
     if (maps.samples == 0) {
       ctx.spec().node.fail(fmt::format(
-          "calibrate stage '{}': the model it starts from (init_from) answers none of the {} training samples of "
-          "the most frequent shape exactly, and calibration reads the attention of correct answers only; train "
+          "calibrate stage '{}': the model it starts from (init_from) answers none of the {} "
+          "training samples of "
+          "the most frequent shape exactly, and calibration reads the attention of correct answers "
+          "only; train "
           "that model until it interpolates (lower loss, more steps) before calibrating",
-          ctx.spec().name, maps.drawn));
+          ctx.spec().name,
+          maps.drawn));
     }
     lengen::logger("calibrate")
-        ->info("{}: {} of {} training samples decoded exactly right (of {} drawn; {} share the most frequent shape)",
-               ctx.spec().name, maps.samples, maps.drawn, samples_, examples.size());
+        ->info(
+            "{}: {} of {} training samples decoded exactly right (of {} drawn; {} share the most "
+            "frequent shape)",
+            ctx.spec().name,
+            maps.samples,
+            maps.drawn,
+            samples_,
+            examples.size());
 
     int64_t rows = rows_;
     if (rows == 0) {
@@ -246,24 +294,29 @@ class Calibrate final : public lengen::Stage {
                           {"per_layer", per_layer_}};
     // Per layer: tensors under "<kind>" (one layer) or "layer<l>.<kind>" (per_layer); abc.json
     // keeps the last layer at the top (the plot's) and, per_layer, every layer under "layers".
-    if (per_layer_) doc["layers"] = nlohmann::json::array();
+    if (per_layer_)
+      doc["layers"] = nlohmann::json::array();
     for (const auto& [l, at] : index) {
       const std::string prefix = per_layer_ ? fmt::format("layer{}.", l) : "";
       nlohmann::json part = nlohmann::json::object();
       for (const bool cross : {false, true}) {
         const std::string kind = cross ? "cross" : "self";
         const int64_t map_index = cross ? at.second : at.first;
-        if (map_index < 0) continue;
+        if (map_index < 0)
+          continue;
         std::vector<const lengen::AttentionMap*> heads;
         for (const auto& m : maps.maps) {
-          if (m.layer == map_index) heads.push_back(&m);
+          if (m.layer == map_index)
+            heads.push_back(&m);
         }
         const auto& dirs = cross ? cross_dirs_ : self_dirs_;
-        if (dirs.empty()) continue;
+        if (dirs.empty())
+          continue;
         const int64_t full_rows = heads[0]->mean.size(0), keys = heads[0]->mean.size(1);
         const int64_t m = rows > 0 ? std::min(rows, full_rows) : full_rows;
         const int64_t n = cross ? keys : m;  // self: the keys the first m rows can see
-        const auto min_rows = static_cast<int64_t>(std::ceil(coverage_ * static_cast<double>(m) - 1e-9));
+        const auto min_rows =
+            static_cast<int64_t>(std::ceil(coverage_ * static_cast<double>(m) - 1e-9));
         abc::KindLines kl;
         std::vector<torch::Tensor> averages, extended;
         nlohmann::json jheads = nlohmann::json::array();
@@ -275,7 +328,8 @@ class Calibrate final : public lengen::Stage {
           informative = torch::ones({m, n}, torch::kBool);
           const auto& constant = heads[0]->constant_keys;
           for (int64_t j = 0; j < n && j < static_cast<int64_t>(constant.size()); ++j) {
-            if (constant[static_cast<size_t>(j)]) informative.select(1, j).fill_(false);
+            if (constant[static_cast<size_t>(j)])
+              informative.select(1, j).fill_(false);
           }
         }
         for (const auto* h : heads) {
@@ -284,24 +338,34 @@ class Calibrate final : public lengen::Stage {
           for (auto d : dirs) {
             // Self-attention lines stay anchored left: its keys grow while decoding.
             const auto anchor = cross ? anchors_.at(d) : abc::Anchor::kLeft;
-            lines.push_back(
-                abc::average_lines(avg, visible, d, anchor, cross ? sigmas_ : self_sigmas_, statistic_, min_rows,
-                                   informative));
+            lines.push_back(abc::average_lines(avg,
+                                               visible,
+                                               d,
+                                               anchor,
+                                               cross ? sigmas_ : self_sigmas_,
+                                               statistic_,
+                                               min_rows,
+                                               informative));
           }
-          if (explain_away_) abc::explain_away(lines, avg, visible, statistic_, min_rows, informative);
-          const bool fell_back = strongest_ && abc::keep_strongest(lines, avg, visible, statistic_, min_rows, informative);
+          if (explain_away_)
+            abc::explain_away(lines, avg, visible, statistic_, min_rows, informative);
+          const bool fell_back =
+              strongest_ &&
+              abc::keep_strongest(lines, avg, visible, statistic_, min_rows, informative);
           nlohmann::json jl = nlohmann::json::object();
           for (const auto& l : lines) {
             nlohmann::json kept = nlohmann::json::object();
             for (int64_t k = 0; k < l.count(); ++k) {
-              if (std::isfinite(l.bias[static_cast<size_t>(k)])) kept[std::to_string(l.first() + k)] = l.bias[static_cast<size_t>(k)];
+              if (std::isfinite(l.bias[static_cast<size_t>(k)]))
+                kept[std::to_string(l.first() + k)] = l.bias[static_cast<size_t>(k)];
             }
-            jl[abc::direction_name(l.direction)] = {{"anchor", l.anchor == abc::Anchor::kRight ? "right" : "left"},
-                                                    {"mu", l.mu},
-                                                    {"sigma", l.sigma},
-                                                    {"threshold", l.threshold},
-                                                    {"d_max", l.d_max},
-                                                    {"kept", kept}};
+            jl[abc::direction_name(l.direction)] = {
+                {"anchor", l.anchor == abc::Anchor::kRight ? "right" : "left"},
+                {"mu", l.mu},
+                {"sigma", l.sigma},
+                {"threshold", l.threshold},
+                {"d_max", l.d_max},
+                {"kept", kept}};
           }
           auto ext = abc::extend(lines, 0, full_rows, keys, !cross);  // the training sample's size
           averages.push_back(avg);
@@ -315,11 +379,16 @@ class Calibrate final : public lengen::Stage {
           std::string summary;
           for (const auto& l : kl.heads.back()) {
             int64_t kept = 0;
-            for (double b : l.bias) kept += std::isfinite(b) ? 1 : 0;
+            for (double b : l.bias)
+              kept += std::isfinite(b) ? 1 : 0;
             summary += fmt::format(" {} {}", abc::direction_name(l.direction), kept);
           }
           lengen::logger("calibrate")
-              ->info("{}{} head {}: kept lines:{}{}", prefix, kind, h->head, summary,
+              ->info("{}{} head {}: kept lines:{}{}",
+                     prefix,
+                     kind,
+                     h->head,
+                     summary,
                      fell_back ? " (none passed: its strongest line, empty_heads: strongest)" : "");
         }
         auto t = abc::to_tensors(prefix + kind, kl);
@@ -327,20 +396,24 @@ class Calibrate final : public lengen::Stage {
         tensors.emplace_back(prefix + kind + ".average", torch::stack(averages));
         tensors.emplace_back(prefix + kind + ".extended", torch::stack(extended));
         part[kind] = {{"rows", m},
-                     {"queries", heads[0]->queries},
-                     {"keys", heads[0]->keys},
-                     {"constant_keys", heads[0]->constant_keys},
-                     {"heads", jheads}};
+                      {"queries", heads[0]->queries},
+                      {"keys", heads[0]->keys},
+                      {"constant_keys", heads[0]->constant_keys},
+                      {"heads", jheads}};
       }
-      if (per_layer_) doc["layers"].push_back({{"layer", l}, {"self", part.value("self", nlohmann::json())},
-                                               {"cross", part.value("cross", nlohmann::json())}});
-      if (l == layer) doc.update(part);
+      if (per_layer_)
+        doc["layers"].push_back({{"layer", l},
+                                 {"self", part.value("self", nlohmann::json())},
+                                 {"cross", part.value("cross", nlohmann::json())}});
+      if (l == layer)
+        doc.update(part);
     }
     ctx.write_tensors("abc.safetensors", tensors);
     const std::string json = (fs::path(ctx.dir()) / "abc.json").string();
     lengen::write_file_atomic(json, doc.dump() + "\n");
-    lengen::run_plot("plot_abc.py", fmt::format("'{}'", json), fmt::format("bias heatmaps written to {}/abc.png",
-                                                                           ctx.dir()),
+    lengen::run_plot("plot_abc.py",
+                     fmt::format("'{}'", json),
+                     fmt::format("bias heatmaps written to {}/abc.png", ctx.dir()),
                      json);
   }
 
@@ -360,7 +433,9 @@ class Calibrate final : public lengen::Stage {
   std::map<abc::Direction, abc::Anchor> anchors_;
 };
 
-void register_calibrate(lengen::Registrar& r) { r.add_stage<Calibrate>(); }
+void register_calibrate(lengen::Registrar& r) {
+  r.add_stage<Calibrate>();
+}
 
 }  // namespace
 

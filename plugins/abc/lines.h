@@ -50,7 +50,9 @@ struct Lines {
 
   /// Line index l of entry 0 of mean/bias.
   int64_t first() const { return direction == Direction::kVertical ? 1 : -(rows - 1); }
+
   int64_t count() const { return direction == Direction::kVertical ? cols : rows + cols - 1; }
+
   bool any_kept() const;
   /// The line index l of 0-based cell (i, j) of a matrix with N columns, after anchoring the
   /// m x n map in it (N = cols: the map's own lines). May lie outside the map's lines.
@@ -69,13 +71,13 @@ struct Lines {
 /// as not informative refuses lines that read only zero padding or a marker (an attention sink
 /// of the short map); extended to longer inputs, such a line lands on digits.
 Lines average_lines(const torch::Tensor& mean,
-                               const torch::Tensor& visible,
-                               Direction direction,
-                               Anchor anchor,
-                               double sigmas,
-                               Statistic statistic = Statistic::kMean,
-                               int64_t min_rows = 0,
-                               const torch::Tensor& informative = {});
+                    const torch::Tensor& visible,
+                    Direction direction,
+                    Anchor anchor,
+                    double sigmas,
+                    Statistic statistic = Statistic::kMean,
+                    int64_t min_rows = 0,
+                    const torch::Tensor& informative = {});
 
 /// Explain-away selection over one head's directions (beyond the paper and the released code;
 /// docs/abc.md): keep the line furthest above its direction's threshold (in sigmas), set its
@@ -86,8 +88,12 @@ Lines average_lines(const torch::Tensor& mean,
 /// direction of `mean`; mu, sigma, the thresholds and d_max stay the first pass's, and each
 /// kept line gets its first-pass d_l - d_max, as average_lines gives it. `informative`: as for
 /// average_lines.
-void explain_away(std::vector<Lines>& head, const torch::Tensor& mean, const torch::Tensor& visible,
-                  Statistic statistic, int64_t min_rows, const torch::Tensor& informative = {});
+void explain_away(std::vector<Lines>& head,
+                  const torch::Tensor& mean,
+                  const torch::Tensor& visible,
+                  Statistic statistic,
+                  int64_t min_rows,
+                  const torch::Tensor& informative = {});
 
 /// The fallback for a head where no line passes (beyond the paper and the released code, which
 /// leave such a head transparent; docs/abc.md): if no direction of `head` keeps a line, keep the
@@ -95,8 +101,12 @@ void explain_away(std::vector<Lines>& head, const torch::Tensor& mean, const tor
 /// `min_rows` rows and read an informative cell, with its d_l - d_max as average_lines gives it.
 /// `head` holds average_lines's result for each direction of `mean`. Returns whether it kept one
 /// (false when the head already had a line, or no line is eligible).
-bool keep_strongest(std::vector<Lines>& head, const torch::Tensor& mean, const torch::Tensor& visible,
-                    Statistic statistic, int64_t min_rows, const torch::Tensor& informative = {});
+bool keep_strongest(std::vector<Lines>& head,
+                    const torch::Tensor& mean,
+                    const torch::Tensor& visible,
+                    Statistic statistic,
+                    int64_t min_rows,
+                    const torch::Tensor& informative = {});
 
 /// One head's bias for rows [row0, row0 + M) and N columns: per cell the maximum over the
 /// directions of the kept line's value (-inf where none), Algorithm 1's merge. When no
@@ -105,13 +115,14 @@ bool keep_strongest(std::vector<Lines>& head, const torch::Tensor& mean, const t
 /// defined). `causal`: row r may attend to columns <= r only (decoder self-attention; the
 /// fallback then does not depend on later keys, so KV-cached decoding sees the same rows).
 /// -> [M, N] float64.
-torch::Tensor extend(const std::vector<Lines>& head, int64_t row0, int64_t M, int64_t N,
-                                bool causal = false);
+torch::Tensor extend(
+    const std::vector<Lines>& head, int64_t row0, int64_t M, int64_t N, bool causal = false);
 
 /// What calibration produces for one attention kind: per head, the lines of each searched
 /// direction.
 struct KindLines {
   std::vector<std::vector<Lines>> heads;  ///< [head][direction]
+
   bool empty() const { return heads.empty(); }
 };
 
@@ -119,10 +130,10 @@ struct KindLines {
 /// and ".bias" [H, lines] float64, ".info" [4] int64 (m, n, anchor 0 left / 1 right, 0) and
 /// ".stats" [H, 4] float64 (mu, sigma, threshold, d_max).
 std::vector<std::pair<std::string, torch::Tensor>> to_tensors(const std::string& prefix,
-                                                                        const KindLines& lines);
+                                                              const KindLines& lines);
 /// The inverse of to_tensors: the lines under `prefix` in `tensors` (empty when there are none).
 /// Fails naming the tensor when one is malformed.
 KindLines from_tensors(const std::string& prefix,
-                                  const std::vector<std::pair<std::string, torch::Tensor>>& tensors);
+                       const std::vector<std::pair<std::string, torch::Tensor>>& tensors);
 
 }  // namespace lengen::abc

@@ -2,9 +2,8 @@
 // position (KV cache), right-anchored lines at each sample's last real key, layer selection,
 // refusals. (The line arithmetic itself: test_lines.cpp; the pipeline end to end:
 // test/integration/test_abc_pipeline.cpp.)
-#include "lines.h"
-
 #include "helpers.h"
+#include "lines.h"
 
 using lengen::test::make_scheme;
 namespace abc = lengen::abc;
@@ -20,7 +19,8 @@ lengen::SchemeContext ctx(int64_t heads) {
   return c;
 }
 
-lengen::AttentionContext call(lengen::AttentionKind kind, int64_t layer, int64_t offset, int64_t T, int64_t S) {
+lengen::AttentionContext call(
+    lengen::AttentionKind kind, int64_t layer, int64_t offset, int64_t T, int64_t S) {
   lengen::AttentionContext a;
   a.kind = kind;
   a.layer = layer;
@@ -78,14 +78,17 @@ TEST_CASE("abc: right-anchored lines align with each sample's last real key", "[
 TEST_CASE("abc: a missing or mismatched file is refused naming it", "[abc]") {
   // Built before the calibrate stage ran (experiment validation): fails at first use.
   auto s = make_scheme("{name: abc, bias: /nonexistent/abc.safetensors}", ctx(2));
-  CHECK_THROWS_WITH(s->additive_bias(call(lengen::AttentionKind::kCross, 0, 0, 2, 3)),
-                    Catch::Contains("/nonexistent/abc.safetensors") && Catch::Contains("calibrate"));
-  CHECK_THROWS_WITH(make_scheme("{name: abc, bias: '" + lengen::test::synthetic_calibration(3) + "'}", ctx(2)),
-                    Catch::Contains("3 heads") && Catch::Contains("has 2"));
+  CHECK_THROWS_WITH(
+      s->additive_bias(call(lengen::AttentionKind::kCross, 0, 0, 2, 3)),
+      Catch::Contains("/nonexistent/abc.safetensors") && Catch::Contains("calibrate"));
+  CHECK_THROWS_WITH(
+      make_scheme("{name: abc, bias: '" + lengen::test::synthetic_calibration(3) + "'}", ctx(2)),
+      Catch::Contains("3 heads") && Catch::Contains("has 2"));
   // Relative paths are read from the run directory.
   lengen::test::TempDir dir;
   std::filesystem::create_directories(dir.path / "stages" / "calibrate");
-  std::filesystem::copy_file(lengen::test::synthetic_calibration(2), dir.file("stages/calibrate/abc.safetensors"));
+  std::filesystem::copy_file(lengen::test::synthetic_calibration(2),
+                             dir.file("stages/calibrate/abc.safetensors"));
   auto c = ctx(2);
   c.run_dir = dir.str();
   auto rel = make_scheme("abc", c);
@@ -98,7 +101,9 @@ TEST_CASE("abc: a per-layer calibration gives each decoder layer its own bias", 
   std::vector<std::pair<std::string, torch::Tensor>> per_layer;
   for (const auto& [name, t] : shared) {
     per_layer.emplace_back("layer0." + name, t);
-    per_layer.emplace_back("layer1." + name, name.size() > 5 && name.substr(name.size() - 5) == ".info" ? t : t.flip({0}));
+    per_layer.emplace_back(
+        "layer1." + name,
+        name.size() > 5 && name.substr(name.size() - 5) == ".info" ? t : t.flip({0}));
   }
   lengen::test::TempDir dir;
   const std::string file = dir.file("per_layer.safetensors");
@@ -124,5 +129,6 @@ TEST_CASE("abc: a per-layer calibration gives each decoder layer its own bias", 
   both.insert(both.end(), shared.begin(), shared.end());
   const std::string mixed = dir.file("both.safetensors");
   lengen::save_safetensors(mixed, both);
-  CHECK_THROWS_WITH(make_scheme("{name: abc, bias: '" + mixed + "'}", ctx(2)), Catch::Contains("per-layer"));
+  CHECK_THROWS_WITH(make_scheme("{name: abc, bias: '" + mixed + "'}", ctx(2)),
+                    Catch::Contains("per-layer"));
 }

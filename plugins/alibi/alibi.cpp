@@ -30,7 +30,9 @@ class Alibi final : public lengen::SourcedPositionScheme {
         "position",
         "alibi",
         "ALiBi: per-head linear distance penalty -m_h |i - j| on the logits (Press et al. 2022)",
-        {OptionSpec::number("slope_scale", "multiplies every slope").with_default(1.0).at_least(0)}};
+        {OptionSpec::number("slope_scale", "multiplies every slope")
+             .with_default(1.0)
+             .at_least(0)}};
     auto source = lengen::PositionSource::options();
     spec.options.insert(spec.options.end(), source.begin(), source.end());
     return spec;
@@ -50,7 +52,8 @@ class Alibi final : public lengen::SourcedPositionScheme {
     return out;
   }
 
-  Alibi(const lengen::Options& o, const lengen::SchemeContext& ctx) : SourcedPositionScheme(o, ctx) {
+  Alibi(const lengen::Options& o, const lengen::SchemeContext& ctx)
+      : SourcedPositionScheme(o, ctx) {
     auto m = torch::tensor(slopes(ctx.heads), torch::kFloat64) * o.get_float("slope_scale");
     slopes_ = register_buffer("slopes", m.to(torch::kFloat32));  // [H]
   }
@@ -64,10 +67,10 @@ class Alibi final : public lengen::SourcedPositionScheme {
   torch::Tensor additive_bias(const lengen::AttentionContext& ctx) override {
     // Positions only: remembered across layers and steps while the positions stay the same.
     return bias_.get(ctx, [&] {
-      auto q = ctx.query_ids[0].unsqueeze(2);                       // [B|1, T, 1]
-      auto k = ctx.key_ids[0].unsqueeze(1);                         // [B|1, 1, S]
-      auto dist = (q - k).abs().to(slopes_.dtype()).unsqueeze(1);   // [B|1, 1, T, S]
-      return -slopes_.view({1, -1, 1, 1}) * dist;                   // [B|1, H, T, S]
+      auto q = ctx.query_ids[0].unsqueeze(2);                      // [B|1, T, 1]
+      auto k = ctx.key_ids[0].unsqueeze(1);                        // [B|1, 1, S]
+      auto dist = (q - k).abs().to(slopes_.dtype()).unsqueeze(1);  // [B|1, 1, T, S]
+      return -slopes_.view({1, -1, 1, 1}) * dist;                  // [B|1, H, T, S]
     });
   }
 
@@ -76,7 +79,9 @@ class Alibi final : public lengen::SourcedPositionScheme {
   lengen::PositionMemo<> bias_;
 };
 
-void register_alibi(lengen::Registrar& r) { r.add_position<Alibi>(); }
+void register_alibi(lengen::Registrar& r) {
+  r.add_position<Alibi>();
+}
 
 }  // namespace
 

@@ -49,7 +49,7 @@ TEST_CASE("alibi: bias is -m_h times the distance and shared across layers", "[a
   a.key_ids = a.query_ids;
   auto b = s->additive_bias(a);  // [1, 2, 5, 5]
   REQUIRE(b.sizes() == torch::IntArrayRef({1, 2, 5, 5}));
-  CHECK(b[0][0][4][1].item<double>() == Approx(-0.0625 * 3));   // 2 heads: slopes 1/16, 1/256
+  CHECK(b[0][0][4][1].item<double>() == Approx(-0.0625 * 3));  // 2 heads: slopes 1/16, 1/256
   CHECK(b[0][1][3][3].item<double>() == 0.0);
   // Translation invariance: bias(i + c, j + c) == bias(i, j).
   lengen::AttentionContext shifted = a;

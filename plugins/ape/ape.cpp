@@ -29,7 +29,8 @@ class LearnedApe final : public lengen::SourcedPositionScheme {
   }
 
   LearnedApe(const lengen::Options& o, const lengen::SchemeContext& ctx)
-      : SourcedPositionScheme(o, ctx), tables_(*this, {o.get_int("max_position")}, ctx.d_model, o) {}
+      : SourcedPositionScheme(o, ctx),
+        tables_(*this, {o.get_int("max_position")}, ctx.d_model, o) {}
 
   uint32_t hooks() const override { return lengen::kHookInputEmbedding; }
 
@@ -45,7 +46,9 @@ class LearnedApe final : public lengen::SourcedPositionScheme {
   lengen::PositionTables tables_;
 };
 
-void register_ape(lengen::Registrar& r) { r.add_position<LearnedApe>(); }
+void register_ape(lengen::Registrar& r) {
+  r.add_position<LearnedApe>();
+}
 
 }  // namespace
 

@@ -59,14 +59,16 @@ enum Dim : int64_t {
 // The ceil(log2(n)) bits that give every ID 1..n a distinct hypercube vertex.
 int64_t bits_for(int64_t n) {
   int64_t p = 1;
-  while ((int64_t{1} << p) < n) ++p;
+  while ((int64_t{1} << p) < n)
+    ++p;
   return p;
 }
 
 // Writes v_k^D (k >= 1: the bits of k - 1 from the most significant, +1 for 0 and -1 for 1;
 // k = 0: the zero vector) into row[at .. at + D).
 void hypercube(torch::Tensor row, int64_t at, int64_t k, int64_t D) {
-  if (k == 0) return;
+  if (k == 0)
+    return;
   for (int64_t i = 0; i < D; ++i) {
     const int64_t bit = ((k - 1) >> (D - 1 - i)) & 1;
     row[at + i] = bit ? -1.0 : 1.0;
@@ -76,19 +78,22 @@ void hypercube(torch::Tensor row, int64_t at, int64_t k, int64_t D) {
 class Construct final : public lengen::Stage {
  public:
   static lengen::ComponentSpec spec() {
-    return {"stage",
-            "construct",
-            "hand-set weights on the real model, written as this stage's checkpoint (no training); "
-            "evaluate it with an eval stage (init_from) like a trained model",
-            {OptionSpec::string("construction",
-                                "cho_addition_scratchpad: Cho et al. 2025, Theorem 4.1 / App. D, multi-operand "
-                                "addition with scratchpad and bi-level coupling (docs/theory.md)")
-                 .with_default("cho_addition_scratchpad")
-                 .one_of({"cho_addition_scratchpad"}),
-             OptionSpec::number("alpha", "attention sharpness: a matching key scores 2 alpha above any other "
-                                         "(the seed's alpha_h, after the model's 1/sqrt(d_head) scaling)")
-                 .with_default(20.0)
-                 .at_least(1.0)}};
+    return {
+        "stage",
+        "construct",
+        "hand-set weights on the real model, written as this stage's checkpoint (no training); "
+        "evaluate it with an eval stage (init_from) like a trained model",
+        {OptionSpec::string(
+             "construction",
+             "cho_addition_scratchpad: Cho et al. 2025, Theorem 4.1 / App. D, multi-operand "
+             "addition with scratchpad and bi-level coupling (docs/theory.md)")
+             .with_default("cho_addition_scratchpad")
+             .one_of({"cho_addition_scratchpad"}),
+         OptionSpec::number("alpha",
+                            "attention sharpness: a matching key scores 2 alpha above any other "
+                            "(the seed's alpha_h, after the model's 1/sqrt(d_head) scaling)")
+             .with_default(20.0)
+             .at_least(1.0)}};
   }
 
   Construct(const lengen::Options& o, const lengen::StageInfo& info)
@@ -107,10 +112,13 @@ class Construct final : public lengen::Stage {
     require(m.norm == "none", "model.norm", "none (the construction has no normalisation)");
     require(m.activation == "relu", "model.activation", "relu");
     require(m.ff_bias, "model.ff_bias", "true (the feed-forward thresholds are biases)");
-    require(!m.tie_embeddings, "model.tie_embeddings", "false (the read-out is not the token embedding)");
+    require(!m.tie_embeddings,
+            "model.tie_embeddings",
+            "false (the read-out is not the token embedding)");
     const lengen::Task& task = ctx.task();
     const lengen::Vocabulary& vocab = task.vocabulary();
-    require(task.position_levels() == 2 && vocab.contains(">"), "task",
+    require(task.position_levels() == 2 && vocab.contains(">"),
+            "task",
             "addition with scratchpad: true (bi-level IDs and the '>' separator)");
 
     lengen::Transformer model = exp.build_model(torch::kCPU);
@@ -119,11 +127,12 @@ class Construct final : public lengen::Stage {
     const auto& schemes = model->schemes();
     const auto tables = schemes.size() == 1 ? schemes[0]->learned_tables()
                                             : std::vector<lengen::LearnedPositionTable>{};
-    require(schemes.size() == 1 && schemes[0]->hooks() == lengen::kHookInputEmbedding && tables.size() == 2 &&
-                !tables[0].sequence_index && tables[0].level == 0 && !tables[1].sequence_index &&
-                tables[1].level == 1,
+    require(schemes.size() == 1 && schemes[0]->hooks() == lengen::kHookInputEmbedding &&
+                tables.size() == 2 && !tables[0].sequence_index && tables[0].level == 0 &&
+                !tables[1].sequence_index && tables[1].level == 1,
             "position",
-            "one scheme that adds only learned tables over both levels of the task's IDs (e.g. coupling)");
+            "one scheme that adds only learned tables over both levels of the task's IDs (e.g. "
+            "coupling)");
     auto params = model->named_parameters();
     auto param = [&](const std::string& name) -> torch::Tensor {
       auto* p = params.find(name);
@@ -132,12 +141,18 @@ class Construct final : public lengen::Stage {
     };
     const torch::Tensor level0 = tables[0].weight, level1 = tables[1].weight;
     const int64_t P1 = bits_for(level0.size(0)), P2 = bits_for(level1.size(0)), P = P1 + P2;
-    const int64_t pos1 = kFixed, pos1n = pos1 + P1, pos2 = pos1n + P1, pos2n = pos2 + P2, need_c = pos2n + P2;
+    const int64_t pos1 = kFixed, pos1n = pos1 + P1, pos2 = pos1n + P1, pos2n = pos2 + P2,
+                  need_c = pos2n + P2;
     const torch::Tensor qkv = param("blocks.0.attn.qkv.weight");
     const int64_t H = 4, D = qkv.size(0) / (3 * H);
-    require(m.d_model >= need_c, "model.d_model",
-            fmt::format("at least {} (19 + 2 x {} + 2 x {} for max_position {} / {})", need_c, P1, P2,
-                        level0.size(0) - 1, level1.size(0) - 1));
+    require(m.d_model >= need_c,
+            "model.d_model",
+            fmt::format("at least {} (19 + 2 x {} + 2 x {} for max_position {} / {})",
+                        need_c,
+                        P1,
+                        P2,
+                        level0.size(0) - 1,
+                        level1.size(0) - 1));
     require(D >= P + 1, "model.d_head", fmt::format("at least {} (P1 + P2 + 1)", P + 1));
 
     // The next digit as ReLU spikes over u = 40 PRE_SUM + PRE_CARRY - NUM, at the points that
@@ -155,19 +170,23 @@ class Construct final : public lengen::Stage {
     int64_t units = 2;
     for (const auto& [t, w] : spikes) {
       bool any = false;
-      for (double x : w) any = any || x != 0.0;
+      for (double x : w)
+        any = any || x != 0.0;
       units += any ? 1 : 0;
     }
     require(m.d_ff >= units, "model.d_ff", fmt::format("at least {}", units));
 
     torch::NoGradGuard no_grad;
-    for (auto& p : params) p.value().zero_();
+    for (auto& p : params)
+      p.value().zero_();
     auto set = [](torch::Tensor t, int64_t i, int64_t j, double v) { t[i][j] = v; };
 
     // Token embedding: NUM, IS_BOS, FULL_ONES.
     const torch::Tensor tok = param("tok_emb.weight");
-    for (int64_t id = 0; id < vocab.size(); ++id) set(tok, id, kOnes, 1.0);
-    for (int64_t j = 0; j <= 9; ++j) set(tok, vocab.id(std::to_string(j)), kNum, static_cast<double>(j));
+    for (int64_t id = 0; id < vocab.size(); ++id)
+      set(tok, id, kOnes, 1.0);
+    for (int64_t j = 0; j <= 9; ++j)
+      set(tok, vocab.id(std::to_string(j)), kNum, static_cast<double>(j));
     set(tok, vocab.id("$"), kIsBos, 1.0);
 
     // Position tables: row p holds [v_p; v_{p+1}] in its level's dimensions (row 0: zero).
@@ -185,31 +204,47 @@ class Construct final : public lengen::Stage {
     // other at most alpha (P - 2).
     const double a = alpha_ * std::sqrt(static_cast<double>(D));
     const torch::Tensor out = param("blocks.0.attn.out.weight");
+
     struct Part {
       int64_t query_dim, key_dim, width;
     };
-    auto head = [&](int64_t h, std::vector<Part> parts, int64_t value_dim, double value, int64_t writes) {
-      int64_t row = 0, norm = 0;
-      for (const Part& part : parts) {
-        for (int64_t i = 0; i < part.width; ++i, ++row) {
-          set(qkv, h * D + row, part.query_dim + i, a);
-          set(qkv, H * D + h * D + row, part.key_dim + i, 1.0);
-        }
-        norm += part.width;
-      }
-      set(qkv, h * D + row, kOnes, a * std::sqrt(static_cast<double>(norm)));
-      set(qkv, H * D + h * D + row, kIsBos, std::sqrt(static_cast<double>(norm)));
-      set(qkv, 2 * H * D + h * D, value_dim, value);
-      set(out, writes, h * D, 1.0);
-    };
-    head(0, {{pos1n, pos1, P1}, {pos2, pos2n, P2}}, kNum, 3.0, kPreSum);  // a_i, b_{i-1} at the next significance
-    head(1, {{pos1, pos1, P1}, {pos2, pos2n, P2}}, kNum, 3.0, kPreCarry);  // the same at this significance
-    head(2, {{pos1n, pos1, P1}}, kIsBos, 1.0, kPreArrow);                  // 1 iff no next significance
-    head(3, {{pos1, pos1, P1}, {pos2, pos2, P2}}, kIsBos, 1.0, kPreEos);   // 1/2 iff in the last number
+
+    auto head =
+        [&](int64_t h, std::vector<Part> parts, int64_t value_dim, double value, int64_t writes) {
+          int64_t row = 0, norm = 0;
+          for (const Part& part : parts) {
+            for (int64_t i = 0; i < part.width; ++i, ++row) {
+              set(qkv, h * D + row, part.query_dim + i, a);
+              set(qkv, H * D + h * D + row, part.key_dim + i, 1.0);
+            }
+            norm += part.width;
+          }
+          set(qkv, h * D + row, kOnes, a * std::sqrt(static_cast<double>(norm)));
+          set(qkv, H * D + h * D + row, kIsBos, std::sqrt(static_cast<double>(norm)));
+          set(qkv, 2 * H * D + h * D, value_dim, value);
+          set(out, writes, h * D, 1.0);
+        };
+    head(0,
+         {{pos1n, pos1, P1}, {pos2, pos2n, P2}},
+         kNum,
+         3.0,
+         kPreSum);  // a_i, b_{i-1} at the next significance
+    head(1,
+         {{pos1, pos1, P1}, {pos2, pos2n, P2}},
+         kNum,
+         3.0,
+         kPreCarry);                                       // the same at this significance
+    head(2, {{pos1n, pos1, P1}}, kIsBos, 1.0, kPreArrow);  // 1 iff no next significance
+    head(3,
+         {{pos1, pos1, P1}, {pos2, pos2, P2}},
+         kIsBos,
+         1.0,
+         kPreEos);  // 1/2 iff in the last number
 
     // Feed-forward.
     const torch::Tensor up = param("blocks.0.ff.up.weight"), up_b = param("blocks.0.ff.up.bias");
-    const torch::Tensor down = param("blocks.0.ff.down.weight"), down_b = param("blocks.0.ff.down.bias");
+    const torch::Tensor down = param("blocks.0.ff.down.weight"),
+                        down_b = param("blocks.0.ff.down.bias");
     set(up, 0, kPreArrow, 1.0);
     up_b[0] = -0.5;
     set(down, kArrow, 0, 2.0);
@@ -221,26 +256,31 @@ class Construct final : public lengen::Stage {
     int64_t unit = 2;
     for (const auto& [t, w] : spikes) {
       bool any = false;
-      for (double x : w) any = any || x != 0.0;
-      if (!any) continue;
+      for (double x : w)
+        any = any || x != 0.0;
+      if (!any)
+        continue;
       set(up, unit, kPreSum, 40.0);
       set(up, unit, kPreCarry, 1.0);
       set(up, unit, kNum, -1.0);
       up_b[unit] = -static_cast<double>(t);
-      for (int64_t j = 0; j < 10; ++j) set(down, kSum0 + j, unit, w[static_cast<size_t>(j)]);
+      for (int64_t j = 0; j < 10; ++j)
+        set(down, kSum0 + j, unit, w[static_cast<size_t>(j)]);
       ++unit;
     }
 
     // Read-out.
     const torch::Tensor head_w = param("lm_head.weight");
-    for (int64_t j = 0; j <= 9; ++j) set(head_w, vocab.id(std::to_string(j)), kSum0 + j, 1.0);
+    for (int64_t j = 0; j <= 9; ++j)
+      set(head_w, vocab.id(std::to_string(j)), kSum0 + j, 1.0);
     set(head_w, vocab.id(">"), kArrow, 10.0);
     set(head_w, vocab.id("$"), kEos, 100.0);
 
     const lengen::RunDir folder = ctx.folder();
     fs::create_directories(folder.checkpoints());
     const std::string path = folder.checkpoint(0).string();
-    lengen::save_safetensors(path, lengen::named_weights(model),
+    lengen::save_safetensors(path,
+                             lengen::named_weights(model),
                              {{"format", "lengen-checkpoint-1"},
                               {"step", "0"},
                               {"seed", std::to_string(exp.seed)},
@@ -254,13 +294,29 @@ class Construct final : public lengen::Stage {
                              {"d_head_needed", P + 1},
                              {"d_ff_needed", units},
                              {"dims",
-                              {{"NUM", kNum}, {"IS_BOS", kIsBos}, {"FULL_ONES", kOnes}, {"PRE_SUM", kPreSum},
-                               {"PRE_CARRY", kPreCarry}, {"PRE_ARROW", kPreArrow}, {"PRE_EOS", kPreEos},
-                               {"SUM_0", kSum0}, {"ARROW", kArrow}, {"EOS", kEos}, {"POS_1", pos1},
-                               {"POS_1_NEXT", pos1n}, {"POS_2", pos2}, {"POS_2_NEXT", pos2n}}}};
-    lengen::write_file_atomic((fs::path(ctx.dir()) / "construction.json").string(), layout.dump(2) + "\n");
-    lengen::logger("stage")->info("{}: Theorem 4.1's weights (P1 {}, P2 {}, {} feed-forward units) written to {}",
-                                  name_, P1, P2, units, path);
+                              {{"NUM", kNum},
+                               {"IS_BOS", kIsBos},
+                               {"FULL_ONES", kOnes},
+                               {"PRE_SUM", kPreSum},
+                               {"PRE_CARRY", kPreCarry},
+                               {"PRE_ARROW", kPreArrow},
+                               {"PRE_EOS", kPreEos},
+                               {"SUM_0", kSum0},
+                               {"ARROW", kArrow},
+                               {"EOS", kEos},
+                               {"POS_1", pos1},
+                               {"POS_1_NEXT", pos1n},
+                               {"POS_2", pos2},
+                               {"POS_2_NEXT", pos2n}}}};
+    lengen::write_file_atomic((fs::path(ctx.dir()) / "construction.json").string(),
+                              layout.dump(2) + "\n");
+    lengen::logger("stage")->info(
+        "{}: Theorem 4.1's weights (P1 {}, P2 {}, {} feed-forward units) written to {}",
+        name_,
+        P1,
+        P2,
+        units,
+        path);
   }
 
  private:
@@ -268,7 +324,9 @@ class Construct final : public lengen::Stage {
   double alpha_;
 };
 
-void register_construct(lengen::Registrar& r) { r.add_stage<Construct>(); }
+void register_construct(lengen::Registrar& r) {
+  r.add_stage<Construct>();
+}
 
 }  // namespace
 

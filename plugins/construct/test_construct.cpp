@@ -17,7 +17,8 @@ std::string experiment(const TempDir& dir, const std::string& extra = "") {
          "\n"
          "task: {name: addition, scratchpad: true, zero_pad: true, pad_to: answer, operands: 2,\n"
          "       train_digits: [1, 3], eval_digits: [1, 40], eval_operands: [2, 30]}\n"
-         "model: {arch: decoder, layers: 1, heads: 4, d_model: 51, d_head: 16, d_ff: 160, norm: none,\n"
+         "model: {arch: decoder, layers: 1, heads: 4, d_model: 51, d_head: 16, d_ff: 160, norm: "
+         "none,\n"
          "        activation: relu, attention_bias: false, ff_bias: true}\n"
          "position: [{name: coupling, max_position: [100, 40]}]\n"
          "eval: {grid: {digits: [1, 6, 25], operands: [2, 8, 16]}, samples: 12, batch_size: 12,\n"
@@ -38,7 +39,8 @@ nlohmann::json run(const TempDir& dir, const std::string& yaml) {
 
 }  // namespace
 
-TEST_CASE("construct: Theorem 4.1's model adds 2 to 16 operands of 1 to 25 digits, greedy", "[construct]") {
+TEST_CASE("construct: Theorem 4.1's model adds 2 to 16 operands of 1 to 25 digits, greedy",
+          "[construct]") {
   TempDir dir;
   auto summary = run(dir, experiment(dir));
   REQUIRE(summary["cells"].size() == 9);
@@ -48,14 +50,16 @@ TEST_CASE("construct: Theorem 4.1's model adds 2 to 16 operands of 1 to 25 digit
     CHECK(c["samples"].get<int64_t>() == 12);
   }
   // The layout is the appendix's: d = 19 + 2 P1 + 2 P2 with 2^P >= max_position + 1.
-  auto layout = nlohmann::json::parse(lengen::test::read_text(dir.file("theory/0/stages/construct/construction.json")));
+  auto layout = nlohmann::json::parse(
+      lengen::test::read_text(dir.file("theory/0/stages/construct/construction.json")));
   CHECK(layout["P1"] == 7);
   CHECK(layout["P2"] == 6);
   CHECK(layout["d_model_needed"] == 19 + 2 * 7 + 2 * 6);
   CHECK(layout["d_head_needed"] == 14);
 
   // Weights as App. D sets them: hypercube codes in the coupling tables, 3 NUM into PRE_SUM.
-  auto ckpt = lengen::load_safetensors(dir.file("theory/0/stages/construct/checkpoints/step-00000000.safetensors"));
+  auto ckpt = lengen::load_safetensors(
+      dir.file("theory/0/stages/construct/checkpoints/step-00000000.safetensors"));
   const torch::Tensor level0 = *ckpt.find("position.0.level0");
   CHECK(level0[0].abs().sum().item<double>() == 0.0);  // ID 0 (BOS) has no code
   const int64_t pos1 = layout["dims"]["POS_1"];
@@ -70,15 +74,18 @@ TEST_CASE("construct: Theorem 4.1's model adds 2 to 16 operands of 1 to 25 digit
   CHECK(torch::equal(level0[5].slice(0, pos1n, pos1n + 7), v6));
 }
 
-TEST_CASE("construct: attention that is not sharp enough breaks it (the alphas matter)", "[construct]") {
+TEST_CASE("construct: attention that is not sharp enough breaks it (the alphas matter)",
+          "[construct]") {
   TempDir dir;
   auto summary = run(dir, experiment(dir, ", alpha: 1"));
   double worst = 1.0;
-  for (const auto& c : summary["cells"]) worst = std::min(worst, c["accuracy"].get<double>());
+  for (const auto& c : summary["cells"])
+    worst = std::min(worst, c["accuracy"].get<double>());
   CHECK(worst < 0.5);
 }
 
-TEST_CASE("construct: a model the construction cannot be set in is refused naming the key", "[construct]") {
+TEST_CASE("construct: a model the construction cannot be set in is refused naming the key",
+          "[construct]") {
   TempDir dir;
   std::string yaml = experiment(dir);
   auto refused = [&](const std::string& from, const std::string& to, const std::string& message) {
@@ -86,7 +93,8 @@ TEST_CASE("construct: a model the construction cannot be set in is refused namin
     y.replace(y.find(from), from.size(), to);
     lengen::test::write_text(dir.file("exp.yaml"), y);
     lengen::Experiment exp = lengen::Experiment::load(dir.file("exp.yaml"));
-    REQUIRE_THROWS_WITH(lengen::run_experiment(exp, lengen::RunOptions{false, true, false}), Catch::Contains(message));
+    REQUIRE_THROWS_WITH(lengen::run_experiment(exp, lengen::RunOptions{false, true, false}),
+                        Catch::Contains(message));
   };
   refused("norm: none", "norm: layernorm", "model.norm needs none");
   refused("d_model: 51", "d_model: 40", "model.d_model needs at least 45");
@@ -94,7 +102,12 @@ TEST_CASE("construct: a model the construction cannot be set in is refused namin
   refused("heads: 4", "heads: 2", "model.heads needs 4");
   // The tables are found by what indexes them: an APE over one level of the IDs is not enough,
   // and coupling over one level is refused the same way.
-  const std::string tables = "position needs one scheme that adds only learned tables over both levels";
-  refused("{name: coupling, max_position: [100, 40]}", "{name: ape, ids: task, level: 0, max_position: 100}", tables);
-  refused("{name: coupling, max_position: [100, 40]}", "{name: coupling, levels: 1, max_position: 100}", tables);
+  const std::string tables =
+      "position needs one scheme that adds only learned tables over both levels";
+  refused("{name: coupling, max_position: [100, 40]}",
+          "{name: ape, ids: task, level: 0, max_position: 100}",
+          tables);
+  refused("{name: coupling, max_position: [100, 40]}",
+          "{name: coupling, levels: 1, max_position: 100}",
+          tables);
 }

@@ -19,20 +19,20 @@ class Coupling final : public lengen::PositionScheme {
  public:
   static lengen::ComponentSpec spec() {
     lengen::ComponentSpec spec{
-            "position",
-            "coupling",
-            "Position Coupling: learned tables over the task's coupled IDs, one per level, "
-            "with random training offsets",
-            {OptionSpec::integer("levels", "levels of IDs to embed (0: all the task emits)")
-                 .with_default(0)
-                 .at_least(0)
-                 .at_most(8),
-             OptionSpec::int_list("max_position",
-                                  "largest ID per level (one value applies to every level)")
-                 .with_default(64)
-                 .at_least(1),
-             OptionSpec::boolean("random_offset", "shift IDs randomly per sample in training")
-                 .with_default(true)}};
+        "position",
+        "coupling",
+        "Position Coupling: learned tables over the task's coupled IDs, one per level, "
+        "with random training offsets",
+        {OptionSpec::integer("levels", "levels of IDs to embed (0: all the task emits)")
+             .with_default(0)
+             .at_least(0)
+             .at_most(8),
+         OptionSpec::int_list("max_position",
+                              "largest ID per level (one value applies to every level)")
+             .with_default(64)
+             .at_least(1),
+         OptionSpec::boolean("random_offset", "shift IDs randomly per sample in training")
+             .with_default(true)}};
     auto init = lengen::PositionTables::init_options("sinusoidal");
     spec.options.insert(spec.options.end(), init.begin(), init.end());
     return spec;
@@ -45,8 +45,10 @@ class Coupling final : public lengen::PositionScheme {
       levels = ctx.position_levels;
     }
     if (levels > ctx.position_levels) {
-      o.fail("levels", fmt::format("the task emits {} level(s) of position IDs, not {}",
-                                   ctx.position_levels, levels));
+      o.fail(
+          "levels",
+          fmt::format(
+              "the task emits {} level(s) of position IDs, not {}", ctx.position_levels, levels));
     }
     std::vector<int64_t> max_pos = o.get_int_list("max_position");
     if (max_pos.size() == 1) {
@@ -62,7 +64,8 @@ class Coupling final : public lengen::PositionScheme {
 
   torch::Tensor transform_ids(const torch::Tensor& ids, int64_t, bool training) override {
     auto used = ids.slice(0, 0, tables_.levels());  // [L, B, T]
-    return training && random_offset_ ? tables_.random_offsets(used, segments()) : used;  // one delta per sample
+    return training && random_offset_ ? tables_.random_offsets(used, segments())
+                                      : used;  // one delta per sample
   }
 
   std::pair<torch::Tensor, torch::Tensor> transform_ids_pair(const torch::Tensor& source,
@@ -99,7 +102,9 @@ class Coupling final : public lengen::PositionScheme {
   lengen::PositionTables tables_;
 };
 
-void register_coupling(lengen::Registrar& r) { r.add_position<Coupling>(); }
+void register_coupling(lengen::Registrar& r) {
+  r.add_position<Coupling>();
+}
 
 }  // namespace
 

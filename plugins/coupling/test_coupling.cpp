@@ -4,7 +4,9 @@
 using lengen::test::make_scheme;
 
 namespace {
-lengen::SchemeContext ctx(int64_t levels) { return lengen::test::small_scheme_context(levels); }
+lengen::SchemeContext ctx(int64_t levels) {
+  return lengen::test::small_scheme_context(levels);
+}
 }  // namespace
 
 TEST_CASE("coupling: one table per level, summed", "[coupling]") {
@@ -45,7 +47,8 @@ TEST_CASE("coupling: the sinusoidal base sets the slowest frequency", "[coupling
                     Catch::Contains("init_base"));
 }
 
-TEST_CASE("coupling: trainable false keeps the table fixed (a sinusoidal encoding of the IDs)", "[coupling]") {
+TEST_CASE("coupling: trainable false keeps the table fixed (a sinusoidal encoding of the IDs)",
+          "[coupling]") {
   auto fixed = make_scheme("{name: coupling, max_position: 8, trainable: false}", ctx(1));
   auto learned = make_scheme("{name: coupling, max_position: 8}", ctx(1));
   auto w = fixed->named_parameters()["level0"];
@@ -131,8 +134,9 @@ TEST_CASE("coupling: an evaluation ID above max_position is refused with names",
   auto ok = torch::tensor({0, 8, 1}, torch::kInt64).view({1, 1, 3});
   CHECK_NOTHROW(s->check_ids(ok));
   auto bad = torch::tensor({0, 9, 1}, torch::kInt64).view({1, 1, 3});
-  CHECK_THROWS_WITH(s->check_ids(bad), Catch::Contains("position ID 9 at level 0") &&
-                                           Catch::Contains("max_position is 8"));
+  CHECK_THROWS_WITH(
+      s->check_ids(bad),
+      Catch::Contains("position ID 9 at level 0") && Catch::Contains("max_position is 8"));
   s->eval();
   CHECK_THROWS_WITH(s->embed(bad), Catch::Contains("max_position is 8"));
   CHECK_THROWS_WITH(s->transform_ids(bad, 0, /*training=*/true),
@@ -152,10 +156,14 @@ TEST_CASE("coupling: an encoder-decoder's source and target share each sample's 
           "[coupling]") {
   auto s = make_scheme("{name: coupling, levels: 2, max_position: [30, 12]}", ctx(2));
   // [L=2, B=64, S=5] and [2, 64, U=4]: the source's largest IDs are below the target's.
-  auto source = torch::tensor({0, 1, 2, 3, 0, 0, 1, 1, 2, 0}, torch::kInt64).view({2, 1, 5})
-                    .expand({2, 64, 5}).contiguous();
-  auto target = torch::tensor({0, 4, 5, 6, 0, 3, 3, 3}, torch::kInt64).view({2, 1, 4})
-                    .expand({2, 64, 4}).contiguous();
+  auto source = torch::tensor({0, 1, 2, 3, 0, 0, 1, 1, 2, 0}, torch::kInt64)
+                    .view({2, 1, 5})
+                    .expand({2, 64, 5})
+                    .contiguous();
+  auto target = torch::tensor({0, 4, 5, 6, 0, 3, 3, 3}, torch::kInt64)
+                    .view({2, 1, 4})
+                    .expand({2, 64, 4})
+                    .contiguous();
   torch::manual_seed(3);
   auto [src, tgt] = s->transform_ids_pair(source, target, /*training=*/true);
   // Per sample and level one delta: every non-zero ID moved by it, on both sides.

@@ -7,7 +7,9 @@ using lengen::test::make_scheme;
 namespace {
 
 // d_model, heads, head_dim, layers, levels
-lengen::SchemeContext ctx() { return lengen::SchemeContext{16, 3, 8, 2, 1, ""}; }
+lengen::SchemeContext ctx() {
+  return lengen::SchemeContext{16, 3, 8, 2, 1, ""};
+}
 
 torch::Tensor bias(lengen::PositionScheme& s, int64_t i, int64_t j, int64_t layer = 0) {
   lengen::AttentionContext a;

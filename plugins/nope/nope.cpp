@@ -12,12 +12,17 @@ class NoPE final : public lengen::PositionScheme {
   static lengen::ComponentSpec spec() {
     return {"position", "nope", "NoPE: no positional information (causal mask only)", {}};
   }
+
   NoPE(const lengen::Options&, const lengen::SchemeContext&) {}
+
   uint32_t hooks() const override { return lengen::kHookNone; }
+
   bool supports(lengen::AttentionKind) const override { return true; }
 };
 
-void register_nope(lengen::Registrar& r) { r.add_position<NoPE>(); }
+void register_nope(lengen::Registrar& r) {
+  r.add_position<NoPE>();
+}
 
 }  // namespace
 

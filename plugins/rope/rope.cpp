@@ -38,8 +38,9 @@ class Rope final : public lengen::SourcedPositionScheme {
         dims_(o.get_int("dims") == 0 ? ctx.head_dim : o.get_int("dims")),
         interleaved_(o.get_string("pairing") == "interleaved") {
     if (dims_ % 2 != 0 || dims_ > ctx.head_dim) {
-      o.fail("dims", fmt::format("must be even and at most the head dimension {}, got {}",
-                                 ctx.head_dim, dims_));
+      o.fail("dims",
+             fmt::format(
+                 "must be even and at most the head dimension {}, got {}", ctx.head_dim, dims_));
     }
     auto k = torch::arange(dims_ / 2, torch::kFloat64);
     inv_freq64_ = torch::pow(o.get_float("base"), -2.0 * k / static_cast<double>(dims_));  // [d/2]
@@ -54,30 +55,36 @@ class Rope final : public lengen::SourcedPositionScheme {
     return kind != lengen::AttentionKind::kCross;
   }
 
-  std::pair<torch::Tensor, torch::Tensor> transform_qk(const torch::Tensor& q,
-                                                       const torch::Tensor& k,
-                                                       const lengen::AttentionContext& ctx) override {
+  std::pair<torch::Tensor, torch::Tensor> transform_qk(
+      const torch::Tensor& q,
+      const torch::Tensor& k,
+      const lengen::AttentionContext& ctx) override {
     const int64_t T = q.size(2);
     // Angles depend on positions only: remembered across layers and steps.
     const auto& trig = trig_.get(ctx, [&] {
       auto q_pos = ctx.query_ids[0];                                  // [B|1, T]
       auto k_pos = ctx.key_ids[0].slice(1, ctx.key_ids.size(2) - T);  // [B|1, T] new keys
       // Copied to the device once: a copy from the host waits for the device.
-      if (inv_freq64_.device() != inv_freq_.device()) inv_freq64_ = inv_freq64_.to(inv_freq_.device());
-      const auto& inv_freq = inv_freq64_;                                   // [d/2] float64
-      auto q_angle = q_pos.to(torch::kFloat64).unsqueeze(-1) * inv_freq;     // [B|1, T, d/2]
-      auto k_angle = k_pos.to(torch::kFloat64).unsqueeze(-1) * inv_freq;     // [B|1, T, d/2]
-      return std::vector<torch::Tensor>{q_angle.cos().unsqueeze(1), q_angle.sin().unsqueeze(1),
-                                        k_angle.cos().unsqueeze(1), k_angle.sin().unsqueeze(1)};
+      if (inv_freq64_.device() != inv_freq_.device())
+        inv_freq64_ = inv_freq64_.to(inv_freq_.device());
+      const auto& inv_freq = inv_freq64_;                                 // [d/2] float64
+      auto q_angle = q_pos.to(torch::kFloat64).unsqueeze(-1) * inv_freq;  // [B|1, T, d/2]
+      auto k_angle = k_pos.to(torch::kFloat64).unsqueeze(-1) * inv_freq;  // [B|1, T, d/2]
+      return std::vector<torch::Tensor>{q_angle.cos().unsqueeze(1),
+                                        q_angle.sin().unsqueeze(1),
+                                        k_angle.cos().unsqueeze(1),
+                                        k_angle.sin().unsqueeze(1)};
     });
     return {rotate(q, trig[0], trig[1]), rotate(k, trig[2], trig[3])};
   }
 
   /// x [B, H, T, D] rotated by the angles whose cos and sin are [B|1, 1, T, d/2].
-  torch::Tensor rotate(const torch::Tensor& x, const torch::Tensor& cos_in, const torch::Tensor& sin_in) const {
+  torch::Tensor rotate(const torch::Tensor& x,
+                       const torch::Tensor& cos_in,
+                       const torch::Tensor& sin_in) const {
     auto cos = cos_in.to(x.dtype());
     auto sin = sin_in.to(x.dtype());
-    auto rot = x.slice(-1, 0, dims_);                                  // [B, H, T, d]
+    auto rot = x.slice(-1, 0, dims_);  // [B, H, T, d]
     torch::Tensor a, b;
     if (interleaved_) {
       auto pairs = rot.unflatten(-1, {dims_ / 2, 2});  // [B, H, T, d/2, 2]
@@ -87,8 +94,8 @@ class Rope final : public lengen::SourcedPositionScheme {
       a = rot.slice(-1, 0, dims_ / 2);      // [B, H, T, d/2]
       b = rot.slice(-1, dims_ / 2, dims_);  // [B, H, T, d/2]
     }
-    auto ra = a * cos - b * sin;  // [B, H, T, d/2]
-    auto rb = a * sin + b * cos;  // [B, H, T, d/2]
+    auto ra = a * cos - b * sin;                                      // [B, H, T, d/2]
+    auto rb = a * sin + b * cos;                                      // [B, H, T, d/2]
     auto out = interleaved_ ? torch::stack({ra, rb}, -1).flatten(-2)  // [B, H, T, d]
                             : torch::cat({ra, rb}, -1);               // [B, H, T, d]
     if (dims_ == x.size(-1)) {
@@ -104,7 +111,9 @@ class Rope final : public lengen::SourcedPositionScheme {
   lengen::PositionMemo<std::vector<torch::Tensor>> trig_;
 };
 
-void register_rope(lengen::Registrar& r) { r.add_position<Rope>(); }
+void register_rope(lengen::Registrar& r) {
+  r.add_position<Rope>();
+}
 
 }  // namespace
 

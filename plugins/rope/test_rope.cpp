@@ -6,10 +6,15 @@ using lengen::test::make_scheme;
 namespace {
 
 // d_model, heads, head_dim, layers, levels
-lengen::SchemeContext ctx() { return lengen::SchemeContext{32, 2, 16, 1, 1, ""}; }
+lengen::SchemeContext ctx() {
+  return lengen::SchemeContext{32, 2, 16, 1, 1, ""};
+}
 
 // Score of one query at position p and one key at position r under the scheme.
-double score(lengen::PositionScheme& s, const torch::Tensor& q, const torch::Tensor& k, int64_t p,
+double score(lengen::PositionScheme& s,
+             const torch::Tensor& q,
+             const torch::Tensor& k,
+             int64_t p,
              int64_t r) {
   lengen::AttentionContext a;
   a.query_ids = torch::full({1, 1, 1}, p, torch::kInt64);
@@ -81,8 +86,10 @@ TEST_CASE("rope: a float64 model rotates by float64 angles", "[rope]") {
     for (int64_t k = 0; k < 8; ++k) {
       const double angle = static_cast<double>(p) * std::pow(10000.0, -2.0 * k / 16.0);
       const double x = q.view({16})[k].item<double>(), y = q.view({16})[k + 8].item<double>();
-      worst = std::max(worst, std::abs(got[k].item<double>() - (x * std::cos(angle) - y * std::sin(angle))));
-      worst = std::max(worst, std::abs(got[k + 8].item<double>() - (x * std::sin(angle) + y * std::cos(angle))));
+      worst = std::max(
+          worst, std::abs(got[k].item<double>() - (x * std::cos(angle) - y * std::sin(angle))));
+      worst = std::max(
+          worst, std::abs(got[k + 8].item<double>() - (x * std::sin(angle) + y * std::cos(angle))));
     }
     INFO("position " << p);
     CHECK(worst < 1e-11);

@@ -31,7 +31,8 @@ class RelativeKey final : public lengen::SourcedPositionScheme {
   }
 
   uint32_t hooks() const override {
-    return lengen::kHookRelativeLogits | (vectors_.has_values() ? uint32_t{lengen::kHookRelativeValues} : 0u);
+    return lengen::kHookRelativeLogits |
+           (vectors_.has_values() ? uint32_t{lengen::kHookRelativeValues} : 0u);
   }
 
   torch::Tensor relative_logits(const torch::Tensor& q,
@@ -44,7 +45,8 @@ class RelativeKey final : public lengen::SourcedPositionScheme {
     }
   }
 
-  torch::Tensor relative_values(const torch::Tensor& probs, const lengen::AttentionContext& ctx) override {
+  torch::Tensor relative_values(const torch::Tensor& probs,
+                                const lengen::AttentionContext& ctx) override {
     return vectors_.value_term(probs, ctx);  // [B, H, T, D]
   }
 

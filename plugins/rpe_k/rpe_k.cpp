@@ -7,12 +7,17 @@ using RpeK = lengen_rpe::RelativeKey<false>;
 
 template <>
 lengen::ComponentSpec RpeK::spec() {
-  return {"position", "rpe_k", "RPE_k: learned relative key (and value) vectors clipped at distance k (Shaw et al. 2018)",
-          options()};
+  return {
+      "position",
+      "rpe_k",
+      "RPE_k: learned relative key (and value) vectors clipped at distance k (Shaw et al. 2018)",
+      options()};
 }
 
 namespace {
-void register_rpe_k(lengen::Registrar& r) { r.add_position<RpeK>(); }
+void register_rpe_k(lengen::Registrar& r) {
+  r.add_position<RpeK>();
+}
 }  // namespace
 
 LENGEN_PLUGIN("rpe_k", "0.1.0", register_rpe_k)

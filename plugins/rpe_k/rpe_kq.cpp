@@ -8,12 +8,16 @@ using RpeKQ = lengen_rpe::RelativeKey<true>;
 
 template <>
 lengen::ComponentSpec RpeKQ::spec() {
-  return {"position", "rpe_kq", "RPE_{k,q}: relative vectors in both the query and the key term (Huang et al. 2020)",
+  return {"position",
+          "rpe_kq",
+          "RPE_{k,q}: relative vectors in both the query and the key term (Huang et al. 2020)",
           options()};
 }
 
 namespace {
-void register_rpe_kq(lengen::Registrar& r) { r.add_position<RpeKQ>(); }
+void register_rpe_kq(lengen::Registrar& r) {
+  r.add_position<RpeKQ>();
+}
 }  // namespace
 
 LENGEN_PLUGIN("rpe_kq", "0.1.0", register_rpe_kq)

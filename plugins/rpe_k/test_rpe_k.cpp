@@ -8,7 +8,9 @@ using lengen::test::max_abs_diff;
 namespace {
 
 // d_model, heads, head_dim, layers, levels
-lengen::SchemeContext ctx() { return lengen::SchemeContext{16, 2, 8, 2, 1, ""}; }
+lengen::SchemeContext ctx() {
+  return lengen::SchemeContext{16, 2, 8, 2, 1, ""};
+}
 
 lengen::AttentionContext positions(const torch::Tensor& p, int64_t layer = 0) {
   lengen::AttentionContext a;

@@ -22,7 +22,7 @@ TEST_CASE("rpe_kq: query and key terms share one clipped table", "[rpe]") {
   for (int64_t i = 0; i < T; ++i) {
     for (int64_t j = 0; j < T; ++j) {
       const int64_t c = std::max<int64_t>(-2, std::min<int64_t>(2, i - j)) + 2;
-      auto qi = q.select(2, i), kj = k.select(2, j);  // [B, H, D]
+      auto qi = q.select(2, i), kj = k.select(2, j);       // [B, H, D]
       auto expect = ((qi + kj) * table[c]).sum(-1) / 2.0;  // sqrt(D) = 2
       CHECK(max_abs_diff(r.select(2, i).select(2, j), expect) < 1e-12);
     }

@@ -20,7 +20,8 @@ class T5Bias final : public lengen::SourcedPositionScheme {
     lengen::ComponentSpec spec{
         "position",
         "t5_bias",
-        "T5 relative bias: a learned scalar per head and log-bucketed distance (Raffel et al. 2020)",
+        "T5 relative bias: a learned scalar per head and log-bucketed distance (Raffel et al. "
+        "2020)",
         {OptionSpec::integer("buckets", "number of buckets B").with_default(32).at_least(2),
          OptionSpec::integer("max_distance", "distances beyond share the last bucket")
              .with_default(128)
@@ -40,8 +41,9 @@ class T5Bias final : public lengen::SourcedPositionScheme {
         buckets_(o.get_int("buckets")),
         max_distance_(o.get_int("max_distance")),
         per_layer_(o.get_bool("per_layer")) {
-    const double std = o.get_float("init_std") > 0 ? o.get_float("init_std")
-                                                    : 1.0 / std::sqrt(static_cast<double>(ctx.d_model));
+    const double std = o.get_float("init_std") > 0
+                           ? o.get_float("init_std")
+                           : 1.0 / std::sqrt(static_cast<double>(ctx.d_model));
     const int64_t tables = per_layer_ ? ctx.layers : 1;
     weight_ = register_parameter("weight", torch::randn({tables, buckets_, ctx.heads}) * std);
   }
@@ -54,10 +56,13 @@ class T5Bias final : public lengen::SourcedPositionScheme {
 
   torch::Tensor additive_bias(const lengen::AttentionContext& ctx) override {
     const bool bidirectional = ctx.kind != lengen::AttentionKind::kCausalSelf;
-    const auto& buckets = bucket_memo_.get(ctx, [&] {
-      auto rel = ctx.key_ids[0].unsqueeze(1) - ctx.query_ids[0].unsqueeze(2);  // [B|1, T, S]
-      return bucket(rel, bidirectional);                                      // [B|1, T, S]
-    }, bidirectional ? 1 : 0);
+    const auto& buckets = bucket_memo_.get(
+        ctx,
+        [&] {
+          auto rel = ctx.key_ids[0].unsqueeze(1) - ctx.query_ids[0].unsqueeze(2);  // [B|1, T, S]
+          return bucket(rel, bidirectional);                                       // [B|1, T, S]
+        },
+        bidirectional ? 1 : 0);
     auto table = weight_[per_layer_ ? ctx.layer : 0];  // [Bk, H]
     return torch::embedding(table, buckets)            // [B|1, T, S, H]
         .permute({0, 3, 1, 2});                        // [B|1, H, T, S]
@@ -77,10 +82,11 @@ class T5Bias final : public lengen::SourcedPositionScheme {
     }
     const int64_t exact = nb / 2;
     auto nf = n.to(torch::kFloat64).clamp_min(1.0);
-    auto large = exact + (torch::log(nf / exact) / std::log(static_cast<double>(max_distance_) / exact) *
-                          static_cast<double>(nb - exact))
-                             .floor()
-                             .to(torch::kInt64);
+    auto large =
+        exact + (torch::log(nf / exact) / std::log(static_cast<double>(max_distance_) / exact) *
+                 static_cast<double>(nb - exact))
+                    .floor()
+                    .to(torch::kInt64);
     large = large.clamp_max(nb - 1);
     return ret + torch::where(n < exact, n, large);
   }
@@ -92,7 +98,9 @@ class T5Bias final : public lengen::SourcedPositionScheme {
   lengen::PositionMemo<> bucket_memo_;
 };
 
-void register_t5_bias(lengen::Registrar& r) { r.add_position<T5Bias>(); }
+void register_t5_bias(lengen::Registrar& r) {
+  r.add_position<T5Bias>();
+}
 
 }  // namespace
 

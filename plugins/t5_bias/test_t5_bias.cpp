@@ -6,7 +6,9 @@ using lengen::test::make_scheme;
 namespace {
 
 // d_model, heads, head_dim, layers, levels
-lengen::SchemeContext ctx() { return lengen::SchemeContext{16, 1, 16, 2, 1, ""}; }
+lengen::SchemeContext ctx() {
+  return lengen::SchemeContext{16, 1, 16, 2, 1, ""};
+}
 
 // Bucket of (query position q, key position k): the table holds each bucket's own index.
 int64_t bucket_of(lengen::PositionScheme& s, int64_t q, int64_t k, lengen::AttentionKind kind) {
@@ -38,13 +40,15 @@ TEST_CASE("t5_bias: published bucket function (B=32, max_distance=128)", "[t5]")
   // Bidirectional: 16 buckets per sign, exact below 8, keys after the query offset by 16.
   CHECK(bucket_of(*s, 50, 47, bidir) == 3);
   CHECK(bucket_of(*s, 50, 53, bidir) == 19);
-  CHECK(bucket_of(*s, 50, 40, bidir) == 8);    // n = 10: 8 + floor(ln 1.25 / ln 16 * 8)
+  CHECK(bucket_of(*s, 50, 40, bidir) == 8);  // n = 10: 8 + floor(ln 1.25 / ln 16 * 8)
   CHECK(bucket_of(*s, 50, 60, bidir) == 24);
   CHECK(bucket_of(*s, 150, 50, bidir) == 15);  // n = 100: 8 + floor(ln 12.5 / ln 16 * 8)
 }
 
 TEST_CASE("t5_bias: shared or per-layer tables", "[t5]") {
   CHECK(make_scheme("t5_bias", ctx())->named_parameters()["weight"].size(0) == 1);
-  CHECK(make_scheme("{name: t5_bias, per_layer: true}", ctx())->named_parameters()["weight"].size(0) == 2);
+  CHECK(make_scheme("{name: t5_bias, per_layer: true}", ctx())
+            ->named_parameters()["weight"]
+            .size(0) == 2);
   CHECK(!make_scheme("t5_bias", ctx())->supports(lengen::AttentionKind::kCross));
 }

@@ -6,14 +6,23 @@ using lengen::test::make_scheme;
 
 namespace {
 
-lengen::SchemeContext ctx() { return lengen::test::small_scheme_context(); }
+lengen::SchemeContext ctx() {
+  return lengen::test::small_scheme_context();
+}
 
-torch::Tensor ids(std::vector<int64_t> v) { return torch::tensor(v).view({1, 1, -1}); }
+torch::Tensor ids(std::vector<int64_t> v) {
+  return torch::tensor(v).view({1, 1, -1});
+}
 
 // Open cells (bias 0) of a [1, 1, T, S] bias as a bool matrix [T, S].
-torch::Tensor open_cells(const torch::Tensor& b) { return b[0][0] == 0; }
+torch::Tensor open_cells(const torch::Tensor& b) {
+  return b[0][0] == 0;
+}
 
-torch::Tensor bias(lengen::PositionScheme& s, lengen::AttentionKind kind, const torch::Tensor& q, const torch::Tensor& k) {
+torch::Tensor bias(lengen::PositionScheme& s,
+                   lengen::AttentionKind kind,
+                   const torch::Tensor& q,
+                   const torch::Tensor& k) {
   lengen::AttentionContext a;
   a.kind = kind;
   a.query_ids = q;
@@ -28,7 +37,8 @@ torch::Tensor bias(lengen::PositionScheme& s, lengen::AttentionKind kind, const 
 TEST_CASE("windowed: decoder self-attention keeps the diagonal and w keys below it", "[windowed]") {
   for (int64_t w : {0, 1, 2}) {
     auto s = make_scheme(fmt::format("{{name: windowed, window: {}}}", w), ctx());
-    auto b = bias(*s, lengen::AttentionKind::kCausalSelf, ids({1, 2, 3, 4, 5, 6}), ids({1, 2, 3, 4, 5, 6}));
+    auto b = bias(
+        *s, lengen::AttentionKind::kCausalSelf, ids({1, 2, 3, 4, 5, 6}), ids({1, 2, 3, 4, 5, 6}));
     REQUIRE(b.sizes() == torch::IntArrayRef({1, 1, 6, 6}));
     auto open = open_cells(b);
     for (int64_t i = 0; i < 6; ++i) {
@@ -40,13 +50,16 @@ TEST_CASE("windowed: decoder self-attention keeps the diagonal and w keys below 
   }
 }
 
-TEST_CASE("windowed: cross-attention is the paper's anti-diagonal band (unary input)", "[windowed]") {
+TEST_CASE("windowed: cross-attention is the paper's anti-diagonal band (unary input)",
+          "[windowed]") {
   // Input x_n .. x_1 (x_r at 1-indexed column S - r + 1, ID r); decoder row r predicts y_r
   // (ID r). The spec: row r opens [S - r + 1 - w, S - r + 1 + w] intersected with [1, S].
   const int64_t S = 7, w = 1;
   std::vector<int64_t> src, tgt;
-  for (int64_t c = 1; c <= S; ++c) src.push_back(S - c + 1);
-  for (int64_t r = 1; r <= S + 1; ++r) tgt.push_back(r);
+  for (int64_t c = 1; c <= S; ++c)
+    src.push_back(S - c + 1);
+  for (int64_t r = 1; r <= S + 1; ++r)
+    tgt.push_back(r);
   auto s = make_scheme("{name: windowed, window: 1}", ctx());
   auto open = open_cells(bias(*s, lengen::AttentionKind::kCross, ids(tgt), ids(src)));
   for (int64_t r = 1; r <= S + 1; ++r) {
@@ -67,7 +80,8 @@ TEST_CASE("windowed: an interleaved input spans and steps over two positions", "
       src.push_back(r);
       src.push_back(r);
     }
-    for (int64_t r = 1; r <= n + 2; ++r) tgt.push_back(r);  // SOS .. the row predicting EOS
+    for (int64_t r = 1; r <= n + 2; ++r)
+      tgt.push_back(r);  // SOS .. the row predicting EOS
     auto s = make_scheme(fmt::format("{{name: windowed, window: {}}}", w), ctx());
     auto open = open_cells(bias(*s, lengen::AttentionKind::kCross, ids(tgt), ids(src)));
     for (int64_t r = 1; r <= n + 2; ++r) {
@@ -79,7 +93,8 @@ TEST_CASE("windowed: an interleaved input spans and steps over two positions", "
   }
 }
 
-TEST_CASE("windowed: units: tokens opens the query's own digits and w tokens beside them", "[windowed]") {
+TEST_CASE("windowed: units: tokens opens the query's own digits and w tokens beside them",
+          "[windowed]") {
   // `+ a_n b_n ... a_1 b_1`, a_r at column S - 2r + 1, b_r at S - 2r + 2: row r opens
   // [S - 2r + 1 - w, S - 2r + 2 + w], 2 + 2w keys (b_{r+1} a_r b_r a_{r-1} for w = 1), where
   // units: ids opens 2 + 4w. A unary input gets the same band as units: ids.
@@ -90,7 +105,8 @@ TEST_CASE("windowed: units: tokens opens the query's own digits and w tokens bes
       src.push_back(r);
       src.push_back(r);
     }
-    for (int64_t r = 1; r <= n; ++r) tgt.push_back(r);
+    for (int64_t r = 1; r <= n; ++r)
+      tgt.push_back(r);
     auto s = make_scheme(fmt::format("{{name: windowed, window: {}, units: tokens}}", w), ctx());
     auto open = open_cells(bias(*s, lengen::AttentionKind::kCross, ids(tgt), ids(src)));
     for (int64_t r = 1; r <= n; ++r) {
@@ -108,7 +124,8 @@ TEST_CASE("windowed: units: tokens opens the query's own digits and w tokens bes
   // Decoder self-attention has one token per ID: the units do not change it.
   CHECK(torch::equal(bias(*by_ids, lengen::AttentionKind::kCausalSelf, ids(rows), ids(rows)),
                      bias(*by_tokens, lengen::AttentionKind::kCausalSelf, ids(rows), ids(rows))));
-  CHECK_THROWS_WITH(make_scheme("{name: windowed, units: digits}", ctx()), Catch::Contains("units"));
+  CHECK_THROWS_WITH(make_scheme("{name: windowed, units: digits}", ctx()),
+                    Catch::Contains("units"));
 }
 
 TEST_CASE("windowed: cross_band: released is the released code's one-sided band", "[windowed]") {
@@ -118,10 +135,13 @@ TEST_CASE("windowed: cross_band: released is the released code's one-sided band"
   // row r = i + 1 sees x_{r-1} .. x_{r-1+w}. lengen's source is x_n .. x_1 alone (no SOS/EOS).
   const int64_t n = 7, S = n + 2;
   std::vector<int64_t> src, tgt;
-  for (int64_t r = n; r >= 1; --r) src.push_back(r);
-  for (int64_t r = 1; r <= n; ++r) tgt.push_back(r);
+  for (int64_t r = n; r >= 1; --r)
+    src.push_back(r);
+  for (int64_t r = 1; r <= n; ++r)
+    tgt.push_back(r);
   for (int64_t w : {1, 2, 3}) {
-    auto s = make_scheme(fmt::format("{{name: windowed, window: {}, cross_band: released}}", w), ctx());
+    auto s =
+        make_scheme(fmt::format("{{name: windowed, window: {}, cross_band: released}}", w), ctx());
     auto open = open_cells(bias(*s, lengen::AttentionKind::kCross, ids(tgt), ids(src)));
     for (int64_t i = 0; i < n; ++i) {
       for (int64_t k = 1; k <= n; ++k) {  // x_k: released column S - 1 - k, lengen's n - k
@@ -140,7 +160,8 @@ TEST_CASE("windowed: cross_band: released is the released code's one-sided band"
   auto paper = make_scheme("{name: windowed, window: 1}", ctx());
   CHECK(torch::equal(bias(*paper, lengen::AttentionKind::kCausalSelf, ids(tgt), ids(tgt)),
                      bias(*s, lengen::AttentionKind::kCausalSelf, ids(tgt), ids(tgt))));
-  CHECK_THROWS_WITH(make_scheme("{name: windowed, cross_band: left}", ctx()), Catch::Contains("cross_band"));
+  CHECK_THROWS_WITH(make_scheme("{name: windowed, cross_band: left}", ctx()),
+                    Catch::Contains("cross_band"));
   CHECK_THROWS_WITH(make_scheme("{name: windowed, units: tokens, cross_band: released}", ctx()),
                     Catch::Contains("units: ids"));
 }
@@ -157,9 +178,11 @@ TEST_CASE("windowed: a row with no key in its window opens its nearest keys", "[
 
 TEST_CASE("windowed: encoder self-attention is left alone unless asked", "[windowed]") {
   auto off = make_scheme("windowed", ctx());
-  CHECK(!bias(*off, lengen::AttentionKind::kBidirectionalSelf, ids({1, 2, 3}), ids({1, 2, 3})).defined());
+  CHECK(!bias(*off, lengen::AttentionKind::kBidirectionalSelf, ids({1, 2, 3}), ids({1, 2, 3}))
+             .defined());
   auto on = make_scheme("{name: windowed, encoder: true}", ctx());
-  auto open = open_cells(bias(*on, lengen::AttentionKind::kBidirectionalSelf, ids({1, 2, 3, 4}), ids({1, 2, 3, 4})));
+  auto open = open_cells(
+      bias(*on, lengen::AttentionKind::kBidirectionalSelf, ids({1, 2, 3, 4}), ids({1, 2, 3, 4})));
   CHECK(open[0][1].item<bool>());
   CHECK(open[1][0].item<bool>());
   CHECK(!open[0][2].item<bool>());
@@ -175,7 +198,8 @@ TEST_CASE("windowed: cyclic indexing is a shared transform every scheme gets", "
   auto got = sin->position_ids(torch::zeros({1, 2, 7}, torch::kLong), 0, false);
   CHECK(torch::equal(got.view({-1}), torch::tensor({0, 1, 2, 0, 1, 2, 0})));
   auto plain = make_scheme("sinusoidal", ctx());
-  CHECK(torch::allclose(sin->embed(got), plain->embed(torch::tensor({0, 1, 2, 0, 1, 2, 0}).view({1, 1, 7}))));
+  CHECK(torch::allclose(sin->embed(got),
+                        plain->embed(torch::tensor({0, 1, 2, 0, 1, 2, 0}).view({1, 1, 7}))));
   // Decoding offsets keep counting: position 7 of a cached sequence is 7 mod 3 = 1.
   CHECK(sin->position_ids(torch::zeros({1, 1, 1}, torch::kLong), 7, false).item<int64_t>() == 1);
   CHECK_THROWS_WITH(make_scheme("{name: windowed, cyclic: -1}", ctx()), Catch::Contains("cyclic"));

@@ -541,8 +541,16 @@ PYBIND11_MODULE(_lengen, m) {
         d["plots"] = run.plots().string();
         return d;
       },
-      py::arg("root"), py::arg("eval_name") = "", "the files of a run folder (lengen/core/run_dir.h)");
-  m.def("sweep", &sweep_here, py::arg("file"), py::arg("sets"), py::arg("only"), py::arg("jobs"), py::arg("lengen"),
+      py::arg("root"),
+      py::arg("eval_name") = "",
+      "the files of a run folder (lengen/core/run_dir.h)");
+  m.def("sweep",
+        &sweep_here,
+        py::arg("file"),
+        py::arg("sets"),
+        py::arg("only"),
+        py::arg("jobs"),
+        py::arg("lengen"),
         py::arg("wait"));
   m.def("run",
         &run,

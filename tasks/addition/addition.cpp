@@ -63,22 +63,26 @@ class Addition final : public lengen::Task {
                             "length; answer: every number to the answer's maximal length")
              .with_default("operand")
              .one_of({"operand", "answer"}),
-         OptionSpec::boolean("reverse_output", "write the answer (every partial sum of the scratchpad) "
-                                               "least significant digit first")
+         OptionSpec::boolean("reverse_output",
+                             "write the answer (every partial sum of the scratchpad) "
+                             "least significant digit first")
              .with_default(true),
-         OptionSpec::boolean("reverse_query", "write every operand least significant digit first "
-                                              "(Cho et al. 2025, Figure 14's reversed query; queries "
-                                              "given to lengen decode are read the same way)")
+         OptionSpec::boolean("reverse_query",
+                             "write every operand least significant digit first "
+                             "(Cho et al. 2025, Figure 14's reversed query; queries "
+                             "given to lengen decode are read the same way)")
              .with_default(false),
-         OptionSpec::string("position_ids", "coupled: equal significance, equal ID (start 1: "
-                                            "the least significant digit 2, `+` and `=` 1); "
-                                            "abacus: a digit's significance within its own number "
-                                            "(1 = least significant), every other token 0 "
-                                            "(McLeish et al. 2024's Abacus indices, with the "
-                                            "abacus scheme); sequential: 0, 1, 2, ...")
+         OptionSpec::string("position_ids",
+                            "coupled: equal significance, equal ID (start 1: "
+                            "the least significant digit 2, `+` and `=` 1); "
+                            "abacus: a digit's significance within its own number "
+                            "(1 = least significant), every other token 0 "
+                            "(McLeish et al. 2024's Abacus indices, with the "
+                            "abacus scheme); sequential: 0, 1, 2, ...")
              .with_default("coupled")
              .one_of({"coupled", "abacus", "sequential"}),
-         OptionSpec::int_list("train_operands", "[lo, hi]: operand counts in training (default: operands)")
+         OptionSpec::int_list("train_operands",
+                              "[lo, hi]: operand counts in training (default: operands)")
              .with_default(std::vector<int64_t>{2, 2})
              .at_least(2),
          OptionSpec::int_list("eval_operands",
@@ -90,15 +94,17 @@ class Addition final : public lengen::Task {
                              "S_A(n, m): half the training samples give every operand one length, "
                              "half draw each length independently (overrides same_length)")
              .with_default(false),
-         OptionSpec::boolean("scratchpad",
-                             "write the cumulative sums 0 > a1 > a1+a2 > ..., with bi-level coupled "
-                             "IDs; with zero_pad every number is padded to the answer's length "
-                             "(pad_to: answer)")
+         OptionSpec::boolean(
+             "scratchpad",
+             "write the cumulative sums 0 > a1 > a1+a2 > ..., with bi-level coupled "
+             "IDs; with zero_pad every number is padded to the answer's length "
+             "(pad_to: answer)")
              .with_default(false),
-         OptionSpec::integer("index_hints",
-                             "N > 0: a hint token before every digit of the operands and the answer, "
-                             "hint o + k - 1 marking significance k, o uniform per example over the "
-                             "offsets where the answer fits N hints (Zhou et al. 2024); 0: none")
+         OptionSpec::integer(
+             "index_hints",
+             "N > 0: a hint token before every digit of the operands and the answer, "
+             "hint o + k - 1 marking significance k, o uniform per example over the "
+             "offsets where the answer fits N hints (Zhou et al. 2024); 0: none")
              .with_default(int64_t{0})
              .at_least(0)}};
   }
@@ -115,7 +121,10 @@ class Addition final : public lengen::Task {
         scratchpad_(o.get_bool("scratchpad")),
         start_(o.get_string("position_ids") == "abacus" ? 0 : 1),
         hints_(o.get_int("index_hints")),
-        vocab_(vocabulary_tokens(o.get_bool("scratchpad"), o.get_int("index_hints")), "<pad>", "$", "$") {
+        vocab_(vocabulary_tokens(o.get_bool("scratchpad"), o.get_int("index_hints")),
+               "<pad>",
+               "$",
+               "$") {
     train_ = o.get_int_range("train_digits");
     eval_ = o.get_int_range("eval_digits");
     train_ops_ = o.given("train_operands") ? o.get_int_range("train_operands")
@@ -123,12 +132,14 @@ class Addition final : public lengen::Task {
     eval_ops_ = o.given("eval_operands") ? o.get_int_range("eval_operands")
                                          : std::pair<int64_t, int64_t>{operands_, operands_};
     if (scratchpad_ && zero_pad_ && !pad_to_answer_) {
-      o.fail("pad_to", "the padded scratchpad pads every number to the answer's maximal length: "
-                       "set pad_to: answer (or zero_pad: false)");
+      o.fail("pad_to",
+             "the padded scratchpad pads every number to the answer's maximal length: "
+             "set pad_to: answer (or zero_pad: false)");
     }
     if (scratchpad_ && start_ == 0) {
-      o.fail("position_ids", "abacus indices are defined for the plain format; the scratchpad's "
-                             "bi-level IDs are position_ids: coupled");
+      o.fail("position_ids",
+             "abacus indices are defined for the plain format; the scratchpad's "
+             "bi-level IDs are position_ids: coupled");
     }
     if (coupled_ && !reverse_ && !zero_pad_) {
       o.fail("reverse_output",
@@ -137,8 +148,9 @@ class Addition final : public lengen::Task {
              "reverse_output: true, zero_pad: true or position_ids: sequential");
     }
     if (hints_ > 0 && (coupled_ || scratchpad_)) {
-      o.fail("index_hints", "index hints mark each digit's significance with a token, for the plain format "
-                            "with position_ids: sequential (and NoPE, FIRE, RoPE, randomized positions...)");
+      o.fail("index_hints",
+             "index hints mark each digit's significance with a token, for the plain format "
+             "with position_ids: sequential (and NoPE, FIRE, RoPE, randomized positions...)");
     }
     plus_ = vocab_.id("+");
     hint0_ = hints_ > 0 ? vocab_.id(hint_text(0)) : -1;
@@ -147,6 +159,7 @@ class Addition final : public lengen::Task {
   }
 
   const lengen::Vocabulary& vocabulary() const override { return vocab_; }
+
   int64_t position_levels() const override { return scratchpad_ && coupled_ ? 2 : 1; }
 
   Example sample_train(lengen::Rng& rng) const override {
@@ -155,17 +168,26 @@ class Addition final : public lengen::Task {
     const int64_t shared = rng.uniform_int(train_.first, train_.second);
     const bool same = mixed_lengths_ ? rng.uniform_int(0, 1) == 1 : same_length_;
     for (int64_t i = 0; i < m; ++i) {
-      ops.push_back(random_number(same ? shared : rng.uniform_int(train_.first, train_.second), rng));
+      ops.push_back(
+          random_number(same ? shared : rng.uniform_int(train_.first, train_.second), rng));
     }
     return make_example(ops, hint_offset(ops, rng));
   }
 
   std::vector<lengen::GridAxis> grid_axes() const override {
-    std::vector<lengen::GridAxis> axes{
-        {"digits", "length of every operand", eval_.first, eval_.second, train_.first, train_.second}};
+    std::vector<lengen::GridAxis> axes{{"digits",
+                                        "length of every operand",
+                                        eval_.first,
+                                        eval_.second,
+                                        train_.first,
+                                        train_.second}};
     if (eval_ops_.first < eval_ops_.second) {
-      axes.push_back({"operands", "number of operands", eval_ops_.first, eval_ops_.second,
-                      train_ops_.first, train_ops_.second});
+      axes.push_back({"operands",
+                      "number of operands",
+                      eval_ops_.first,
+                      eval_ops_.second,
+                      train_ops_.first,
+                      train_ops_.second});
     }
     return axes;
   }
@@ -189,15 +211,18 @@ class Addition final : public lengen::Task {
     int64_t offset = -1;  // the smallest hint given: the one of significance 1
     for (size_t i = 0; i < text.size(); ++i) {
       const char c = text[i];
-      if (c == ' ') continue;
+      if (c == ' ')
+        continue;
       if (hints_ > 0 && (std::isalpha(static_cast<unsigned char>(c)) || c == '<')) {
         const size_t close = text.find('>', i);
-        const size_t len = c != '<' ? 1 : (close == std::string::npos ? text.size() - i : close - i + 1);
+        const size_t len =
+            c != '<' ? 1 : (close == std::string::npos ? text.size() - i : close - i + 1);
         const std::string tok = text.substr(i, len);
         i += len - 1;
         const int64_t h = vocab_.contains(tok) ? vocab_.id(tok) - hint0_ : -1;
         if (h < 0 || h >= hints_) {
-          throw lengen::Error(fmt::format("addition: '{}' in '{}' is not one of the {} index hints", tok, text, hints_));
+          throw lengen::Error(fmt::format(
+              "addition: '{}' in '{}' is not one of the {} index hints", tok, text, hints_));
         }
         offset = offset < 0 ? h : std::min(offset, h);
         continue;
@@ -211,11 +236,13 @@ class Addition final : public lengen::Task {
     size_t start = 0;
     while (true) {
       size_t plus = q.find('+', start);
-      std::string part = q.substr(start, plus == std::string::npos ? std::string::npos : plus - start);
+      std::string part =
+          q.substr(start, plus == std::string::npos ? std::string::npos : plus - start);
       if (part.empty() || part.find_first_not_of("0123456789") != std::string::npos) {
-        throw lengen::Error(fmt::format("addition: '{}' is not a query like 57+48 (operands are "
-                                        "decimal digits separated by '+')",
-                                        text));
+        throw lengen::Error(
+            fmt::format("addition: '{}' is not a query like 57+48 (operands are "
+                        "decimal digits separated by '+')",
+                        text));
       }
       if (reverse_query_) {
         std::reverse(part.begin(), part.end());  // written least significant digit first
@@ -229,15 +256,22 @@ class Addition final : public lengen::Task {
     const int64_t m = static_cast<int64_t>(ops.size());
     const int64_t lo = std::min(train_ops_.first, eval_ops_.first);
     const int64_t hi = std::max(train_ops_.second, eval_ops_.second);
-    LENGEN_CHECK(lo == hi ? m == lo : m >= 2, "addition: '{}' has {} operands but the task is configured for {}",
-                 text, m, lo == hi ? std::to_string(lo) : "at least 2");
+    LENGEN_CHECK(lo == hi ? m == lo : m >= 2,
+                 "addition: '{}' has {} operands but the task is configured for {}",
+                 text,
+                 m,
+                 lo == hi ? std::to_string(lo) : "at least 2");
     Example ex = make_example(ops, std::max<int64_t>(offset, 0));
     std::string given = strip_spaces(text);
-    if (!given.empty() && given.back() != '=') given += '=';
-    if (offset >= 0 && render({ex.tokens.begin() + 1, ex.tokens.begin() + ex.prompt_length}) != given) {
-      throw lengen::Error(fmt::format("addition: the index hints of '{}' do not mark significance consistently "
-                                      "(expected '{}')", text,
-                                      render({ex.tokens.begin() + 1, ex.tokens.begin() + ex.prompt_length})));
+    if (!given.empty() && given.back() != '=')
+      given += '=';
+    if (offset >= 0 &&
+        render({ex.tokens.begin() + 1, ex.tokens.begin() + ex.prompt_length}) != given) {
+      throw lengen::Error(
+          fmt::format("addition: the index hints of '{}' do not mark significance consistently "
+                      "(expected '{}')",
+                      text,
+                      render({ex.tokens.begin() + 1, ex.tokens.begin() + ex.prompt_length})));
     }
     return ex;
   }
@@ -245,7 +279,8 @@ class Addition final : public lengen::Task {
   PositionIds causal_position_ids(const std::vector<int64_t>& tokens,
                                   int64_t prompt_length) const override {
     const int64_t T = static_cast<int64_t>(tokens.size());
-    PositionIds ids(static_cast<size_t>(position_levels()), std::vector<int64_t>(static_cast<size_t>(T), 0));
+    PositionIds ids(static_cast<size_t>(position_levels()),
+                    std::vector<int64_t>(static_cast<size_t>(T), 0));
     if (!coupled_) {
       for (int64_t t = 0; t < T; ++t) {
         ids[0][t] = t;
@@ -310,25 +345,31 @@ class Addition final : public lengen::Task {
 
   // Index hint h: a..z, A..Z, then <52>, <53>, ...
   static std::string hint_text(int64_t h) {
-    if (h < 26) return std::string(1, static_cast<char>('a' + h));
-    if (h < 52) return std::string(1, static_cast<char>('A' + h - 26));
+    if (h < 26)
+      return std::string(1, static_cast<char>('a' + h));
+    if (h < 52)
+      return std::string(1, static_cast<char>('A' + h - 26));
     return fmt::format("<{}>", h);
   }
 
   static std::string strip_spaces(const std::string& text) {
     std::string out;
     for (char c : text) {
-      if (c != ' ') out += c;
+      if (c != ' ')
+        out += c;
     }
     return out;
   }
 
   static std::vector<std::string> vocabulary_tokens(bool scratchpad, int64_t hints) {
-    std::vector<std::string> v{"<pad>", "$", "0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "+", "="};
+    std::vector<std::string> v{
+        "<pad>", "$", "0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "+", "="};
     if (scratchpad) {
-      v.push_back(">");  // only then: the plain task's vocabulary (and checkpoints) stay as they were
+      v.push_back(
+          ">");  // only then: the plain task's vocabulary (and checkpoints) stay as they were
     }
-    for (int64_t h = 0; h < hints; ++h) v.push_back(hint_text(h));  // likewise
+    for (int64_t h = 0; h < hints; ++h)
+      v.push_back(hint_text(h));  // likewise
     return v;
   }
 
@@ -336,13 +377,20 @@ class Addition final : public lengen::Task {
   // 1..A get hints o..o+A-1 < N (no draw without hints, so other formats' samples stay as
   // they were).
   int64_t hint_offset(const std::vector<std::string>& ops, lengen::Rng& rng) const {
-    if (hints_ == 0) return 0;
+    if (hints_ == 0)
+      return 0;
     size_t longest = 0;
-    for (const auto& x : ops) longest = std::max(longest, x.size());
-    const auto A = static_cast<int64_t>(max_sum_length(longest, ops.size()));  // the highest significance
+    for (const auto& x : ops)
+      longest = std::max(longest, x.size());
+    const auto A =
+        static_cast<int64_t>(max_sum_length(longest, ops.size()));  // the highest significance
     if (A > hints_) {
-      throw lengen::Error(fmt::format("addition: index_hints {} cannot mark an answer of {} digits; raise "
-                                      "index_hints to at least {}", hints_, A, A));
+      throw lengen::Error(
+          fmt::format("addition: index_hints {} cannot mark an answer of {} digits; raise "
+                      "index_hints to at least {}",
+                      hints_,
+                      A,
+                      A));
     }
     return rng.uniform_int(0, hints_ - A);
   }
@@ -357,14 +405,17 @@ class Addition final : public lengen::Task {
   }
 
   // Bi-level causal IDs of the scratchpad format (levels: significance, number group).
-  PositionIds scratchpad_ids(const std::vector<int64_t>& tokens, int64_t prompt_length, PositionIds ids) const {
+  PositionIds scratchpad_ids(const std::vector<int64_t>& tokens,
+                             int64_t prompt_length,
+                             PositionIds ids) const {
     const int64_t s = 1, T = static_cast<int64_t>(tokens.size());
     const int64_t qlen = std::min(prompt_length, T);
     int64_t group = 0, longest = 0;
     for (int64_t t = 1; t < qlen;) {
       if (is_digit(tokens[t])) {
         int64_t end = t;
-        while (end < qlen && is_digit(tokens[end])) ++end;
+        while (end < qlen && is_digit(tokens[end]))
+          ++end;
         for (int64_t u = t; u < end; ++u) {
           ids[0][u] = s + significance(u, t, end);
           ids[1][u] = s + group;
@@ -409,7 +460,8 @@ class Addition final : public lengen::Task {
     if (zero_pad_ && pad_to_answer_) {
       return longest;
     }
-    return static_cast<int64_t>(max_sum_length(static_cast<size_t>(longest), static_cast<size_t>(m)));
+    return static_cast<int64_t>(
+        max_sum_length(static_cast<size_t>(longest), static_cast<size_t>(m)));
   }
 
   // Builds the sequence and its IDs from the numbers (the "template" form; the causal form above
@@ -436,7 +488,8 @@ class Addition final : public lengen::Task {
       const std::string x = pad_left(ops[i], op_width);
       for (size_t j = 0; j < x.size(); ++j) {  // j-th written digit
         const size_t pos = reverse_query_ ? x.size() - 1 - j : j;
-        if (hints_ > 0) push(hint0_ + hint_offset + static_cast<int64_t>(x.size() - pos) - 1, 0, false);
+        if (hints_ > 0)
+          push(hint0_ + hint_offset + static_cast<int64_t>(x.size() - pos) - 1, 0, false);
         push(digit_id(x[pos]), s + static_cast<int64_t>(x.size() - pos), false);
       }
       push(i + 1 < ops.size() ? plus_ : eq_, s, false);
@@ -447,7 +500,8 @@ class Addition final : public lengen::Task {
       // k-th written digit; its significance (1 = least) depends on the direction.
       size_t pos = reverse_ ? answer.size() - 1 - k : k;
       int64_t significance = static_cast<int64_t>(answer.size() - pos);
-      if (hints_ > 0) push(hint0_ + hint_offset + significance - 1, 0, true);
+      if (hints_ > 0)
+        push(hint0_ + hint_offset + significance - 1, 0, true);
       push(digit_id(answer[pos]), s + significance, true);
     }
     push(vocab_.eos(), 0, true);
@@ -466,7 +520,9 @@ class Addition final : public lengen::Task {
 
   // `$ a_1 + ... + a_m = b_0 > b_1 > ... > b_m $`: with zero_pad every number padded to L digits
   // (else its own length), operands reversed with reverse_query, b_i reversed with reverse_output.
-  Example make_scratchpad_example(const std::vector<std::string>& ops, size_t longest, size_t L) const {
+  Example make_scratchpad_example(const std::vector<std::string>& ops,
+                                  size_t longest,
+                                  size_t L) const {
     // Writes x's digits in the chosen direction; the ID of each is its significance.
     auto digits = [&](const std::string& x, bool reversed, int64_t group, bool loss, Example& ex) {
       for (size_t j = 0; j < x.size(); ++j) {
@@ -477,7 +533,9 @@ class Addition final : public lengen::Task {
     const size_t width = zero_pad_ ? L : 0;
     Example ex;
     ex.position_ids.assign(2, {});
-    auto push = [&](int64_t tok, int64_t id1, int64_t id2, bool loss) { ex.push(tok, {id1, id2}, loss); };
+    auto push = [&](int64_t tok, int64_t id1, int64_t id2, bool loss) {
+      ex.push(tok, {id1, id2}, loss);
+    };
     const int64_t s = start_;
     push(vocab_.bos(), 0, 0, false);
     for (size_t i = 0; i < ops.size(); ++i) {
@@ -497,14 +555,16 @@ class Addition final : public lengen::Task {
       if (i > 0) {
         push(arrow_, s, group, true);
         prefix.push_back(ops[i - 1]);
-        if (i == ops.size()) ex.answer_begin = ex.length();  // the final sum
+        if (i == ops.size())
+          ex.answer_begin = ex.length();  // the final sum
       }
       digits(pad_left(i == 0 ? "0" : add_decimal(prefix), width), reverse_, group, true, ex);
     }
     push(vocab_.eos(), 0, 0, true);
     if (!coupled_) {
       ex.position_ids.assign(1, {});
-      for (int64_t t = 0; t < ex.length(); ++t) ex.position_ids[0].push_back(t);
+      for (int64_t t = 0; t < ex.length(); ++t)
+        ex.position_ids[0].push_back(t);
     }
     ex.meta["digits"] = static_cast<int64_t>(longest);
     ex.meta["operands"] = static_cast<int64_t>(ops.size());
@@ -517,19 +577,25 @@ class Addition final : public lengen::Task {
   int64_t digit_id(char c) const { return 2 + (c - '0'); }
 
   int64_t operands_;
-  // Significance (1 = least) of the digit at u in the query run [t, end).
-  int64_t significance(int64_t u, int64_t t, int64_t end) const { return reverse_query_ ? u - t + 1 : end - u; }
 
-  bool same_length_, zero_pad_, pad_to_answer_, reverse_, reverse_query_, coupled_, mixed_lengths_, scratchpad_;
-  int64_t start_;  ///< s: the ID of `+` and `=`, digits s + significance (abacus: 0)
-  int64_t hints_;  ///< N index hints (0: none)
+  // Significance (1 = least) of the digit at u in the query run [t, end).
+  int64_t significance(int64_t u, int64_t t, int64_t end) const {
+    return reverse_query_ ? u - t + 1 : end - u;
+  }
+
+  bool same_length_, zero_pad_, pad_to_answer_, reverse_, reverse_query_, coupled_, mixed_lengths_,
+      scratchpad_;
+  int64_t start_;       ///< s: the ID of `+` and `=`, digits s + significance (abacus: 0)
+  int64_t hints_;       ///< N index hints (0: none)
   int64_t hint0_ = -1;  ///< token ID of hint 0
   std::pair<int64_t, int64_t> train_, eval_, train_ops_, eval_ops_;
   lengen::Vocabulary vocab_;
   int64_t plus_ = 0, eq_ = 0, arrow_ = -1;
 };
 
-void register_addition(lengen::Registrar& r) { r.add_task<Addition>(); }
+void register_addition(lengen::Registrar& r) {
+  r.add_task<Addition>();
+}
 
 }  // namespace
 

@@ -44,7 +44,8 @@ TEST_CASE("addition: Cho et al. worked examples", "[addition]") {
     // Decoding computes the same IDs from the tokens so far (no answer leaks into them).
     const auto causal = task->causal_position_ids(ex.tokens, ex.prompt_length);
     CHECK(causal[0] == ex.position_ids[0]);
-    auto unpadded = make_task("{name: addition, zero_pad: false, position_ids: abacus}")->parse_query("5+48");
+    auto unpadded =
+        make_task("{name: addition, zero_pad: false, position_ids: abacus}")->parse_query("5+48");
     CHECK(ids_string(unpadded) == "0 1 0 2 1 0 1 2 0");
   }
   SECTION("sequential IDs") {
@@ -97,10 +98,12 @@ TEST_CASE("addition: invalid options and queries fail with names", "[addition]")
   CHECK_THROWS_WITH(task->parse_query("12+x"), Catch::Contains("not a query like 57+48"));
   CHECK_THROWS_WITH(task->parse_query("1+2+3"), Catch::Contains("configured for 2"));
   lengen::Rng rng(1);
-  CHECK_THROWS_WITH(task->sample_eval({{"digits", 0}}, rng), Catch::Contains("digits must be >= 1"));
+  CHECK_THROWS_WITH(task->sample_eval({{"digits", 0}}, rng),
+                    Catch::Contains("digits must be >= 1"));
 }
 
-TEST_CASE("addition: the scratchpad format of Cho et al. 2025 (Fig. 4) with bi-level IDs", "[addition]") {
+TEST_CASE("addition: the scratchpad format of Cho et al. 2025 (Fig. 4) with bi-level IDs",
+          "[addition]") {
   auto task = make_task("{name: addition, operands: 3, pad_to: answer, scratchpad: true}");
   CHECK(task->position_levels() == 2);
   auto ex = task->parse_query("57+48+96");
@@ -111,7 +114,8 @@ TEST_CASE("addition: the scratchpad format of Cho et al. 2025 (Fig. 4) with bi-l
   // Loss on the whole scratchpad and EOS; the final answer is the last number.
   CHECK(ex.prompt_length == 13);
   CHECK(task->render({ex.tokens.begin() + ex.answer_begin, ex.tokens.end()}) == "102$");
-  for (int64_t t = 0; t < ex.length(); ++t) CHECK(ex.loss_mask[t] == (t >= 13 ? 1 : 0));
+  for (int64_t t = 0; t < ex.length(); ++t)
+    CHECK(ex.loss_mask[t] == (t >= 13 ? 1 : 0));
   CHECK(task->max_response_length({ex.tokens.begin(), ex.tokens.begin() + ex.prompt_length}) ==
         ex.length() - ex.prompt_length);
   // Decoding assigns the same IDs from the tokens alone.
@@ -126,27 +130,35 @@ TEST_CASE("addition: the scratchpad format of Cho et al. 2025 (Fig. 4) with bi-l
 }
 
 TEST_CASE("addition: abacus indices are for the plain format", "[addition]") {
-  CHECK_THROWS_WITH(make_task("{name: addition, scratchpad: true, pad_to: answer, position_ids: abacus}"),
-                    Catch::Contains("abacus indices are defined for the plain format"));
+  CHECK_THROWS_WITH(
+      make_task("{name: addition, scratchpad: true, pad_to: answer, position_ids: abacus}"),
+      Catch::Contains("abacus indices are defined for the plain format"));
 }
 
 TEST_CASE("addition: scratchpad with sequential IDs, and the options it needs", "[addition]") {
-  auto task = make_task("{name: addition, pad_to: answer, scratchpad: true, position_ids: sequential}");
+  auto task =
+      make_task("{name: addition, pad_to: answer, scratchpad: true, position_ids: sequential}");
   CHECK(task->position_levels() == 1);
   auto ex = task->parse_query("5+7");
   CHECK(task->render(ex.tokens) == "$05+07=00>50>21$");
   CHECK(ex.position_ids[0].back() == ex.length() - 1);
-  CHECK_THROWS_WITH(make_task("{name: addition, scratchpad: true}"), Catch::Contains("pad_to: answer"));
+  CHECK_THROWS_WITH(make_task("{name: addition, scratchpad: true}"),
+                    Catch::Contains("pad_to: answer"));
   // The plain task's vocabulary is unchanged (no '>'): its checkpoints stay loadable.
   CHECK(make_task("{name: addition}")->vocabulary().size() == 14);
   CHECK(task->vocabulary().size() == 15);
 }
 
-TEST_CASE("addition: the scratchpad's format ablations (Cho et al. 2025, Figures 6 and 14)", "[addition]") {
-  auto check = [](const std::string& opts, const std::string& text, const std::string& ids1, const std::string& ids2) {
+TEST_CASE("addition: the scratchpad's format ablations (Cho et al. 2025, Figures 6 and 14)",
+          "[addition]") {
+  auto check = [](const std::string& opts,
+                  const std::string& text,
+                  const std::string& ids1,
+                  const std::string& ids2) {
     auto task = make_task("{name: addition, operands: 3, scratchpad: true, " + opts + "}");
     // Queries are read in the task's own direction: 57 + 48 + 96 in every case.
-    auto ex = task->parse_query(opts.find("reverse_query") != std::string::npos ? "75+84+69" : "57+48+96");
+    auto ex = task->parse_query(opts.find("reverse_query") != std::string::npos ? "75+84+69"
+                                                                                : "57+48+96");
     INFO(opts);
     CHECK(task->render(ex.tokens) == text);
     CHECK(ids_string(ex, 0) == ids1);  // significance: the same digit keeps its ID in every format
@@ -158,32 +170,39 @@ TEST_CASE("addition: the scratchpad's format ablations (Cho et al. 2025, Figures
           ex.length() - ex.prompt_length);
   };
   // Reversed query, reversed output, padded.
-  check("pad_to: answer, reverse_query: true", "$750+840+690=000>750>501>102$",
+  check("pad_to: answer, reverse_query: true",
+        "$750+840+690=000>750>501>102$",
         "0 2 3 4 1 2 3 4 1 2 3 4 1 2 3 4 1 2 3 4 1 2 3 4 1 2 3 4 0",
         "0 1 1 1 1 2 2 2 2 3 3 3 1 1 1 1 2 2 2 2 3 3 3 3 4 4 4 4 0");
   // Plain query, plain output, padded: every partial sum most significant digit first.
-  check("pad_to: answer, reverse_output: false", "$057+048+096=000>057>105>201$",
+  check("pad_to: answer, reverse_output: false",
+        "$057+048+096=000>057>105>201$",
         "0 4 3 2 1 4 3 2 1 4 3 2 1 4 3 2 1 4 3 2 1 4 3 2 1 4 3 2 0",
         "0 1 1 1 1 2 2 2 2 3 3 3 1 1 1 1 2 2 2 2 3 3 3 3 4 4 4 4 0");
   // No padding (Figure 6): every number its own length, b_0 = 0; IDs still count significance.
-  check("zero_pad: false", "$57+48+96=0>75>501>102$",
+  check("zero_pad: false",
+        "$57+48+96=0>75>501>102$",
         "0 3 2 1 3 2 1 3 2 1 2 1 2 3 1 2 3 4 1 2 3 4 0",
         "0 1 1 1 2 2 2 3 3 1 1 2 2 2 3 3 3 3 4 4 4 4 0");
-  check("zero_pad: false, reverse_query: true", "$75+84+69=0>75>501>102$",
+  check("zero_pad: false, reverse_query: true",
+        "$75+84+69=0>75>501>102$",
         "0 2 3 1 2 3 1 2 3 1 2 1 2 3 1 2 3 4 1 2 3 4 0",
         "0 1 1 1 2 2 2 3 3 1 1 2 2 2 3 3 3 3 4 4 4 4 0");
   // Plain, unpadded partial sums would need their lengths for IDs: refused unless sequential.
-  CHECK_THROWS_WITH(make_task("{name: addition, scratchpad: true, zero_pad: false, reverse_output: false}"),
-                    Catch::Contains("leak"));
-  auto seq = make_task("{name: addition, scratchpad: true, zero_pad: false, reverse_output: false, "
-                       "position_ids: sequential}");
+  CHECK_THROWS_WITH(
+      make_task("{name: addition, scratchpad: true, zero_pad: false, reverse_output: false}"),
+      Catch::Contains("leak"));
+  auto seq = make_task(
+      "{name: addition, scratchpad: true, zero_pad: false, reverse_output: false, "
+      "position_ids: sequential}");
   CHECK(seq->render(seq->parse_query("57+48").tokens) == "$57+48=0>57>105$");
 }
 
 TEST_CASE("addition: S_A(n, m) training and the T_A (digits x operands) grid", "[addition]") {
-  auto task = make_task("{name: addition, pad_to: answer, scratchpad: true, train_digits: [1, 5], "
-                        "train_operands: [2, 5], mixed_lengths: true, eval_digits: [1, 30], "
-                        "eval_operands: [2, 30]}");
+  auto task = make_task(
+      "{name: addition, pad_to: answer, scratchpad: true, train_digits: [1, 5], "
+      "train_operands: [2, 5], mixed_lengths: true, eval_digits: [1, 30], "
+      "eval_operands: [2, 30]}");
   auto axes = task->grid_axes();
   REQUIRE(axes.size() == 2);
   CHECK(axes[1].name == "operands");
@@ -203,10 +222,12 @@ TEST_CASE("addition: S_A(n, m) training and the T_A (digits x operands) grid", "
     size_t start = 0;
     while (true) {
       size_t plus = q.find('+', start);
-      std::string part = q.substr(start, plus == std::string::npos ? std::string::npos : plus - start);
+      std::string part =
+          q.substr(start, plus == std::string::npos ? std::string::npos : plus - start);
       size_t nz = part.find_first_not_of('0');
       lens.insert(nz == std::string::npos ? 1 : part.size() - nz);
-      if (plus == std::string::npos) break;
+      if (plus == std::string::npos)
+        break;
       start = plus + 1;
     }
     (lens.size() == 1 ? same : differ) += 1;
@@ -235,14 +256,17 @@ TEST_CASE("addition: index hints mark significance, never the answer", "[additio
   // Hints given in a query are read back; inconsistent or unknown ones are refused.
   CHECK(task->render(task->parse_query("d5c7+d4c8=").tokens) == "$d5c7+d4c8=c5d0e1$");
   CHECK_THROWS_WITH(task->parse_query("d5c7+c4d8"), Catch::Contains("consistently"));
-  CHECK_THROWS_WITH(task->parse_query("z5a7+b4a8"), Catch::Contains("'z'") && Catch::Contains("10 index hints"));
+  CHECK_THROWS_WITH(task->parse_query("z5a7+b4a8"),
+                    Catch::Contains("'z'") && Catch::Contains("10 index hints"));
   // Past 26 hints the tokens are A..Z, then <52>, ...
   auto wide = make_task("{name: addition, position_ids: sequential, index_hints: 60}");
-  CHECK(wide->render(wide->parse_query("<53>1<52>2+<53>3<52>4").tokens) == "$<53>1<52>2+<53>3<52>4=<52>6<53>4<54>0$");
+  CHECK(wide->render(wide->parse_query("<53>1<52>2+<53>3<52>4").tokens) ==
+        "$<53>1<52>2+<53>3<52>4=<52>6<53>4<54>0$");
 
   // Training samples: every digit after its hint; the response's hints follow from the
   // prompt's alone (o = the smallest hint there), so they carry nothing of the answer.
-  auto train = make_task("{name: addition, position_ids: sequential, index_hints: 12, train_digits: [1, 8]}");
+  auto train = make_task(
+      "{name: addition, position_ids: sequential, index_hints: 12, train_digits: [1, 8]}");
   const auto& v = train->vocabulary();
   const int64_t h0 = v.id("a");
   lengen::Rng rng(3);
@@ -253,7 +277,8 @@ TEST_CASE("addition: index hints mark significance, never the answer", "[additio
     const auto r = s.response();
     int64_t o = 12;
     for (int64_t t : p) {
-      if (t >= h0) o = std::min(o, t - h0);
+      if (t >= h0)
+        o = std::min(o, t - h0);
     }
     REQUIRE(r.size() % 2 == 1);
     for (size_t k = 0; k + 1 < r.size(); k += 2) {

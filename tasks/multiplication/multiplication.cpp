@@ -40,11 +40,13 @@ class Multiplication final : public lengen::Task {
             "multiplication",
             "N x M multiplication `A*B=P` (reversed, zero-padded product) or with the two-stage "
             "scratchpad and tri-level coupled IDs",
-            {OptionSpec::boolean("scratchpad", "write A times each digit of B, `=`, then the "
-                                               "cumulative shifted sums (tri-level coupled IDs)")
+            {OptionSpec::boolean("scratchpad",
+                                 "write A times each digit of B, `=`, then the "
+                                 "cumulative shifted sums (tri-level coupled IDs)")
                  .with_default(false),
-             OptionSpec::string("position_ids", "coupled: by significance (three levels with the "
-                                                "scratchpad); sequential: 0, 1, 2, ...")
+             OptionSpec::string("position_ids",
+                                "coupled: by significance (three levels with the "
+                                "scratchpad); sequential: 0, 1, 2, ...")
                  .with_default("coupled")
                  .one_of({"coupled", "sequential"}),
              OptionSpec::int_list("train_a_digits", "[lo, hi]: lengths of A in training (S_M)")
@@ -59,9 +61,11 @@ class Multiplication final : public lengen::Task {
              OptionSpec::int_list("eval_b_digits", "[lo, hi]: default range of the 'b_digits' axis")
                  .with_default(std::vector<int64_t>{1, 30})
                  .at_least(1),
-             OptionSpec::boolean("zero_pad", "pad the product to M+N digits (no scratchpad)").with_default(true),
-             OptionSpec::boolean("reverse_output", "write the product least significant digit first "
-                                                   "(no scratchpad)")
+             OptionSpec::boolean("zero_pad", "pad the product to M+N digits (no scratchpad)")
+                 .with_default(true),
+             OptionSpec::boolean("reverse_output",
+                                 "write the product least significant digit first "
+                                 "(no scratchpad)")
                  .with_default(true)}};
   }
 
@@ -75,7 +79,9 @@ class Multiplication final : public lengen::Task {
         eval_a_(o.get_int_range("eval_a_digits")),
         eval_b_(o.get_int_range("eval_b_digits")),
         vocab_({"<pad>", "$", "0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "*", "+", ">", "="},
-               "<pad>", "$", "$") {
+               "<pad>",
+               "$",
+               "$") {
     if (scratchpad_ && (!zero_pad_ || !reverse_)) {
       o.fail(zero_pad_ ? "reverse_output" : "zero_pad",
              "the scratchpad writes every number zero-padded and least significant digit first: "
@@ -94,6 +100,7 @@ class Multiplication final : public lengen::Task {
   }
 
   const lengen::Vocabulary& vocabulary() const override { return vocab_; }
+
   int64_t position_levels() const override { return scratchpad_ && coupled_ ? 3 : 1; }
 
   Example sample_train(lengen::Rng& rng) const override {
@@ -103,18 +110,29 @@ class Multiplication final : public lengen::Task {
   }
 
   std::vector<lengen::GridAxis> grid_axes() const override {
-    return {{"a_digits", "length of the first operand A", eval_a_.first, eval_a_.second, train_a_.first,
+    return {{"a_digits",
+             "length of the first operand A",
+             eval_a_.first,
+             eval_a_.second,
+             train_a_.first,
              train_a_.second},
-            {"b_digits", "length of the second operand B", eval_b_.first, eval_b_.second, train_b_.first,
+            {"b_digits",
+             "length of the second operand B",
+             eval_b_.first,
+             eval_b_.second,
+             train_b_.first,
              train_b_.second}};
   }
 
   Example sample_eval(const lengen::GridCell& cell, lengen::Rng& rng) const override {
     auto a = cell.find("a_digits");
     auto b = cell.find("b_digits");
-    LENGEN_CHECK(a != cell.end() && b != cell.end(), "multiplication: grid cell needs 'a_digits' and 'b_digits'");
-    LENGEN_CHECK(a->second >= 1 && b->second >= 1, "multiplication: a_digits and b_digits must be >= 1, got {} and {}",
-                 a->second, b->second);
+    LENGEN_CHECK(a != cell.end() && b != cell.end(),
+                 "multiplication: grid cell needs 'a_digits' and 'b_digits'");
+    LENGEN_CHECK(a->second >= 1 && b->second >= 1,
+                 "multiplication: a_digits and b_digits must be >= 1, got {} and {}",
+                 a->second,
+                 b->second);
     std::string x = random_number(a->second, rng);
     return make_example(x, random_number(b->second, rng));
   }
@@ -122,25 +140,32 @@ class Multiplication final : public lengen::Task {
   Example parse_query(const std::string& text) const override {
     std::string q;
     for (char c : text) {
-      if (c != ' ') q += c == 'x' ? '*' : c;
+      if (c != ' ')
+        q += c == 'x' ? '*' : c;
     }
-    if (!q.empty() && q.back() == '=') q.pop_back();
+    if (!q.empty() && q.back() == '=')
+      q.pop_back();
     const size_t star = q.find('*');
     auto valid = [](const std::string& x) {
       return !x.empty() && x.find_first_not_of("0123456789") == std::string::npos;
     };
     if (star == std::string::npos || !valid(q.substr(0, star)) || !valid(q.substr(star + 1))) {
-      throw lengen::Error(fmt::format("multiplication: '{}' is not a query like 37*925 (two decimal "
-                                      "numbers separated by '*')", text));
+      throw lengen::Error(
+          fmt::format("multiplication: '{}' is not a query like 37*925 (two decimal "
+                      "numbers separated by '*')",
+                      text));
     }
     return make_example(strip_zeros(q.substr(0, star)), strip_zeros(q.substr(star + 1)));
   }
 
-  PositionIds causal_position_ids(const std::vector<int64_t>& tokens, int64_t prompt_length) const override {
+  PositionIds causal_position_ids(const std::vector<int64_t>& tokens,
+                                  int64_t prompt_length) const override {
     const int64_t T = static_cast<int64_t>(tokens.size());
-    PositionIds ids(static_cast<size_t>(position_levels()), std::vector<int64_t>(static_cast<size_t>(T), 0));
+    PositionIds ids(static_cast<size_t>(position_levels()),
+                    std::vector<int64_t>(static_cast<size_t>(T), 0));
     if (!coupled_) {
-      for (int64_t t = 0; t < T; ++t) ids[0][t] = t;
+      for (int64_t t = 0; t < T; ++t)
+        ids[0][t] = t;
       return ids;
     }
     const int64_t s = 1, qlen = std::min(prompt_length, T);
@@ -228,15 +253,18 @@ class Multiplication final : public lengen::Task {
     int64_t M = 0, N = 0;
     bool in_b = false;
     for (int64_t t : prompt) {
-      if (is_digit(t)) (in_b ? N : M) += 1;
+      if (is_digit(t))
+        (in_b ? N : M) += 1;
       in_b = in_b || t == times_;
     }
-    if (!scratchpad_) return M + N + 1;
+    if (!scratchpad_)
+      return M + N + 1;
     return N * (M + 1) + (N - 1) + 1 + N * (M + N) + (N - 1) + 1;
   }
 
  private:
   bool is_digit(int64_t tok) const { return tok >= 2 && tok <= 11; }  // ids of "0".."9"
+
   int64_t digit_id(char c) const { return 2 + (c - '0'); }
 
   // The "template" form of the IDs; the causal form above must agree on correct responses
@@ -249,7 +277,8 @@ class Multiplication final : public lengen::Task {
     const int64_t s = 1;
     const bool tri = L == 3;
     ex.push(vocab_.bos(), {0, 0, 0}, false);
-    for (int64_t i = 0; i < M; ++i) ex.push(digit_id(a[i]), {s + M - i, 0, 0}, false);
+    for (int64_t i = 0; i < M; ++i)
+      ex.push(digit_id(a[i]), {s + M - i, 0, 0}, false);
     ex.push(times_, {tri ? 0 : s, 0, 0}, false);
     for (int64_t i = 0; i < N; ++i) {
       ex.push(digit_id(b[i]), {tri ? 0 : s + N - i, tri ? s + N - i - 1 : 0, 0}, false);
@@ -261,30 +290,39 @@ class Multiplication final : public lengen::Task {
       std::string p = zero_pad_ ? pad_left(product, static_cast<size_t>(M + N)) : product;
       ex.answer_begin = ex.length();
       for (size_t w = 0; w < p.size(); ++w) {
-        const size_t pos = reverse_ ? p.size() - 1 - w : w;  // index into p of the w-th written digit
+        const size_t pos =
+            reverse_ ? p.size() - 1 - w : w;  // index into p of the w-th written digit
         ex.push(digit_id(p[pos]), {s + static_cast<int64_t>(p.size() - pos), 0, 0}, true);
       }
     } else {
       // Stage 1: A * B_k, padded to M+1, reversed.
       for (int64_t k = 1; k <= N; ++k) {
-        if (k > 1) ex.push(plus_, {s, s + k - 1, s + k - 1}, true);
+        if (k > 1)
+          ex.push(plus_, {s, s + k - 1, s + k - 1}, true);
         const std::string bk(1, b[static_cast<size_t>(N - k)]);
-        const std::string x = reversed(pad_left(multiply_decimal(a, bk), static_cast<size_t>(M + 1)));
-        for (int64_t j = 1; j <= M + 1; ++j) ex.push(digit_id(x[j - 1]), {s + j, s + k - 1, s + k - 1 + j}, true);
+        const std::string x =
+            reversed(pad_left(multiply_decimal(a, bk), static_cast<size_t>(M + 1)));
+        for (int64_t j = 1; j <= M + 1; ++j)
+          ex.push(digit_id(x[j - 1]), {s + j, s + k - 1, s + k - 1 + j}, true);
       }
       // Stage 2: c_k = A * (the k least significant digits of B), padded to M+N, reversed.
       ex.push(eq_, {0, s, s}, true);
       for (int64_t k = 1; k <= N; ++k) {
-        if (k > 1) ex.push(arrow_, {0, s + k - 1, s}, true);
-        if (k == N) ex.answer_begin = ex.length();
+        if (k > 1)
+          ex.push(arrow_, {0, s + k - 1, s}, true);
+        if (k == N)
+          ex.answer_begin = ex.length();
         const std::string low = strip_zeros(b.substr(static_cast<size_t>(N - k)));
-        const std::string c = reversed(pad_left(multiply_decimal(a, low), static_cast<size_t>(M + N)));
-        for (int64_t j = 1; j <= M + N; ++j) ex.push(digit_id(c[j - 1]), {0, s + k - 1, s + j}, true);
+        const std::string c =
+            reversed(pad_left(multiply_decimal(a, low), static_cast<size_t>(M + N)));
+        for (int64_t j = 1; j <= M + N; ++j)
+          ex.push(digit_id(c[j - 1]), {0, s + k - 1, s + j}, true);
       }
     }
     ex.push(vocab_.eos(), {0, 0, 0}, true);
     if (!coupled_) {
-      for (int64_t t = 0; t < ex.length(); ++t) ex.position_ids[0][t] = t;
+      for (int64_t t = 0; t < ex.length(); ++t)
+        ex.position_ids[0][t] = t;
     }
     ex.meta["a_digits"] = M;
     ex.meta["b_digits"] = N;
@@ -297,7 +335,9 @@ class Multiplication final : public lengen::Task {
   int64_t times_ = 0, plus_ = 0, arrow_ = 0, eq_ = 0;
 };
 
-void register_multiplication(lengen::Registrar& r) { r.add_task<Multiplication>(); }
+void register_multiplication(lengen::Registrar& r) {
+  r.add_task<Multiplication>();
+}
 
 }  // namespace
 

@@ -8,13 +8,17 @@ using lengen::test::make_task;
 namespace {
 
 // Reads a run of digit tokens [begin, end) as a decimal string in written order.
-std::string digits(const lengen::Task& task, const lengen::Example& ex, int64_t begin, int64_t end) {
+std::string digits(const lengen::Task& task,
+                   const lengen::Example& ex,
+                   int64_t begin,
+                   int64_t end) {
   return task.render({ex.tokens.begin() + begin, ex.tokens.begin() + end});
 }
 
 }  // namespace
 
-TEST_CASE("multiplication: Cho et al. 2025 Fig. 8, 37*925 with the two-stage scratchpad", "[multiplication]") {
+TEST_CASE("multiplication: Cho et al. 2025 Fig. 8, 37*925 with the two-stage scratchpad",
+          "[multiplication]") {
   auto task = make_task("{name: multiplication, scratchpad: true}");
   REQUIRE(task->position_levels() == 3);
   auto ex = task->parse_query("37*925");
@@ -28,14 +32,16 @@ TEST_CASE("multiplication: Cho et al. 2025 Fig. 8, 37*925 with the two-stage scr
         "0 0 0 0 0 0 0 1 2 3 4 2 3 4 5 3 4 5 6 1 2 3 4 5 6 1 2 3 4 5 6 1 2 3 4 5 6 0");
   // The prompt ends at the first `=`; the second `=` is a response token the model predicts.
   CHECK(ex.prompt_length == 8);
-  for (int64_t t = 0; t < ex.length(); ++t) CHECK(ex.loss_mask[t] == (t >= 8 ? 1 : 0));
+  for (int64_t t = 0; t < ex.length(); ++t)
+    CHECK(ex.loss_mask[t] == (t >= 8 ? 1 : 0));
   CHECK(task->render({ex.tokens.begin() + ex.answer_begin, ex.tokens.end()}) == "52243$");
   CHECK(task->max_response_length({ex.tokens.begin(), ex.tokens.begin() + ex.prompt_length}) ==
         ex.length() - ex.prompt_length);
   CHECK(task->causal_position_ids(ex.tokens, ex.prompt_length) == ex.position_ids);
 }
 
-TEST_CASE("multiplication: without scratchpad, 37*925=52243 with single-level coupling", "[multiplication]") {
+TEST_CASE("multiplication: without scratchpad, 37*925=52243 with single-level coupling",
+          "[multiplication]") {
   auto task = make_task("{name: multiplication}");
   REQUIRE(task->position_levels() == 1);
   auto ex = task->parse_query("37 x 925 =");
@@ -54,8 +60,10 @@ TEST_CASE("multiplication: without scratchpad, 37*925=52243 with single-level co
   CHECK(seq->parse_query("37*925").position_ids[0][5] == 5);
 }
 
-TEST_CASE("multiplication: both stages hold the partial products of random operands", "[multiplication]") {
-  auto task = make_task("{name: multiplication, scratchpad: true, train_a_digits: [1, 12], train_b_digits: [1, 9]}");
+TEST_CASE("multiplication: both stages hold the partial products of random operands",
+          "[multiplication]") {
+  auto task = make_task(
+      "{name: multiplication, scratchpad: true, train_a_digits: [1, 12], train_b_digits: [1, 9]}");
   lengen::Rng rng(21);
   for (int i = 0; i < 200; ++i) {
     auto ex = task->sample_train(rng);
@@ -88,7 +96,8 @@ TEST_CASE("multiplication: both stages hold the partial products of random opera
 }
 
 TEST_CASE("multiplication: S_M(n, m) lengths and T_M cells", "[multiplication]") {
-  auto task = make_task("{name: multiplication, scratchpad: true, train_a_digits: [1, 4], train_b_digits: [2, 3]}");
+  auto task = make_task(
+      "{name: multiplication, scratchpad: true, train_a_digits: [1, 4], train_b_digits: [2, 3]}");
   auto axes = task->grid_axes();
   REQUIRE(axes.size() == 2);
   CHECK(axes[0].name == "a_digits");
@@ -133,7 +142,8 @@ TEST_CASE("multiplication: invalid options and queries fail with names", "[multi
                     Catch::Contains("zero_pad: true"));
   CHECK_THROWS_WITH(make_task("{name: multiplication, reverse_output: false, zero_pad: false}"),
                     Catch::Contains("leak the answer"));
-  CHECK_THROWS_WITH(make_task("{name: multiplication, train_b_digits: [3, 1]}"), Catch::Contains("lo <= hi"));
+  CHECK_THROWS_WITH(make_task("{name: multiplication, train_b_digits: [3, 1]}"),
+                    Catch::Contains("lo <= hi"));
   auto task = make_task("{name: multiplication}");
   CHECK_THROWS_WITH(task->parse_query("12+3"), Catch::Contains("not a query like 37*925"));
   CHECK_THROWS_WITH(task->parse_query("12*"), Catch::Contains("not a query like 37*925"));

@@ -44,66 +44,81 @@ namespace decimal = lengen::decimal;
 enum class Op { kAdd, kModAdd, kMul, kModMul, kElementwiseAdd };
 
 Op parse_op(const std::string& s) {
-  if (s == "add") return Op::kAdd;
-  if (s == "mod_add") return Op::kModAdd;
-  if (s == "mul") return Op::kMul;
-  if (s == "mod_mul") return Op::kModMul;
+  if (s == "add")
+    return Op::kAdd;
+  if (s == "mod_add")
+    return Op::kModAdd;
+  if (s == "mul")
+    return Op::kMul;
+  if (s == "mod_mul")
+    return Op::kModMul;
   return Op::kElementwiseAdd;
 }
 
 class PaddedArithmetic final : public lengen::Task {
  public:
   static lengen::ComponentSpec spec() {
-    return {"task",
-            "padded_arithmetic",
-            "Jelassi et al. 2023's encoding: operands most significant digit first, right-padded "
-            "with <PAD> to a fixed width, the answer on the first n_out positions (encoder)",
-            {OptionSpec::string("operation", "add (+), mod_add (%), mul (x, N x k), mod_mul (*), "
-                                             "elementwise_add (+, digit-wise without carries)")
-                 .with_default("add")
-                 .one_of({"add", "mod_add", "mul", "mod_mul", "elementwise_add"}),
-             OptionSpec::integer("modulus", "c of the modular operations (the paper: 100, 101, 128, 1000)")
-                 .with_default(int64_t{100})
-                 .at_least(2)
-                 .at_most(1e9),
-             OptionSpec::integer("width", "n_test: every operand is padded to this many digits, "
-                                          "training and test alike; 0 = 20 (35 for mul)")
-                 .with_default(int64_t{0})
-                 .at_least(0),
-             OptionSpec::int_list("train_digits", "n_train: operands uniform below 10^n, n one value "
-                                                  "or uniform in [lo, hi] (primers: [6, 35])")
-                 .with_default(std::vector<int64_t>{5})
-                 .at_least(1),
-             OptionSpec::integer("second_digits", "k: the second operand is uniform below 10^k in "
-                                                  "training and test (N x k); 0 = as the first (the "
-                                                  "default except mul, whose default is 3)")
-                 .with_default(int64_t{-1})
-                 .at_least(-1),
-             OptionSpec::integer("train_set_size", "N_train: first operands come from a fixed set of "
-                                                   "this many values; 0 = fresh every time")
-                 .with_default(int64_t{5000})
-                 .at_least(0),
-             OptionSpec::integer("train_set_seed", "seed of the fixed first-operand set")
-                 .with_default(int64_t{0})
-                 .at_least(0),
-             OptionSpec::boolean("paired_lengths", "with a train_digits range: a training pair draws one n and "
-                                                   "takes its first operand among the fixed set's values drawn "
-                                                   "below 10^n, so both operands share n (fresh first operands "
-                                                   "always do); false: each set value keeps the n it was drawn with")
-                 .with_default(false),
-             OptionSpec::int_list("eval_digits", "[lo, hi]: default range of the 'digits' grid axis; "
-                                                 "[0, 0] = [1, width]")
-                 .with_default(std::vector<int64_t>{0, 0})
-                 .at_least(0),
-             OptionSpec::boolean("exact_digits", "operands have exactly n digits (no leading zero) "
-                                                 "instead of being uniform below 10^n, in training "
-                                                 "and test (e.g. primers of exactly 35 digits)")
-                 .with_default(false),
-             OptionSpec::boolean("reverse", "every number (operands and answer) least significant digit first, "
-                                            "still right-padded, so the operands are aligned by significance "
-                                            "(not the paper's encoding; queries are still written most "
-                                            "significant digit first)")
-                 .with_default(false)}};
+    return {
+        "task",
+        "padded_arithmetic",
+        "Jelassi et al. 2023's encoding: operands most significant digit first, right-padded "
+        "with <PAD> to a fixed width, the answer on the first n_out positions (encoder)",
+        {OptionSpec::string("operation",
+                            "add (+), mod_add (%), mul (x, N x k), mod_mul (*), "
+                            "elementwise_add (+, digit-wise without carries)")
+             .with_default("add")
+             .one_of({"add", "mod_add", "mul", "mod_mul", "elementwise_add"}),
+         OptionSpec::integer("modulus",
+                             "c of the modular operations (the paper: 100, 101, 128, 1000)")
+             .with_default(int64_t{100})
+             .at_least(2)
+             .at_most(1e9),
+         OptionSpec::integer("width",
+                             "n_test: every operand is padded to this many digits, "
+                             "training and test alike; 0 = 20 (35 for mul)")
+             .with_default(int64_t{0})
+             .at_least(0),
+         OptionSpec::int_list("train_digits",
+                              "n_train: operands uniform below 10^n, n one value "
+                              "or uniform in [lo, hi] (primers: [6, 35])")
+             .with_default(std::vector<int64_t>{5})
+             .at_least(1),
+         OptionSpec::integer("second_digits",
+                             "k: the second operand is uniform below 10^k in "
+                             "training and test (N x k); 0 = as the first (the "
+                             "default except mul, whose default is 3)")
+             .with_default(int64_t{-1})
+             .at_least(-1),
+         OptionSpec::integer("train_set_size",
+                             "N_train: first operands come from a fixed set of "
+                             "this many values; 0 = fresh every time")
+             .with_default(int64_t{5000})
+             .at_least(0),
+         OptionSpec::integer("train_set_seed", "seed of the fixed first-operand set")
+             .with_default(int64_t{0})
+             .at_least(0),
+         OptionSpec::boolean("paired_lengths",
+                             "with a train_digits range: a training pair draws one n and "
+                             "takes its first operand among the fixed set's values drawn "
+                             "below 10^n, so both operands share n (fresh first operands "
+                             "always do); false: each set value keeps the n it was drawn with")
+             .with_default(false),
+         OptionSpec::int_list("eval_digits",
+                              "[lo, hi]: default range of the 'digits' grid axis; "
+                              "[0, 0] = [1, width]")
+             .with_default(std::vector<int64_t>{0, 0})
+             .at_least(0),
+         OptionSpec::boolean("exact_digits",
+                             "operands have exactly n digits (no leading zero) "
+                             "instead of being uniform below 10^n, in training "
+                             "and test (e.g. primers of exactly 35 digits)")
+             .with_default(false),
+         OptionSpec::boolean("reverse",
+                             "every number (operands and answer) least significant digit first, "
+                             "still right-padded, so the operands are aligned by significance "
+                             "(not the paper's encoding; queries are still written most "
+                             "significant digit first)")
+             .with_default(false)}};
   }
 
   PaddedArithmetic(const lengen::Options& o, const lengen::TaskContext&)
@@ -113,18 +128,43 @@ class PaddedArithmetic final : public lengen::Task {
         exact_(o.get_bool("exact_digits")),
         reverse_(o.get_bool("reverse")),
         paired_(o.get_bool("paired_lengths")),
-        vocab_({"_", "<PAD>", "0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "+", "%", "×", "*", "=", "$"},
-               "_", "$", "$") {
+        vocab_({"_",
+                "<PAD>",
+                "0",
+                "1",
+                "2",
+                "3",
+                "4",
+                "5",
+                "6",
+                "7",
+                "8",
+                "9",
+                "+",
+                "%",
+                "×",
+                "*",
+                "=",
+                "$"},
+               "_",
+               "$",
+               "$") {
     const bool mul = op_ == Op::kMul;
     width_ = o.get_int("width") > 0 ? o.get_int("width") : (mul ? 35 : 20);
     second_ = o.get_int("second_digits") >= 0 ? o.get_int("second_digits") : (mul ? 3 : 0);
     if (train_.second > width_) {
-      o.fail("train_digits", fmt::format("training operands of {} digits do not fit the padded width {} "
-                                         "(task.width)", train_.second, width_));
+      o.fail("train_digits",
+             fmt::format("training operands of {} digits do not fit the padded width {} "
+                         "(task.width)",
+                         train_.second,
+                         width_));
     }
     if (second_ > width_) {
-      o.fail("second_digits", fmt::format("a {}-digit second operand does not fit the padded width {} "
-                                          "(task.width)", second_, width_));
+      o.fail("second_digits",
+             fmt::format("a {}-digit second operand does not fit the padded width {} "
+                         "(task.width)",
+                         second_,
+                         width_));
     }
     const auto eval = o.get_int_range("eval_digits");
     eval_ = eval.second == 0 ? std::make_pair<int64_t, int64_t>(1, int64_t{width_}) : eval;
@@ -132,14 +172,25 @@ class PaddedArithmetic final : public lengen::Task {
       o.fail("eval_digits", fmt::format("evaluation lengths must lie in [1, width = {}]", width_));
     }
     switch (op_) {
-      case Op::kAdd: n_out_ = width_ + 1; break;
-      case Op::kMul: n_out_ = 2 * width_; break;
-      case Op::kElementwiseAdd: n_out_ = width_; break;
+      case Op::kAdd:
+        n_out_ = width_ + 1;
+        break;
+      case Op::kMul:
+        n_out_ = 2 * width_;
+        break;
+      case Op::kElementwiseAdd:
+        n_out_ = width_;
+        break;
       case Op::kModAdd:
-      case Op::kModMul: n_out_ = static_cast<int64_t>(std::to_string(modulus_ - 1).size()); break;
+      case Op::kModMul:
+        n_out_ = static_cast<int64_t>(std::to_string(modulus_ - 1).size());
+        break;
     }
     pad_ = vocab_.id("<PAD>");
-    op_token_ = vocab_.id(op_ == Op::kModAdd ? "%" : op_ == Op::kMul ? "×" : op_ == Op::kModMul ? "*" : "+");
+    op_token_ = vocab_.id(op_ == Op::kModAdd   ? "%"
+                          : op_ == Op::kMul    ? "×"
+                          : op_ == Op::kModMul ? "*"
+                                               : "+");
     eq_ = vocab_.id("=");
     const int64_t n = o.get_int("train_set_size");
     lengen::Rng rng(lengen::mix_seed(static_cast<uint64_t>(o.get_int("train_set_seed")), {0x5E7}));
@@ -151,13 +202,17 @@ class PaddedArithmetic final : public lengen::Task {
     }
     for (int64_t d = train_.first; paired_ && n > 0 && d <= train_.second; ++d) {
       if (by_length_[static_cast<size_t>(d)].empty()) {
-        o.fail("train_set_size", fmt::format("{} values leave no first operand drawn below 10^{} for "
-                                             "paired_lengths; raise train_set_size", n, d));
+        o.fail("train_set_size",
+               fmt::format("{} values leave no first operand drawn below 10^{} for "
+                           "paired_lengths; raise train_set_size",
+                           n,
+                           d));
       }
     }
   }
 
   const lengen::Vocabulary& vocabulary() const override { return vocab_; }
+
   int64_t position_levels() const override { return 1; }
 
   Example sample_train(lengen::Rng& rng) const override {
@@ -167,16 +222,22 @@ class PaddedArithmetic final : public lengen::Task {
       a = operand(n, rng);
     } else if (paired_) {
       const auto& same = by_length_[static_cast<size_t>(n)];
-      a = train_set_[same[static_cast<size_t>(rng.uniform_int(0, static_cast<int64_t>(same.size()) - 1))]];
+      a = train_set_[same[static_cast<size_t>(
+          rng.uniform_int(0, static_cast<int64_t>(same.size()) - 1))]];
     } else {
-      a = train_set_[static_cast<size_t>(rng.uniform_int(0, static_cast<int64_t>(train_set_.size()) - 1))];
+      a = train_set_[static_cast<size_t>(
+          rng.uniform_int(0, static_cast<int64_t>(train_set_.size()) - 1))];
     }
     return make_example(a, operand(second_ > 0 ? second_ : n, rng));
   }
 
   std::vector<lengen::GridAxis> grid_axes() const override {
-    return {{"digits", "operand length n: operands below 10^n (the second below 10^k for N x k)",
-             eval_.first, eval_.second, 1, train_.second}};
+    return {{"digits",
+             "operand length n: operands below 10^n (the second below 10^k for N x k)",
+             eval_.first,
+             eval_.second,
+             1,
+             train_.second}};
   }
 
   Example sample_eval(const lengen::GridCell& cell, lengen::Rng& rng) const override {
@@ -184,9 +245,12 @@ class PaddedArithmetic final : public lengen::Task {
     LENGEN_CHECK(it != cell.end(), "padded_arithmetic: grid cell has no 'digits'");
     const int64_t n = it->second;
     if (n < 1 || n > width_) {
-      throw lengen::Error(fmt::format("padded_arithmetic: {}-digit operands do not fit the padded "
-                                      "width {}; raise task.width to at least {}",
-                                      n, width_, n));
+      throw lengen::Error(
+          fmt::format("padded_arithmetic: {}-digit operands do not fit the padded "
+                      "width {}; raise task.width to at least {}",
+                      n,
+                      width_,
+                      n));
     }
     std::string a = operand(n, rng);
     std::string b = operand(second_ > 0 ? second_ : n, rng);
@@ -210,24 +274,32 @@ class PaddedArithmetic final : public lengen::Task {
     size_t at = q.find(op);
     if (at == std::string::npos && op_ == Op::kMul) {
       at = q.find('x');
-      if (at != std::string::npos) q.replace(at, 1, op);
+      if (at != std::string::npos)
+        q.replace(at, 1, op);
     }
     const std::string a = at == std::string::npos ? "" : q.substr(0, at);
     const std::string b = at == std::string::npos ? "" : q.substr(at + op.size());
-    auto digits = [](const std::string& x) { return !x.empty() && x.find_first_not_of("0123456789") == std::string::npos; };
+    auto digits = [](const std::string& x) {
+      return !x.empty() && x.find_first_not_of("0123456789") == std::string::npos;
+    };
     if (!digits(a) || !digits(b)) {
-      throw lengen::Error(fmt::format("padded_arithmetic: '{}' is not a query like 12{}39", text, op));
+      throw lengen::Error(
+          fmt::format("padded_arithmetic: '{}' is not a query like 12{}39", text, op));
     }
     if (static_cast<int64_t>(std::max(a.size(), b.size())) > width_) {
-      throw lengen::Error(fmt::format("padded_arithmetic: '{}' has more digits than the padded width {} "
-                                      "(task.width)", text, width_));
+      throw lengen::Error(
+          fmt::format("padded_arithmetic: '{}' has more digits than the padded width {} "
+                      "(task.width)",
+                      text,
+                      width_));
     }
     return make_example(decimal::strip_zeros(a), decimal::strip_zeros(b));
   }
 
   PositionIds causal_position_ids(const std::vector<int64_t>& tokens, int64_t) const override {
     PositionIds ids(1);
-    for (size_t t = 0; t < tokens.size(); ++t) ids[0].push_back(static_cast<int64_t>(t));
+    for (size_t t = 0; t < tokens.size(); ++t)
+      ids[0].push_back(static_cast<int64_t>(t));
     return ids;
   }
 
@@ -245,11 +317,13 @@ class PaddedArithmetic final : public lengen::Task {
   lengen::LabeledExample to_labeled(const Example& ex) const override {
     const int64_t in = 2 * width_ + 1;
     LENGEN_CHECK(ex.prompt_length == in + 2 && ex.length() == in + 2 + n_out_ + 1,
-                 "padded_arithmetic: not an example of this task ({} tokens)", ex.length());
+                 "padded_arithmetic: not an example of this task ({} tokens)",
+                 ex.length());
     lengen::LabeledExample lx;
     lx.tokens.assign(ex.tokens.begin() + 1, ex.tokens.begin() + 1 + in);
     lx.ids.assign(1, {});
-    for (int64_t t = 0; t < in; ++t) lx.ids[0].push_back(t);
+    for (int64_t t = 0; t < in; ++t)
+      lx.ids[0].push_back(t);
     lx.labels.assign(static_cast<size_t>(in), vocab_.pad());
     lx.label_mask.assign(static_cast<size_t>(in), 0);
     for (int64_t j = 0; j < n_out_; ++j) {
@@ -263,7 +337,9 @@ class PaddedArithmetic final : public lengen::Task {
   std::vector<int64_t> from_labeled(const lengen::LabeledExample& lx,
                                     const std::vector<int64_t>& predicted) const override {
     LENGEN_CHECK(static_cast<int64_t>(predicted.size()) == lx.length() && lx.length() >= n_out_,
-                 "padded_arithmetic: {} predictions for {} positions", predicted.size(), lx.length());
+                 "padded_arithmetic: {} predictions for {} positions",
+                 predicted.size(),
+                 lx.length());
     std::vector<int64_t> out(predicted.begin(), predicted.begin() + n_out_);
     out.push_back(vocab_.eos());
     return out;
@@ -274,25 +350,34 @@ class PaddedArithmetic final : public lengen::Task {
   // string without leading zeros; 0 is redrawn (operands are positive integers).
   std::string operand(int64_t digits, lengen::Rng& rng) const {
     for (;;) {
-      std::string x = exact_ ? decimal::random_number(digits, rng) : decimal::random_below_power(digits, rng);
-      if (x != "0") return x;
+      std::string x =
+          exact_ ? decimal::random_number(digits, rng) : decimal::random_below_power(digits, rng);
+      if (x != "0")
+        return x;
     }
   }
 
   std::string answer(const std::string& a, const std::string& b) const {
     switch (op_) {
-      case Op::kAdd: return decimal::add({a, b});
-      case Op::kMul: return decimal::multiply(a, b);
-      case Op::kElementwiseAdd: return decimal::add_digitwise(a, b);
-      case Op::kModAdd: return std::to_string((decimal::mod(a, modulus_) + decimal::mod(b, modulus_)) % modulus_);
-      case Op::kModMul: return std::to_string((decimal::mod(a, modulus_) * decimal::mod(b, modulus_)) % modulus_);
+      case Op::kAdd:
+        return decimal::add({a, b});
+      case Op::kMul:
+        return decimal::multiply(a, b);
+      case Op::kElementwiseAdd:
+        return decimal::add_digitwise(a, b);
+      case Op::kModAdd:
+        return std::to_string((decimal::mod(a, modulus_) + decimal::mod(b, modulus_)) % modulus_);
+      case Op::kModMul:
+        return std::to_string((decimal::mod(a, modulus_) * decimal::mod(b, modulus_)) % modulus_);
     }
     return {};
   }
 
   Example make_example(const std::string& a, const std::string& b) const {
     const std::string y = answer(a, b);
-    LENGEN_CHECK(static_cast<int64_t>(y.size()) <= n_out_, "padded_arithmetic: answer {} longer than n_out {}", y,
+    LENGEN_CHECK(static_cast<int64_t>(y.size()) <= n_out_,
+                 "padded_arithmetic: answer {} longer than n_out {}",
+                 y,
                  n_out_);
     Example ex;
     ex.position_ids.assign(1, {});
@@ -316,7 +401,8 @@ class PaddedArithmetic final : public lengen::Task {
     ex.meta["digits"] = static_cast<int64_t>(std::max(a.size(), b.size()));
     // Operands of different lengths are misaligned in this encoding (both start at the left),
     // unless `reverse` writes them units first.
-    ex.meta["length_gap"] = std::abs(static_cast<int64_t>(a.size()) - static_cast<int64_t>(b.size()));
+    ex.meta["length_gap"] =
+        std::abs(static_cast<int64_t>(a.size()) - static_cast<int64_t>(b.size()));
     if (op_ == Op::kAdd) {
       const auto c = decimal::carries({a, b});
       ex.meta["carries"] = c.count;
@@ -337,11 +423,14 @@ class PaddedArithmetic final : public lengen::Task {
   int64_t width_ = 0, second_ = 0, n_out_ = 0;
   int64_t pad_ = 0, op_token_ = 0, eq_ = 0;
   std::vector<std::string> train_set_;
-  std::vector<std::vector<size_t>> by_length_;  // indices into train_set_ by the n each was drawn with
+  std::vector<std::vector<size_t>>
+      by_length_;  // indices into train_set_ by the n each was drawn with
   lengen::Vocabulary vocab_;
 };
 
-void register_padded_arithmetic(lengen::Registrar& r) { r.add_task<PaddedArithmetic>(); }
+void register_padded_arithmetic(lengen::Registrar& r) {
+  r.add_task<PaddedArithmetic>();
+}
 
 }  // namespace
 

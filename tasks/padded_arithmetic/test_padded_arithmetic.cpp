@@ -1,6 +1,7 @@
 // padded_arithmetic (Jelassi et al. 2023's encoding): the paper's examples token for token in
 // the encoder layout, the fixed-set sampler, every operation, the carry counters, refusals.
 #include "helpers.h"
+
 #include "lengen/task/decimal.h"
 
 #include <algorithm>
@@ -15,14 +16,16 @@ std::pair<std::string, std::string> labeled(const lengen::Task& task, const std:
   auto lx = task.to_labeled(task.parse_query(query));
   std::vector<int64_t> labels;
   for (int64_t t = 0; t < lx.length(); ++t) {
-    if (lx.label_mask[t]) labels.push_back(lx.labels[t]);
+    if (lx.label_mask[t])
+      labels.push_back(lx.labels[t]);
   }
   return {task.render(lx.tokens), task.render(labels)};
 }
 
 }  // namespace
 
-TEST_CASE("padded_arithmetic: the paper's section 2.1 example, n_train 2 and n_test 3", "[padded_arithmetic]") {
+TEST_CASE("padded_arithmetic: the paper's section 2.1 example, n_train 2 and n_test 3",
+          "[padded_arithmetic]") {
   auto task = make_task("{name: padded_arithmetic, width: 3, train_digits: 2}");
   auto [x, y] = labeled(*task, "12+39");
   CHECK(x == "1 2 <PAD> + 3 9 <PAD>");
@@ -39,7 +42,8 @@ TEST_CASE("padded_arithmetic: the paper's section 2.1 example, n_train 2 and n_t
   CHECK(lx.label_mask == std::vector<uint8_t>{1, 1, 1, 1, 0, 0, 0});
   CHECK(task->from_labeled(lx, lx.labels) == ex.response());
   // As one sequence: `$ x1 + x2 = y $`.
-  CHECK(task->render(task->parse_query("12+39").tokens) == "$ 1 2 <PAD> + 3 9 <PAD> = 5 1 <PAD> <PAD> $");
+  CHECK(task->render(task->parse_query("12+39").tokens) ==
+        "$ 1 2 <PAD> + 3 9 <PAD> = 5 1 <PAD> <PAD> $");
   // The paper's vocabulary: 0-9, +, %, x, *, <PAD> (plus =, $ and the batch filler _).
   for (const char* t : {"0", "9", "+", "%", "×", "*", "<PAD>"}) {
     CHECK(task->vocabulary().contains(t));
@@ -47,7 +51,8 @@ TEST_CASE("padded_arithmetic: the paper's section 2.1 example, n_train 2 and n_t
   CHECK(task->vocabulary().size() == 18);
 }
 
-TEST_CASE("padded_arithmetic: a wrong digit anywhere in the answer is a wrong response", "[padded_arithmetic]") {
+TEST_CASE("padded_arithmetic: a wrong digit anywhere in the answer is a wrong response",
+          "[padded_arithmetic]") {
   auto task = make_task("{name: padded_arithmetic, width: 3, train_digits: 2}");
   auto ex = task->parse_query("999+345");
   auto lx = task->to_labeled(ex);
@@ -90,14 +95,16 @@ TEST_CASE("padded_arithmetic: modular and element-wise operations", "[padded_ari
   CHECK(labeled(*mul, "12345*678").second == "9 1 0");  // 8369910 mod 1000
   auto m101 = make_task("{name: padded_arithmetic, operation: mod_mul, modulus: 101, width: 5}");
   CHECK(labeled(*m101, "100*100").second == "1 <PAD> <PAD>");  // (-1)^2
-  auto ew = make_task("{name: padded_arithmetic, operation: elementwise_add, width: 3, train_digits: 2}");
+  auto ew =
+      make_task("{name: padded_arithmetic, operation: elementwise_add, width: 3, train_digits: 2}");
   // The paper's examples: 99 (+) 35 = 24, 99 (+) 45 = 34; n_out = width.
   CHECK(labeled(*ew, "99+35").second == "2 4 <PAD>");
   CHECK(labeled(*ew, "99+45").second == "3 4 <PAD>");
   CHECK(labeled(*ew, "905+105").second == "0 <PAD> <PAD>");  // digit-wise 0 0 0: the number 0
 }
 
-TEST_CASE("padded_arithmetic: first operands from a fixed set, second operands fresh", "[padded_arithmetic]") {
+TEST_CASE("padded_arithmetic: first operands from a fixed set, second operands fresh",
+          "[padded_arithmetic]") {
   auto task = make_task("{name: padded_arithmetic, width: 6, train_set_size: 20}");
   lengen::Rng rng(7);
   std::set<std::vector<int64_t>> firsts, seconds;
@@ -116,7 +123,8 @@ TEST_CASE("padded_arithmetic: first operands from a fixed set, second operands f
     auto ex = again->sample_train(other);
     CHECK(firsts.count({ex.tokens.begin() + 1, ex.tokens.begin() + 7}) == 1);
   }
-  auto reseeded = make_task("{name: padded_arithmetic, width: 6, train_set_size: 20, train_set_seed: 1}");
+  auto reseeded =
+      make_task("{name: padded_arithmetic, width: 6, train_set_size: 20, train_set_seed: 1}");
   int outside = 0;
   for (int i = 0; i < 200; ++i) {
     auto ex = reseeded->sample_train(other);
@@ -134,7 +142,9 @@ TEST_CASE("padded_arithmetic: first operands from a fixed set, second operands f
 }
 
 TEST_CASE("padded_arithmetic: primer lengths as one value or a range", "[padded_arithmetic]") {
-  auto task = make_task("{name: padded_arithmetic, operation: mul, width: 35, train_digits: [6, 35], train_set_size: 0}");
+  auto task = make_task(
+      "{name: padded_arithmetic, operation: mul, width: 35, train_digits: [6, 35], train_set_size: "
+      "0}");
   lengen::Rng rng(1);
   std::set<int64_t> lengths;
   for (int i = 0; i < 3000; ++i) {
@@ -146,7 +156,8 @@ TEST_CASE("padded_arithmetic: primer lengths as one value or a range", "[padded_
   CHECK(lengths.size() >= 30);
 }
 
-TEST_CASE("padded_arithmetic: a length range balances the training operands' lengths", "[padded_arithmetic]") {
+TEST_CASE("padded_arithmetic: a length range balances the training operands' lengths",
+          "[padded_arithmetic]") {
   // Uniform below 10^5 (the paper's sampler), 99% of pairs have a 5-digit operand and 2% are
   // two or more digits apart; train_digits [1, 5] draws each operand's length uniformly (the
   // first once, into the fixed set; the second every time), so about 1 pair in 3 reaches 5
@@ -168,7 +179,8 @@ TEST_CASE("padded_arithmetic: a length range balances the training operands' len
   auto [five, apart, lengths] = shares("{name: padded_arithmetic, width: 20, train_digits: 5}");
   CHECK(five > 0.97);
   CHECK(apart < 0.05);
-  std::tie(five, apart, lengths) = shares("{name: padded_arithmetic, width: 20, train_digits: [1, 5]}");
+  std::tie(five, apart, lengths) =
+      shares("{name: padded_arithmetic, width: 20, train_digits: [1, 5]}");
   CHECK(five > 0.28);
   CHECK(five < 0.42);
   CHECK(apart > 0.35);
@@ -176,12 +188,14 @@ TEST_CASE("padded_arithmetic: a length range balances the training operands' len
   CHECK(lengths == 5);
 }
 
-TEST_CASE("padded_arithmetic: paired_lengths draws both operands of a pair below 10^n for one n", "[padded_arithmetic]") {
+TEST_CASE("padded_arithmetic: paired_lengths draws both operands of a pair below 10^n for one n",
+          "[padded_arithmetic]") {
   // One n a pair, uniform in 1-5, both operands below 10^n: the longer operand's length is
   // spread over 1-5 (about 1 pair in 5 reaches 5 digits, where the paper's sampler puts 99%
   // there) and operands two or more digits apart are rare (about 1%), where the independent
   // draw above puts about half there; the first operands still come from the fixed set.
-  auto task = make_task("{name: padded_arithmetic, width: 20, train_digits: [1, 5], paired_lengths: true}");
+  auto task =
+      make_task("{name: padded_arithmetic, width: 20, train_digits: [1, 5], paired_lengths: true}");
   auto independent = make_task("{name: padded_arithmetic, width: 20, train_digits: [1, 5]}");
   lengen::Rng rng(5), set_rng(11);
   std::set<std::vector<int64_t>> set_values;
@@ -202,15 +216,18 @@ TEST_CASE("padded_arithmetic: paired_lengths draws both operands of a pair below
   CHECK(double(five) / n > 0.15);
   CHECK(double(five) / n < 0.25);
   CHECK(double(apart) / n < 0.03);
-  for (int d = 1; d <= 5; ++d) CHECK(longest[static_cast<size_t>(d)] > n / 8);
+  for (int d = 1; d <= 5; ++d)
+    CHECK(longest[static_cast<size_t>(d)] > n / 8);
   CHECK(in_set > n * 0.97);  // the same fixed set (train_set_seed 0) as without pairing
   // Every length in the range needs values of its own in the set.
-  CHECK_THROWS_WITH(make_task("{name: padded_arithmetic, width: 20, train_digits: [1, 5], paired_lengths: true, "
-                              "train_set_size: 3}"),
-                    Catch::Contains("train_set_size") && Catch::Contains("paired_lengths"));
+  CHECK_THROWS_WITH(
+      make_task("{name: padded_arithmetic, width: 20, train_digits: [1, 5], paired_lengths: true, "
+                "train_set_size: 3}"),
+      Catch::Contains("train_set_size") && Catch::Contains("paired_lengths"));
 }
 
-TEST_CASE("padded_arithmetic: evaluation operands below 10^n, or of exactly n digits", "[padded_arithmetic]") {
+TEST_CASE("padded_arithmetic: evaluation operands below 10^n, or of exactly n digits",
+          "[padded_arithmetic]") {
   auto below = make_task("{name: padded_arithmetic, width: 8}");
   auto exact = make_task("{name: padded_arithmetic, width: 8, exact_digits: true}");
   lengen::Rng rng(2);
@@ -226,8 +243,9 @@ TEST_CASE("padded_arithmetic: evaluation operands below 10^n, or of exactly n di
   CHECK(shorter > 50);  // about 10%
   CHECK(shorter < 160);
   // exact_digits holds in training too (primers of exactly n digits), second operand included.
-  auto primers = make_task("{name: padded_arithmetic, operation: mul, width: 8, train_digits: 8, "
-                           "train_set_size: 0, exact_digits: true}");
+  auto primers = make_task(
+      "{name: padded_arithmetic, operation: mul, width: 8, train_digits: 8, "
+      "train_set_size: 0, exact_digits: true}");
   for (int i = 0; i < 300; ++i) {
     auto ex = primers->sample_train(rng);
     CHECK(ex.tokens[1] != primers->vocabulary().id("0"));
@@ -269,7 +287,8 @@ TEST_CASE("padded_arithmetic: carries counted per example", "[padded_arithmetic]
     const auto lx = rev->to_labeled(ex);
     std::vector<int64_t> labels;
     for (int64_t t = 0; t < lx.length(); ++t) {
-      if (lx.label_mask[t]) labels.push_back(lx.labels[t]);
+      if (lx.label_mask[t])
+        labels.push_back(lx.labels[t]);
     }
     const auto slot = static_cast<size_t>(ex.meta.at("digits"));
     REQUIRE(slot < labels.size());
@@ -295,9 +314,11 @@ TEST_CASE("padded_arithmetic: decimal helpers on long numbers", "[padded_arithme
 TEST_CASE("padded_arithmetic: refusals name the option", "[padded_arithmetic]") {
   CHECK_THROWS_WITH(make_task("{name: padded_arithmetic, width: 4, train_digits: 5}"),
                     Catch::Contains("train_digits") && Catch::Contains("width"));
-  CHECK_THROWS_WITH(make_task("{name: padded_arithmetic, width: 4, train_digits: 3, eval_digits: [1, 9]}"),
-                    Catch::Contains("eval_digits"));
-  CHECK_THROWS_WITH(make_task("{name: padded_arithmetic, operation: sub}"), Catch::Contains("operation"));
+  CHECK_THROWS_WITH(
+      make_task("{name: padded_arithmetic, width: 4, train_digits: 3, eval_digits: [1, 9]}"),
+      Catch::Contains("eval_digits"));
+  CHECK_THROWS_WITH(make_task("{name: padded_arithmetic, operation: sub}"),
+                    Catch::Contains("operation"));
   auto task = make_task("{name: padded_arithmetic, width: 4, train_digits: 3}");
   lengen::Rng rng(0);
   CHECK_THROWS_WITH(task->sample_eval({{"digits", 5}}, rng), Catch::Contains("task.width"));
@@ -305,7 +326,8 @@ TEST_CASE("padded_arithmetic: refusals name the option", "[padded_arithmetic]") 
   CHECK_THROWS_WITH(task->parse_query("12-1"), Catch::Contains("query like"));
 }
 
-TEST_CASE("padded_arithmetic: reverse writes every number units first, aligned by significance", "[padded_arithmetic]") {
+TEST_CASE("padded_arithmetic: reverse writes every number units first, aligned by significance",
+          "[padded_arithmetic]") {
   auto task = make_task("{name: padded_arithmetic, width: 3, train_digits: 2, reverse: true}");
   auto [x, y] = labeled(*task, "12+39");
   CHECK(x == "2 1 <PAD> + 9 3 <PAD>");
@@ -313,7 +335,8 @@ TEST_CASE("padded_arithmetic: reverse writes every number units first, aligned b
   std::tie(x, y) = labeled(*task, "999+5");  // operands of different lengths: units under units
   CHECK(x == "9 9 9 + 5 <PAD> <PAD>");
   CHECK(y == "4 0 0 1");
-  auto mul = make_task("{name: padded_arithmetic, operation: mul, width: 3, train_digits: 2, reverse: true}");
+  auto mul = make_task(
+      "{name: padded_arithmetic, operation: mul, width: 3, train_digits: 2, reverse: true}");
   CHECK(labeled(*mul, "535x257").second == "5 9 4 7 3 1");
   // Property: over random training and test examples, each reversed number read back units
   // first is the number the paper's encoding writes, token for token.
@@ -339,7 +362,8 @@ TEST_CASE("padded_arithmetic: reverse writes every number units first, aligned b
     auto na = numbers(*plain, a), nb = numbers(*rev, b);
     REQUIRE(na.size() == 3);
     REQUIRE(nb.size() == 3);
-    for (auto& n : nb) std::reverse(n.begin(), n.end());
+    for (auto& n : nb)
+      std::reverse(n.begin(), n.end());
     CHECK(na == nb);
     CHECK(lengen::decimal::add({na[0], na[1]}) == na[2]);
     CHECK(a.meta.at("length_gap") == b.meta.at("length_gap"));

@@ -21,12 +21,14 @@ class Parity final : public lengen::Task {
             "parity",
             "parity of a bit string `0101=0`, optionally with the cumulative-parity scratchpad "
             "`0101=0110` and coupled IDs",
-            {OptionSpec::boolean("scratchpad", "write the running parity of every prefix; the last "
-                                               "bit is the answer")
+            {OptionSpec::boolean("scratchpad",
+                                 "write the running parity of every prefix; the last "
+                                 "bit is the answer")
                  .with_default(false),
-             OptionSpec::string("position_ids", "coupled: k-th query bit and k-th scratchpad bit "
-                                                "share an ID (needs the scratchpad); sequential: "
-                                                "0, 1, 2, ...")
+             OptionSpec::string("position_ids",
+                                "coupled: k-th query bit and k-th scratchpad bit "
+                                "share an ID (needs the scratchpad); sequential: "
+                                "0, 1, 2, ...")
                  .with_default("sequential")
                  .one_of({"coupled", "sequential"}),
              OptionSpec::int_list("train_bits", "[lo, hi]: query lengths seen in training")
@@ -44,8 +46,9 @@ class Parity final : public lengen::Task {
         eval_(o.get_int_range("eval_bits")),
         vocab_({"<pad>", "$", "0", "1", "="}, "<pad>", "$", "$") {
     if (coupled_ && !scratchpad_) {
-      o.fail("position_ids", "coupled parity IDs pair each query bit with its scratchpad bit: set "
-                             "scratchpad: true, or position_ids: sequential");
+      o.fail("position_ids",
+             "coupled parity IDs pair each query bit with its scratchpad bit: set "
+             "scratchpad: true, or position_ids: sequential");
     }
     zero_ = vocab_.id("0");
     one_ = vocab_.id("1");
@@ -53,6 +56,7 @@ class Parity final : public lengen::Task {
   }
 
   const lengen::Vocabulary& vocabulary() const override { return vocab_; }
+
   int64_t position_levels() const override { return 1; }
 
   Example sample_train(lengen::Rng& rng) const override {
@@ -73,20 +77,25 @@ class Parity final : public lengen::Task {
   Example parse_query(const std::string& text) const override {
     std::string q;
     for (char c : text) {
-      if (c != ' ') q += c;
+      if (c != ' ')
+        q += c;
     }
-    if (!q.empty() && q.back() == '=') q.pop_back();
+    if (!q.empty() && q.back() == '=')
+      q.pop_back();
     if (q.empty() || q.find_first_not_of("01") != std::string::npos) {
-      throw lengen::Error(fmt::format("parity: '{}' is not a query like 0101 (a string of 0s and 1s)", text));
+      throw lengen::Error(
+          fmt::format("parity: '{}' is not a query like 0101 (a string of 0s and 1s)", text));
     }
     return make_example(q);
   }
 
-  PositionIds causal_position_ids(const std::vector<int64_t>& tokens, int64_t prompt_length) const override {
+  PositionIds causal_position_ids(const std::vector<int64_t>& tokens,
+                                  int64_t prompt_length) const override {
     const int64_t T = static_cast<int64_t>(tokens.size());
     PositionIds ids(1, std::vector<int64_t>(static_cast<size_t>(T), 0));
     if (!coupled_) {
-      for (int64_t t = 0; t < T; ++t) ids[0][t] = t;
+      for (int64_t t = 0; t < T; ++t)
+        ids[0][t] = t;
       return ids;
     }
     const int64_t s = 1;
@@ -109,7 +118,8 @@ class Parity final : public lengen::Task {
 
   int64_t max_response_length(const std::vector<int64_t>& prompt) const override {
     int64_t n = 0;
-    for (int64_t t : prompt) n += is_bit(t) ? 1 : 0;
+    for (int64_t t : prompt)
+      n += is_bit(t) ? 1 : 0;
     return (scratchpad_ ? n : 1) + 1;
   }
 
@@ -118,7 +128,8 @@ class Parity final : public lengen::Task {
 
   static std::string random_bits(int64_t n, lengen::Rng& rng) {
     std::string x;
-    for (int64_t i = 0; i < n; ++i) x.push_back(rng.uniform_int(0, 1) ? '1' : '0');
+    for (int64_t i = 0; i < n; ++i)
+      x.push_back(rng.uniform_int(0, 1) ? '1' : '0');
     return x;
   }
 
@@ -143,7 +154,8 @@ class Parity final : public lengen::Task {
     ex.answer_begin = ex.length() - 1;  // the last bit before EOS
     push(vocab_.eos(), 0, true);
     if (!coupled_) {
-      for (int64_t t = 0; t < ex.length(); ++t) ex.position_ids[0][t] = t;
+      for (int64_t t = 0; t < ex.length(); ++t)
+        ex.position_ids[0][t] = t;
     }
     ex.meta["bits"] = static_cast<int64_t>(bits.size());
     return ex;
@@ -155,7 +167,9 @@ class Parity final : public lengen::Task {
   int64_t zero_ = 0, one_ = 0, eq_ = 0;
 };
 
-void register_parity(lengen::Registrar& r) { r.add_task<Parity>(); }
+void register_parity(lengen::Registrar& r) {
+  r.add_task<Parity>();
+}
 
 }  // namespace
 

@@ -5,7 +5,8 @@
 using lengen::test::ids_string;
 using lengen::test::make_task;
 
-TEST_CASE("parity: Cho et al. 2025 Fig. 2, 0101 with scratchpad 0110 and IDs 234512345", "[parity]") {
+TEST_CASE("parity: Cho et al. 2025 Fig. 2, 0101 with scratchpad 0110 and IDs 234512345",
+          "[parity]") {
   auto task = make_task("{name: parity, scratchpad: true, position_ids: coupled}");
   auto ex = task->parse_query("0101");
   CHECK(task->render(ex.tokens) == "$0101=0110$");
@@ -28,8 +29,10 @@ TEST_CASE("parity: without scratchpad the response is the answer bit", "[parity]
   CHECK(ex.answer_begin == 3);
 }
 
-TEST_CASE("parity: every scratchpad bit is the parity of the prefix; the last is the answer", "[parity]") {
-  auto task = make_task("{name: parity, scratchpad: true, position_ids: coupled, train_bits: [1, 40]}");
+TEST_CASE("parity: every scratchpad bit is the parity of the prefix; the last is the answer",
+          "[parity]") {
+  auto task =
+      make_task("{name: parity, scratchpad: true, position_ids: coupled, train_bits: [1, 40]}");
   lengen::Rng rng(11);
   for (int i = 0; i < 200; ++i) {
     auto ex = task->sample_train(rng);
@@ -77,7 +80,8 @@ TEST_CASE("parity: causal IDs follow the generated bits, not the reference", "[p
 }
 
 TEST_CASE("parity: invalid options and queries fail with names", "[parity]") {
-  CHECK_THROWS_WITH(make_task("{name: parity, position_ids: coupled}"), Catch::Contains("scratchpad: true"));
+  CHECK_THROWS_WITH(make_task("{name: parity, position_ids: coupled}"),
+                    Catch::Contains("scratchpad: true"));
   CHECK_THROWS_WITH(make_task("{name: parity, train_bits: [9, 2]}"), Catch::Contains("lo <= hi"));
   auto task = make_task("{name: parity}");
   CHECK_THROWS_WITH(task->parse_query("0121"), Catch::Contains("string of 0s and 1s"));

@@ -5,11 +5,12 @@
 // a looped stack equals the unrolled one with shared weights; per-layer scheme tables follow
 // distinct blocks, not loops; layouts the task cannot render are refused naming both.
 #include "helpers.h"
+
 #include "lengen/experiment/experiment.h"
+#include "lengen/model/architecture.h"
 #include "lengen/model/batch.h"
 #include "lengen/model/transformer.h"
 #include "lengen/plugin/loader.h"
-#include "lengen/model/architecture.h"
 
 using namespace lengen;
 using Schemes = std::vector<std::shared_ptr<PositionScheme>>;
@@ -31,7 +32,6 @@ ModelConfig tiny(const std::string& arch, const std::string& norm_position = "pr
   return m;
 }
 
-
 std::vector<Example> examples(const Task& task, int n, int64_t first_digits = 1) {
   Rng rng(5);
   std::vector<Example> out;
@@ -42,8 +42,8 @@ std::vector<Example> examples(const Task& task, int n, int64_t first_digits = 1)
 }
 
 Transformer build(const ModelConfig& cfg, const Task& task, const std::string& scheme) {
-  SchemeContext sc{cfg.d_model, cfg.heads, cfg.head_dim(), cfg.attention_layers(),
-                   task.position_levels(), ""};
+  SchemeContext sc{
+      cfg.d_model, cfg.heads, cfg.head_dim(), cfg.attention_layers(), task.position_levels(), ""};
   torch::manual_seed(7);
   Transformer m(cfg, task.vocabulary().size(), Schemes{test::make_scheme(scheme, sc)});
   m->to(torch::kFloat64);
@@ -71,9 +71,10 @@ TEST_CASE("architecture contract: every scheme in every architecture", "[contrac
         const Architecture& a = *arch_ptr;
         SchemeContext sc{cfg.d_model, cfg.heads, cfg.head_dim(), cfg.attention_layers(), 1, ""};
         auto probe = test::make_scheme(test::scheme_yaml(*entry), sc);
-        const bool self_ok = probe->hooks() == kHookInputEmbedding ||
-                             ((!a.stacks().encoder || probe->supports(AttentionKind::kBidirectionalSelf)) &&
-                              (!a.stacks().decoder || probe->supports(AttentionKind::kCausalSelf)));
+        const bool self_ok =
+            probe->hooks() == kHookInputEmbedding ||
+            ((!a.stacks().encoder || probe->supports(AttentionKind::kBidirectionalSelf)) &&
+             (!a.stacks().decoder || probe->supports(AttentionKind::kCausalSelf)));
         if (!self_ok) {
           // Refused where it has no meaning, naming the scheme's place and the architecture.
           CHECK_THROWS_WITH(Transformer(cfg, task->vocabulary().size(), Schemes{probe}),
@@ -102,7 +103,8 @@ TEST_CASE("architecture contract: every scheme in every architecture", "[contrac
         // scheme's bias and the causal rows' offset as its mask, so this also checks that
         // kernel (and the bias's gradient) against the explicit path.
         Batch later = objective->make_batch(*task, examples(*task, 3, 4));
-        REQUIRE((later.first_scored > 0 || a.layout() == Layout::kSeq2Seq));  // seq2seq scores from 0
+        REQUIRE(
+            (later.first_scored > 0 || a.layout() == Layout::kSeq2Seq));  // seq2seq scores from 0
         const int64_t rows = later.inputs.size(1) - later.first_scored;
         {
           torch::AutoGradMode grad_on(true);
@@ -268,7 +270,8 @@ TEST_CASE("architecture contract: looped stacks", "[contract][arch]") {
   }
 }
 
-TEST_CASE("architecture contract: per-layer scheme tables follow distinct blocks", "[contract][arch]") {
+TEST_CASE("architecture contract: per-layer scheme tables follow distinct blocks",
+          "[contract][arch]") {
   load_all_plugins();
   ModelConfig c = tiny("decoder");
   c.layers = 6;
@@ -293,7 +296,8 @@ position: [{name: rpe_k, k: 4, per_layer: true}]
   CHECK(params["position.0.key_vectors"].size(0) == 1);
 }
 
-TEST_CASE("architecture contract: layouts a task cannot render are refused at load", "[contract][arch]") {
+TEST_CASE("architecture contract: layouts a task cannot render are refused at load",
+          "[contract][arch]") {
   load_all_plugins();
   test::TempDir dir;
   // Unpadded addition: the answer's length depends on the answer, which output slots would leak.
@@ -319,6 +323,7 @@ model: {arch: encodr}
 position: [nope]
 )");
   CHECK_THROWS_WITH(Experiment::load(dir.file("x.yaml")),
-                    Catch::Contains("unknown architecture 'encodr'") && Catch::Contains("'encoder'") &&
-                        Catch::Contains("x.yaml") && Catch::Contains("encoder_decoder"));
+                    Catch::Contains("unknown architecture 'encodr'") &&
+                        Catch::Contains("'encoder'") && Catch::Contains("x.yaml") &&
+                        Catch::Contains("encoder_decoder"));
 }

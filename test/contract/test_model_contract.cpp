@@ -2,6 +2,7 @@
 // what a new one must satisfy to be selected by `model.norm` / `model.activation`. The
 // built-ins' formulas are checked one by one in test/unit/model/test_model.cpp.
 #include "helpers.h"
+
 #include "lengen/model/transformer.h"
 
 using namespace lengen;
@@ -68,7 +69,8 @@ TEST_CASE("model contract: every registered norm", "[contract][model]") {
       CHECK(torch::equal(y, norm(x)));
       (y * torch::randn_like(y)).sum().backward();
       CHECK(torch::isfinite(x.grad()).all().item<bool>());
-      for (const auto& p : norm->parameters()) CHECK(torch::isfinite(p.grad()).all().item<bool>());
+      for (const auto& p : norm->parameters())
+        CHECK(torch::isfinite(p.grad()).all().item<bool>());
       // Each position is normalised on its own: changing one row changes no other row.
       auto x2 = x.detach().clone();
       x2[1][2].add_(torch::randn({8}, torch::kFloat64));
@@ -111,13 +113,16 @@ TEST_CASE("model contract: every registered activation", "[contract][model]") {
   }
 }
 
-TEST_CASE("model contract: an unknown norm or activation is refused listing the registered ones", "[contract][model]") {
-  CHECK_THROWS_WITH(Norm("rmsnrom", 8, 1e-5), Catch::Contains("unknown norm 'rmsnrom'") &&
-                                                 Catch::Contains("did you mean 'rmsnorm'") &&
-                                                 Catch::Contains("layernorm"));
-  CHECK_THROWS_WITH(make_activation("swiglue"), Catch::Contains("unknown activation 'swiglue'") &&
-                                                    Catch::Contains("did you mean 'swiglu'"));
+TEST_CASE("model contract: an unknown norm or activation is refused listing the registered ones",
+          "[contract][model]") {
+  CHECK_THROWS_WITH(Norm("rmsnrom", 8, 1e-5),
+                    Catch::Contains("unknown norm 'rmsnrom'") &&
+                        Catch::Contains("did you mean 'rmsnorm'") && Catch::Contains("layernorm"));
+  CHECK_THROWS_WITH(
+      make_activation("swiglue"),
+      Catch::Contains("unknown activation 'swiglue'") && Catch::Contains("did you mean 'swiglu'"));
   // Through the model section: the file, the key and the choices.
-  CHECK_THROWS_WITH(ModelConfig::from_config(load_config_string("{norm: batchnorm}", "m.yaml")),
-                    Catch::Contains("m.yaml") && Catch::Contains("norm") && Catch::Contains("rmsnorm"));
+  CHECK_THROWS_WITH(
+      ModelConfig::from_config(load_config_string("{norm: batchnorm}", "m.yaml")),
+      Catch::Contains("m.yaml") && Catch::Contains("norm") && Catch::Contains("rmsnorm"));
 }

@@ -3,6 +3,7 @@
 // finite gradients, determinism in evaluation, and equal logits in a full forward pass and in
 // KV-cached incremental decoding (design note).
 #include "helpers.h"
+
 #include "lengen/model/batch.h"
 #include "lengen/model/transformer.h"
 #include "lengen/plugin/loader.h"
@@ -37,7 +38,6 @@ std::vector<Example> examples(const Task& task, int n) {
   return out;
 }
 
-
 }  // namespace
 
 TEST_CASE("position contract: every registered scheme", "[contract][position]") {
@@ -69,8 +69,8 @@ TEST_CASE("position contract: every registered scheme", "[contract][position]") 
         model->train();
         Batch b = make_batch(exs, task->vocabulary().pad());
         auto logits = model->forward(b.inputs, b.ids);  // [B, T, V]
-        CHECK(logits.sizes() == torch::IntArrayRef({b.inputs.size(0), b.inputs.size(1),
-                                                    task->vocabulary().size()}));
+        CHECK(logits.sizes() ==
+              torch::IntArrayRef({b.inputs.size(0), b.inputs.size(1), task->vocabulary().size()}));
         logits.sum().backward();
         for (const auto& p : model->parameters()) {
           if (p.grad().defined()) {
@@ -91,8 +91,8 @@ TEST_CASE("position contract: every registered scheme", "[contract][position]") 
           auto first = model->forward(one.inputs.slice(1, 0, P), one.ids.slice(2, 0, P), &cache);
           std::vector<torch::Tensor> rows{first};
           for (int64_t t = P; t < T; ++t) {
-            rows.push_back(model->forward(one.inputs.slice(1, t, t + 1), one.ids.slice(2, t, t + 1),
-                                          &cache));
+            rows.push_back(
+                model->forward(one.inputs.slice(1, t, t + 1), one.ids.slice(2, t, t + 1), &cache));
           }
           auto inc = torch::cat(rows, 1);  // [1, T, V]
           INFO("max |full - cached| = " << test::max_abs_diff(full, inc));
@@ -150,7 +150,8 @@ TEST_CASE("position contract: attention weights are causal distributions", "[con
   auto task = test::make_task("{name: addition}");
   ModelConfig cfg = tiny_model("pre", "gelu");
   SchemeContext sc{cfg.d_model, cfg.heads, cfg.head_dim(), cfg.layers, 1, ""};
-  Transformer model(cfg, task->vocabulary().size(),
+  Transformer model(cfg,
+                    task->vocabulary().size(),
                     Schemes{test::make_scheme("{name: coupling, max_position: 64}", sc)});
   model->eval();
   torch::NoGradGuard ng;
@@ -210,7 +211,8 @@ TEST_CASE("position contract: composed schemes over coupled IDs", "[contract][po
   }
 }
 
-TEST_CASE("position contract: bidirectional self-attention and cross-attention", "[contract][position]") {
+TEST_CASE("position contract: bidirectional self-attention and cross-attention",
+          "[contract][position]") {
   load_all_plugins();
   ModelConfig cfg = tiny_model("pre", "gelu");
   SchemeContext sc{cfg.d_model, cfg.heads, cfg.head_dim(), cfg.layers, 1, ""};
@@ -227,10 +229,10 @@ TEST_CASE("position contract: bidirectional self-attention and cross-attention",
           // An input embedding never acts inside attention: accepted in every kind.
           CHECK_NOTHROW(check_position_support(Schemes{scheme}, kind, "encoder_decoder"));
         } else if (!scheme->supports(kind)) {
-          CHECK_THROWS_WITH(check_position_support(Schemes{test::make_scheme("nope", sc), scheme},
-                                                   kind, "encoder_decoder"),
-                            Catch::Contains("position[1]") &&
-                                Catch::Contains(attention_kind_name(kind)));
+          CHECK_THROWS_WITH(
+              check_position_support(
+                  Schemes{test::make_scheme("nope", sc), scheme}, kind, "encoder_decoder"),
+              Catch::Contains("position[1]") && Catch::Contains(attention_kind_name(kind)));
         }
       }
       if (!scheme->supports(AttentionKind::kBidirectionalSelf)) {
@@ -269,12 +271,14 @@ TEST_CASE("position contract: bidirectional self-attention and cross-attention",
   }
 }
 
-TEST_CASE("position contract: learned_tables() are what the input embedding adds", "[contract][position]") {
+TEST_CASE("position contract: learned_tables() are what the input embedding adds",
+          "[contract][position]") {
   // TAOTP and the addition construction set position tables through learned_tables(): each
   // described table must be a parameter of the scheme, and for a scheme whose only hook is the
   // input embedding, evaluation must add exactly the described rows.
   load_all_plugins();
-  auto task = test::make_task("{name: addition, scratchpad: true, pad_to: answer}");  // two levels of IDs
+  auto task =
+      test::make_task("{name: addition, scratchpad: true, pad_to: answer}");  // two levels of IDs
   const int64_t C = 16;
   SchemeContext sc{C, 2, 8, 2, task->position_levels(), ""};
   REQUIRE(task->position_levels() == 2);
@@ -282,7 +286,8 @@ TEST_CASE("position contract: learned_tables() are what the input embedding adds
   const int64_t B = b.ids.size(1), T = b.ids.size(2);
   int describing = 0;
   for (const auto* entry : position_registry().list()) {
-    describing += test::make_scheme(test::scheme_yaml(*entry), sc)->learned_tables().empty() ? 0 : 1;
+    describing +=
+        test::make_scheme(test::scheme_yaml(*entry), sc)->learned_tables().empty() ? 0 : 1;
   }
   CHECK(describing >= 1);  // the property below is exercised
   for (const auto* entry : position_registry().list()) {
@@ -294,14 +299,17 @@ TEST_CASE("position contract: learned_tables() are what the input embedding adds
       for (const auto& t : tables) {
         REQUIRE(t.weight.dim() == 2);
         CHECK(t.weight.size(1) == C);
-        CHECK(std::any_of(params.begin(), params.end(),
-                          [&](const torch::Tensor& p) { return p.is_same(t.weight); }));
-        if (!t.sequence_index) CHECK(t.level < task->position_levels());
+        CHECK(std::any_of(params.begin(), params.end(), [&](const torch::Tensor& p) {
+          return p.is_same(t.weight);
+        }));
+        if (!t.sequence_index)
+          CHECK(t.level < task->position_levels());
       }
       if (scheme->hooks() == kHookInputEmbedding && !tables.empty()) {
         scheme->eval();
         torch::NoGradGuard ng;
-        for (const auto& t : tables) t.weight.normal_();  // distinct tables (coupling's start equal)
+        for (const auto& t : tables)
+          t.weight.normal_();  // distinct tables (coupling's start equal)
         auto got = scheme->embed(scheme->position_ids(b.ids, 0, false)).expand({B, T, C});
         auto want = torch::zeros({B, T, C});
         for (const auto& t : tables) {

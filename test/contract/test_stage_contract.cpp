@@ -4,6 +4,7 @@
 // file loads, before any stage runs); an unknown key and a value of the wrong type are refused
 // naming the file, the line and the key.
 #include "helpers.h"
+
 #include "lengen/experiment/experiment.h"
 #include "lengen/plugin/loader.h"
 #include "lengen/stage/stage.h"
@@ -26,15 +27,24 @@ stages:
 std::string value_for(const OptionSpec& o) {
   const double lo = o.min.value_or(1.0);
   switch (o.type) {
-    case OptionType::kInt: return std::to_string(static_cast<int64_t>(std::max(lo, 1.0)));
-    case OptionType::kFloat: return std::to_string(o.max ? (std::max(lo, 0.0) + *o.max) / 2 : std::max(lo, 0.5));
-    case OptionType::kBool: return "true";
-    case OptionType::kString: return o.choices.empty() ? "base" : o.choices.front();
-    case OptionType::kIntList: return "[2, 3]";
-    case OptionType::kFloatList: return "[0.5]";
-    case OptionType::kStringList: return o.choices.empty() ? "[base]" : "[" + o.choices.front() + "]";
-    case OptionType::kMap: return "{}";
-    case OptionType::kMapList: return "[]";
+    case OptionType::kInt:
+      return std::to_string(static_cast<int64_t>(std::max(lo, 1.0)));
+    case OptionType::kFloat:
+      return std::to_string(o.max ? (std::max(lo, 0.0) + *o.max) / 2 : std::max(lo, 0.5));
+    case OptionType::kBool:
+      return "true";
+    case OptionType::kString:
+      return o.choices.empty() ? "base" : o.choices.front();
+    case OptionType::kIntList:
+      return "[2, 3]";
+    case OptionType::kFloatList:
+      return "[0.5]";
+    case OptionType::kStringList:
+      return o.choices.empty() ? "[base]" : "[" + o.choices.front() + "]";
+    case OptionType::kMap:
+      return "{}";
+    case OptionType::kMapList:
+      return "[]";
   }
   return "";
 }
@@ -52,7 +62,8 @@ TEST_CASE("stage contract: every registered stage kind", "[contract][stage]") {
       std::string stage = "  - name: probe\n    kind: " + entry->spec.name + "\n";
       for (const auto& o : entry->spec.options) {
         CHECK(o.doc.size() > 0);
-        if (!o.default_value && !o.optional) stage += "    " + o.key + ": " + value_for(o) + "\n";
+        if (!o.default_value && !o.optional)
+          stage += "    " + o.key + ": " + value_for(o) + "\n";
       }
       const std::string ok = tmp.file(entry->spec.name + ".yaml");
       test::write_text(ok, std::string(kHead) + stage);
@@ -63,15 +74,18 @@ TEST_CASE("stage contract: every registered stage kind", "[contract][stage]") {
       }
       // An unknown key (line 10 of the file: the probe's third line).
       const std::string bad = tmp.file(entry->spec.name + "-bad.yaml");
-      test::write_text(bad, std::string(kHead) + "  - name: probe\n    kind: " + entry->spec.name +
-                                "\n    no_such_option: 1\n" + stage.substr(stage.find('\n', stage.find("kind:")) + 1));
-      CHECK_THROWS_WITH(Experiment::load(bad), Contains(entry->spec.name + "-bad.yaml:10") &&
-                                                   Contains("no_such_option"));
+      test::write_text(bad,
+                       std::string(kHead) + "  - name: probe\n    kind: " + entry->spec.name +
+                           "\n    no_such_option: 1\n" +
+                           stage.substr(stage.find('\n', stage.find("kind:")) + 1));
+      CHECK_THROWS_WITH(Experiment::load(bad),
+                        Contains(entry->spec.name + "-bad.yaml:10") && Contains("no_such_option"));
       // A value of the wrong type, for each option that takes a number or a list.
       for (const auto& o : entry->spec.options) {
-        if (o.type != OptionType::kInt && o.type != OptionType::kIntList) continue;
-        std::string wrong = std::string(kHead) + "  - name: probe\n    kind: " + entry->spec.name + "\n    " + o.key +
-                            ": {not: a number}\n";
+        if (o.type != OptionType::kInt && o.type != OptionType::kIntList)
+          continue;
+        std::string wrong = std::string(kHead) + "  - name: probe\n    kind: " + entry->spec.name +
+                            "\n    " + o.key + ": {not: a number}\n";
         for (const auto& other : entry->spec.options) {
           if (other.key != o.key && !other.default_value && !other.optional) {
             wrong += "    " + other.key + ": " + value_for(other) + "\n";
@@ -79,8 +93,8 @@ TEST_CASE("stage contract: every registered stage kind", "[contract][stage]") {
         }
         const std::string file = tmp.file(entry->spec.name + "-" + o.key + ".yaml");
         test::write_text(file, wrong);
-        CHECK_THROWS_WITH(Experiment::load(file), Contains(entry->spec.name + "-" + o.key + ".yaml:10") &&
-                                                      Contains(o.key));
+        CHECK_THROWS_WITH(Experiment::load(file),
+                          Contains(entry->spec.name + "-" + o.key + ".yaml:10") && Contains(o.key));
       }
     }
   }

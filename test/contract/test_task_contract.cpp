@@ -2,6 +2,7 @@
 // every format option: well-formed examples, causal position IDs that equal the teacher-forced
 // IDs on correct responses and never depend on later tokens, and query round trips.
 #include "helpers.h"
+
 #include "lengen/plugin/loader.h"
 
 #include <algorithm>
@@ -146,12 +147,18 @@ TEST_CASE("task contract: addition with scratchpad, every format option", "[cont
               std::string(ids) == "coupled") {
             continue;  // refused at construction: the IDs would leak the answer's length
           }
-          DYNAMIC_SECTION(pad << " reverse_output " << reverse << " reverse_query " << query << " ids " << ids) {
-            check_task_yaml(fmt::format("{{name: addition, {}, scratchpad: true, reverse_output: {}, "
-                                        "reverse_query: {}, position_ids: {}, train_operands: [2, 6], "
-                                        "mixed_lengths: true, train_digits: [1, 8], eval_operands: [2, 9]}}",
-                                        pad, reverse, query, ids),
-                            40, 4);
+          DYNAMIC_SECTION(pad << " reverse_output " << reverse << " reverse_query " << query
+                              << " ids " << ids) {
+            check_task_yaml(
+                fmt::format("{{name: addition, {}, scratchpad: true, reverse_output: {}, "
+                            "reverse_query: {}, position_ids: {}, train_operands: [2, 6], "
+                            "mixed_lengths: true, train_digits: [1, 8], eval_operands: [2, 9]}}",
+                            pad,
+                            reverse,
+                            query,
+                            ids),
+                40,
+                4);
           }
         }
       }
@@ -169,13 +176,23 @@ TEST_CASE("task contract: addition, every format option", "[contract][task]") {
                 std::string(ids) != "sequential") {
               continue;  // refused at construction (tested in the addition plugin tests)
             }
-            const char* query = std::string(operands) == "3" ? "true" : "false";  // both, without doubling
+            const char* query =
+                std::string(operands) == "3" ? "true" : "false";  // both, without doubling
             DYNAMIC_SECTION("zero_pad " << pad << " pad_to " << pad_to << " reverse " << reverse
-                                        << " ids " << ids << " operands " << operands << " reverse_query " << query) {
-              check_task_yaml(fmt::format("{{name: addition, zero_pad: {}, pad_to: {}, reverse_output: {}, "
-                                          "reverse_query: {}, position_ids: {}, operands: {}, train_digits: [1, 12]}}",
-                                          pad, pad_to, reverse, query, ids, operands),
-                              60, 9);
+                                        << " ids " << ids << " operands " << operands
+                                        << " reverse_query " << query) {
+              check_task_yaml(
+                  fmt::format(
+                      "{{name: addition, zero_pad: {}, pad_to: {}, reverse_output: {}, "
+                      "reverse_query: {}, position_ids: {}, operands: {}, train_digits: [1, 12]}}",
+                      pad,
+                      pad_to,
+                      reverse,
+                      query,
+                      ids,
+                      operands),
+                  60,
+                  9);
             }
           }
         }
@@ -184,20 +201,25 @@ TEST_CASE("task contract: addition, every format option", "[contract][task]") {
   }
 }
 
-
 TEST_CASE("task contract: addition with index hints, every format option", "[contract][task]") {
   for (const char* pad : {"true", "false"}) {
     for (const char* pad_to : {"operand", "answer"}) {
       for (const char* reverse : {"true", "false"}) {
         for (const char* operands : {"2", "3"}) {
           const char* query = std::string(operands) == "3" ? "true" : "false";
-          DYNAMIC_SECTION("zero_pad " << pad << " pad_to " << pad_to << " reverse " << reverse << " operands "
-                                      << operands) {
-            check_task_yaml(fmt::format("{{name: addition, zero_pad: {}, pad_to: {}, reverse_output: {}, "
-                                        "reverse_query: {}, position_ids: sequential, operands: {}, "
-                                        "train_digits: [1, 12], index_hints: 20}}",
-                                        pad, pad_to, reverse, query, operands),
-                            40, 5);
+          DYNAMIC_SECTION("zero_pad " << pad << " pad_to " << pad_to << " reverse " << reverse
+                                      << " operands " << operands) {
+            check_task_yaml(
+                fmt::format("{{name: addition, zero_pad: {}, pad_to: {}, reverse_output: {}, "
+                            "reverse_query: {}, position_ids: sequential, operands: {}, "
+                            "train_digits: [1, 12], index_hints: 20}}",
+                            pad,
+                            pad_to,
+                            reverse,
+                            query,
+                            operands),
+                40,
+                5);
           }
         }
       }
@@ -206,38 +228,49 @@ TEST_CASE("task contract: addition with index hints, every format option", "[con
 }
 
 TEST_CASE("task contract: parity, every format option", "[contract][task]") {
-  for (const char* opts : {"scratchpad: true, position_ids: coupled", "scratchpad: true, position_ids: sequential",
+  for (const char* opts : {"scratchpad: true, position_ids: coupled",
+                           "scratchpad: true, position_ids: sequential",
                            "scratchpad: false, position_ids: sequential"}) {
-    DYNAMIC_SECTION(opts) { check_task_yaml(fmt::format("{{name: parity, train_bits: [1, 30], {}}}", opts), 60, 3); }
+    DYNAMIC_SECTION(opts) {
+      check_task_yaml(fmt::format("{{name: parity, train_bits: [1, 30], {}}}", opts), 60, 3);
+    }
   }
 }
 
 TEST_CASE("task contract: padded_arithmetic, every operation", "[contract][task]") {
   for (const char* op : {"add", "mod_add", "mul", "mod_mul", "elementwise_add"}) {
     DYNAMIC_SECTION(op) {
-      check_task_yaml(fmt::format("{{name: padded_arithmetic, operation: {}, width: 12, modulus: 128, "
-                                  "train_digits: [1, 12], train_set_size: 30}}",
-                                  op),
-                      60, 8);
+      check_task_yaml(
+          fmt::format("{{name: padded_arithmetic, operation: {}, width: 12, modulus: 128, "
+                      "train_digits: [1, 12], train_set_size: 30}}",
+                      op),
+          60,
+          8);
     }
   }
 }
 
 TEST_CASE("task contract: multiplication, every format option", "[contract][task]") {
-  std::vector<std::string> formats{"scratchpad: true", "scratchpad: true, position_ids: sequential"};
+  std::vector<std::string> formats{"scratchpad: true",
+                                   "scratchpad: true, position_ids: sequential"};
   for (const char* pad : {"true", "false"}) {
     for (const char* reverse : {"true", "false"}) {
       for (const char* ids : {"coupled", "sequential"}) {
-        if (std::string(pad) == "false" && std::string(reverse) == "false" && std::string(ids) == "coupled") {
+        if (std::string(pad) == "false" && std::string(reverse) == "false" &&
+            std::string(ids) == "coupled") {
           continue;  // refused at construction (tested in the plugin's tests)
         }
-        formats.push_back(fmt::format("zero_pad: {}, reverse_output: {}, position_ids: {}", pad, reverse, ids));
+        formats.push_back(
+            fmt::format("zero_pad: {}, reverse_output: {}, position_ids: {}", pad, reverse, ids));
       }
     }
   }
   for (const auto& f : formats) {
     DYNAMIC_SECTION(f) {
-      check_task_yaml("{name: multiplication, train_a_digits: [1, 7], train_b_digits: [1, 6], " + f + "}", 40, 6);
+      check_task_yaml(
+          "{name: multiplication, train_a_digits: [1, 7], train_b_digits: [1, 6], " + f + "}",
+          40,
+          6);
     }
   }
 }

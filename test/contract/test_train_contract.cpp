@@ -3,6 +3,7 @@
 // to be selected by `train.optimizer` / `train.schedule.decay`. The built-ins' formulas are
 // checked against LibTorch's in test/unit/train/test_train.cpp.
 #include "helpers.h"
+
 #include "lengen/plugin/loader.h"
 #include "lengen/train/optimizer.h"
 #include "lengen/train/schedule.h"
@@ -16,6 +17,7 @@ using Named = std::vector<std::pair<std::string, torch::Tensor>>;
 // Two parameters of different shapes and a third that never gets a gradient, float64.
 struct Problem {
   torch::Tensor w, u, idle, target_w, target_u;
+
   explicit Problem(uint64_t seed) {
     torch::manual_seed(seed);
     w = torch::randn({4, 3}, torch::kFloat64).requires_grad_(true);
@@ -24,8 +26,11 @@ struct Problem {
     target_w = torch::randn({4, 3}, torch::kFloat64);
     target_u = torch::randn({5}, torch::kFloat64);
   }
+
   Named params() const { return {{"w", w}, {"idle", idle}, {"u", u}}; }
+
   torch::Tensor loss() const { return (w - target_w).pow(2).sum() + (u - target_u).pow(2).sum(); }
+
   void steps(Optimizer& opt, int n, double lr) const {
     for (int i = 0; i < n; ++i) {
       opt.zero_grad();
@@ -35,7 +40,9 @@ struct Problem {
   }
 };
 
-ConfigNode options(const std::string& name) { return load_config_string(fmt::format("{{name: {}}}", name), "contract"); }
+ConfigNode options(const std::string& name) {
+  return load_config_string(fmt::format("{{name: {}}}", name), "contract");
+}
 
 }  // namespace
 
@@ -83,7 +90,8 @@ TEST_CASE("train contract: every registered optimizer", "[contract][train]") {
       if (!first->state().empty()) {
         auto partial = first->state();
         partial.pop_back();
-        CHECK_THROWS_WITH(resumed->load_state(partial, 5), Catch::Contains("checkpoint has no optimizer state"));
+        CHECK_THROWS_WITH(resumed->load_state(partial, 5),
+                          Catch::Contains("checkpoint has no optimizer state"));
       }
     }
   }

@@ -1,6 +1,7 @@
 // The command line end to end: run, config, eval, decode, example, plugins, logits, bench; errors
 // exit non-zero with file/line; a run killed with SIGKILL resumes to the same final weights.
 #include "helpers.h"
+
 #include "lengen/core/error.h"
 #include "lengen/report/report.h"
 #include "lengen/train/checkpoint.h"
@@ -15,7 +16,6 @@
 #include <map>
 #include <sstream>
 #include <thread>
-
 #include <unistd.h>
 
 using namespace lengen;
@@ -38,7 +38,9 @@ train:
 eval: {samples: 20}
 )";
 
-std::string cli() { return LENGEN_CLI; }
+std::string cli() {
+  return LENGEN_CLI;
+}
 
 using test::sh;
 
@@ -52,7 +54,10 @@ TEST_CASE("cli: run writes the run directory; eval, decode, logits read it", "[c
   CHECK_THAT(log, Contains("step") && Contains("tok/s") && Contains("ETA"));
   CHECK_THAT(log, Contains("accuracy") && Contains("95% interval"));
   const fs::path run = fs::path(out_dir) / "cli" / "2";
-  for (const char* f : {"config.yaml", "metrics.jsonl", "eval/grid.csv", "eval/summary.json",
+  for (const char* f : {"config.yaml",
+                        "metrics.jsonl",
+                        "eval/grid.csv",
+                        "eval/summary.json",
                         "checkpoints/step-00000040.safetensors"}) {
     INFO(f);
     CHECK(fs::exists(run / f));
@@ -74,7 +79,8 @@ TEST_CASE("cli: run writes the run directory; eval, decode, logits read it", "[c
 
   SECTION("a second run without --resume refuses to overwrite") {
     int rc = 0;
-    std::string err = sh(fmt::format("run {} --set output_dir={}", tmp.file("cli.yaml"), out_dir), &rc);
+    std::string err =
+        sh(fmt::format("run {} --set output_dir={}", tmp.file("cli.yaml"), out_dir), &rc);
     CHECK(rc == 1);
     CHECK_THAT(err, Contains("already holds checkpoints"));
   }
@@ -98,12 +104,16 @@ TEST_CASE("cli: run writes the run directory; eval, decode, logits read it", "[c
     CHECK(fs::exists(run / "evals" / "five" / "eval" / "summary.json"));
     // The run's config.yaml pins the grid it was evaluated on (digits 1-5); an override of the
     // task's range moves the grid with it, and an explicit eval.grid wins over that.
-    sh(fmt::format("eval {} --set 'task.eval_digits=[2,7]' --set eval.samples=5 --out wider", run.string()));
-    const std::string wider = test::read_text((run / "evals" / "wider" / "eval" / "grid.csv").string());
+    sh(fmt::format("eval {} --set 'task.eval_digits=[2,7]' --set eval.samples=5 --out wider",
+                   run.string()));
+    const std::string wider =
+        test::read_text((run / "evals" / "wider" / "eval" / "grid.csv").string());
     CHECK(std::count(wider.begin(), wider.end(), '\n') == 1 + 6);
     CHECK_THAT(wider, Contains("\n2,5,") && Contains("\n7,5,"));
-    sh(fmt::format("eval {} --set 'task.eval_digits=[2,7]' --set 'eval.grid.digits=[6]' --set eval.samples=5 --out six",
-                   run.string()));
+    sh(
+        fmt::format("eval {} --set 'task.eval_digits=[2,7]' --set 'eval.grid.digits=[6]' --set "
+                    "eval.samples=5 --out six",
+                    run.string()));
     const std::string six = test::read_text((run / "evals" / "six" / "eval" / "grid.csv").string());
     CHECK(std::count(six.begin(), six.end(), '\n') == 1 + 1);
     CHECK_THAT(six, Contains("\n6,5,"));
@@ -129,7 +139,8 @@ TEST_CASE("cli: run writes the run directory; eval, decode, logits read it", "[c
     CHECK(w.size() == j["tokens"].size());
     for (const auto& row : w) {
       double sum = 0;
-      for (double x : row) sum += x;
+      for (double x : row)
+        sum += x;
       CHECK(std::abs(sum - 1.0) < 1e-5);  // each query's weights are a distribution
     }
     CHECK(w[0][1].get<double>() == 0.0);  // causal: the first query sees only itself
@@ -150,9 +161,12 @@ TEST_CASE("cli: run writes the run directory; eval, decode, logits read it", "[c
 
 TEST_CASE("cli: a run with a paper: block ends with the paper's figures beside its own", "[cli]") {
   test::TempDir tmp;
-  test::write_text(tmp.file("cli.yaml"),
-                   std::string(kCli) + "paper: {cite: \"Smith et al.\", table: \"Table 9\", values: {1: 100, 5: 0, 9: 50}}\n");
-  const std::string log = sh(fmt::format("run {} --set output_dir={}", tmp.file("cli.yaml"), tmp.file("runs")));
+  test::write_text(
+      tmp.file("cli.yaml"),
+      std::string(kCli) +
+          "paper: {cite: \"Smith et al.\", table: \"Table 9\", values: {1: 100, 5: 0, 9: 50}}\n");
+  const std::string log =
+      sh(fmt::format("run {} --set output_dir={}", tmp.file("cli.yaml"), tmp.file("runs")));
   CHECK_THAT(log, Contains("Smith et al., Table 9: lengen's figure (the paper's)"));
   const fs::path run = fs::path(tmp.file("runs")) / "cli" / "2";
   // paper.csv carries the run's own accuracy from grid.csv at every evaluated length, the
@@ -168,13 +182,16 @@ TEST_CASE("cli: a run with a paper: block ends with the paper's figures beside i
   REQUIRE(grid.size() == 5);
   std::ifstream p(run / "eval" / "paper.csv");
   std::getline(p, line);
-  CHECK(line == "config,label,digits,paper,seeds,median,q25,q75,min,max,difference,statistic,lengen,lengen_difference");
+  CHECK(line ==
+        "config,label,digits,paper,seeds,median,q25,q75,min,max,difference,statistic,lengen,lengen_"
+        "difference");
   int rows = 0;
   while (std::getline(p, line)) {
     ++rows;
     std::vector<std::string> f;
     std::stringstream ss(line);
-    for (std::string x; std::getline(ss, x, ',');) f.push_back(x);
+    for (std::string x; std::getline(ss, x, ',');)
+      f.push_back(x);
     f.resize(14);
     INFO(line);
     CHECK(f[0] == "cli");
@@ -185,7 +202,8 @@ TEST_CASE("cli: a run with a paper: block ends with the paper's figures beside i
     }
     CHECK(std::stod(f[5]) == Approx(100 * grid.at(f[2])).margin(0.006));
     CHECK(f[3] == (f[2] == "1" ? "100.00" : f[2] == "5" ? "0.00" : ""));
-    if (!f[3].empty()) CHECK(std::stod(f[10]) == Approx(std::stod(f[5]) - std::stod(f[3])).margin(0.011));
+    if (!f[3].empty())
+      CHECK(std::stod(f[10]) == Approx(std::stod(f[5]) - std::stod(f[3])).margin(0.011));
   }
   CHECK(rows == 6);
   CHECK(fs::exists(run / "plots" / "paper.png") == plotting_available());
@@ -199,18 +217,20 @@ TEST_CASE("cli: every architecture runs, evaluates, decodes, prints logits and a
   test::TempDir tmp;
   test::write_text(tmp.file("cli.yaml"), kCli);
   const std::string out_dir = tmp.file("runs");
-  std::string log = sh(fmt::format("run {} --set output_dir={} --set model.arch={}",
-                                   tmp.file("cli.yaml"), out_dir, arch));
+  std::string log = sh(fmt::format(
+      "run {} --set output_dir={} --set model.arch={}", tmp.file("cli.yaml"), out_dir, arch));
   CHECK_THAT(log, Contains("accuracy"));
   const fs::path run = fs::path(out_dir) / "cli" / "2";
   CHECK_THAT(test::read_text((run / "config.yaml").string()), Contains("arch: " + arch));
   // TensorBoard: training scalars and the accuracy of every cell, CRCs intact.
   std::string tags;
   for (const auto& f : fs::directory_iterator(run / "tensorboard")) {
-    for (const auto& rec : read_event_records(f.path().string())) tags += rec;
+    for (const auto& rec : read_event_records(f.path().string()))
+      tags += rec;
   }
-  CHECK_THAT(tags, Contains("train/loss") && Contains("train/tokens_per_s") &&
-                       Contains("eval/accuracy/digits=5") && Contains("eval/mean_accuracy"));
+  CHECK_THAT(tags,
+             Contains("train/loss") && Contains("train/tokens_per_s") &&
+                 Contains("eval/accuracy/digits=5") && Contains("eval/mean_accuracy"));
   // Greedy decoding gives the teacher-forced verdicts (a short run: some right, some wrong).
   const std::string tf = test::read_text((run / "eval" / "grid.csv").string());
   sh(fmt::format("eval {} --decode", run.string()));
@@ -249,8 +269,10 @@ TEST_CASE("cli: example, plugins and bench need no trained model", "[cli]") {
   for (const char* n : {"nope", "ape", "sinusoidal", "coupling", "addition"}) {
     CHECK_THAT(plugins, Contains(n));
   }
-  CHECK_THAT(sh("plugins --describe coupling"), Contains("max_position") && Contains("random_offset"));
-  auto b = nlohmann::json::parse(sh(fmt::format("bench {} --steps 3 --warmup 1", tmp.file("cli.yaml"))));
+  CHECK_THAT(sh("plugins --describe coupling"),
+             Contains("max_position") && Contains("random_offset"));
+  auto b =
+      nlohmann::json::parse(sh(fmt::format("bench {} --steps 3 --warmup 1", tmp.file("cli.yaml"))));
   CHECK(b["median_ms_per_step"].get<double>() > 0);
   CHECK(b["tokens_per_s"].get<double>() > 0);
   CHECK(b["tflops_per_s"].get<double>() > 0);
@@ -271,22 +293,26 @@ TEST_CASE("cli: example, plugins and bench need no trained model", "[cli]") {
 TEST_CASE("cli: config prints the resolved experiment without running it", "[cli]") {
   test::TempDir tmp;
   test::write_text(tmp.file("cli.yaml"), kCli);
-  test::write_text(tmp.file("child.yaml"),
-                   fmt::format("extends: cli.yaml\nname: child\nmodel: {{d_model: 48}}\noutput_dir: {}\n",
-                               tmp.file("runs")));
+  test::write_text(
+      tmp.file("child.yaml"),
+      fmt::format("extends: cli.yaml\nname: child\nmodel: {{d_model: 48}}\noutput_dir: {}\n",
+                  tmp.file("runs")));
   int rc = 0;
-  const std::string text = sh(fmt::format("config {} --set train.steps=7", tmp.file("child.yaml")), &rc);
+  const std::string text =
+      sh(fmt::format("config {} --set train.steps=7", tmp.file("child.yaml")), &rc);
   REQUIRE(rc == 0);
   // The chain merged (this file's keys over the base's), --set applied, defaults filled in.
-  CHECK_THAT(text, Contains("name: child") && Contains("d_model: 48") && Contains("heads: 2") &&
-                       Contains("steps: 7") && Contains("dtype: float32"));
+  CHECK_THAT(text,
+             Contains("name: child") && Contains("d_model: 48") && Contains("heads: 2") &&
+                 Contains("steps: 7") && Contains("dtype: float32"));
   CHECK_THAT(text, !Contains("extends") && !Contains("d_model: 32") && !Contains("steps: 40"));
   CHECK_FALSE(fs::exists(tmp.file("runs")));  // nothing ran
   // What it prints is a complete experiment: loading it again prints the same configuration.
   test::write_text(tmp.file("resolved.yaml"), text);
   auto body = [](const std::string& y) { return y.substr(0, y.find("provenance:")); };
   CHECK(body(sh(fmt::format("config {}", tmp.file("resolved.yaml")))) == body(text));
-  CHECK_THAT(sh(fmt::format("config {}", tmp.file("missing.yaml")), &rc), Contains("missing.yaml: cannot open"));
+  CHECK_THAT(sh(fmt::format("config {}", tmp.file("missing.yaml")), &rc),
+             Contains("missing.yaml: cannot open"));
   CHECK(rc == 1);
 }
 
@@ -316,11 +342,14 @@ TEST_CASE("cli: a run killed with SIGKILL resumes to the same final weights", "[
   // Start b in the background and kill it hard once a checkpoint exists.
   const fs::path ckpt_dir = fs::path(b) / "cli" / "2" / "checkpoints";
   REQUIRE(test::kill_hard_when_file_appears(
-      fmt::format("{} run {} --no-eval --set output_dir={}", cli(), tmp.file("k.yaml"), b), ckpt_dir.string(),
-      ".safetensors", tmp.str()));
+      fmt::format("{} run {} --no-eval --set output_dir={}", cli(), tmp.file("k.yaml"), b),
+      ckpt_dir.string(),
+      ".safetensors",
+      tmp.str()));
   CHECK(!fs::exists(ckpt_dir / "step-00000400.safetensors"));
   sh(fmt::format("run {} --no-eval --resume --set output_dir={}", tmp.file("k.yaml"), b));
-  auto fa = load_safetensors((fs::path(a) / "cli" / "2" / "checkpoints" / "step-00000400.safetensors").string());
+  auto fa = load_safetensors(
+      (fs::path(a) / "cli" / "2" / "checkpoints" / "step-00000400.safetensors").string());
   auto fb = load_safetensors((ckpt_dir / "step-00000400.safetensors").string());
   REQUIRE(fa.tensors.size() == fb.tensors.size());
   for (size_t i = 0; i < fa.tensors.size(); ++i) {
@@ -332,11 +361,14 @@ TEST_CASE("cli: a run killed with SIGKILL resumes to the same final weights", "[
 TEST_CASE("cli: taotp run, count and export", "[cli][taotp]") {
   const std::string dir = std::string(LENGEN_SOURCE_DIR) + "/experiments/taotp/";
   const std::string hello = dir + "hello_world.taotp", vocab = dir + "hello_world.vocab";
-  CHECK(sh(fmt::format("taotp run {} --vocab {} --input '<bos>' --eos '<eos>' --sep ''", hello, vocab)) ==
+  CHECK(sh(fmt::format(
+            "taotp run {} --vocab {} --input '<bos>' --eos '<eos>' --sep ''", hello, vocab)) ==
         "Hello World!\n");
   // Token indices in and out (the space token is index 2).
-  CHECK(sh(fmt::format("taotp run {} --ids --input 9 --eos 10", hello)) == "1 8 0 0 7 2 4 7 3 0 6 5\n");
-  std::string traced = sh(fmt::format("taotp run {} --vocab {} --input '<bos>' --steps 2 --trace", hello, vocab));
+  CHECK(sh(fmt::format("taotp run {} --ids --input 9 --eos 10", hello)) ==
+        "1 8 0 0 7 2 4 7 3 0 6 5\n");
+  std::string traced =
+      sh(fmt::format("taotp run {} --vocab {} --input '<bos>' --steps 2 --trace", hello, vocab));
   CHECK_THAT(traced, Contains("step 1: argmax 1 'H'") && Contains("step 2: argmax 8 'e'"));
   std::string counted = sh("taotp count " + hello);
   CHECK_THAT(counted, Contains("parameters: 72") && Contains("non-zero: 68"));
@@ -370,12 +402,16 @@ train: {steps: 60, batch_size: 32, log_every: 60, checkpoint_every: 60}
     // "$12+34=640$" -> "640"
     std::string first = decoded.substr(0, decoded.find('\n'));
     std::string answer = first.substr(first.find('=') + 1);
-    if (!answer.empty() && answer.back() == '$') answer.pop_back();
+    if (!answer.empty() && answer.back() == '$')
+      answer.pop_back();
     std::string input = "$";
-    for (char c : std::string(query) + "=") input += std::string(" ") + c;
+    for (char c : std::string(query) + "=")
+      input += std::string(" ") + c;
     std::string program_out =
-        sh(fmt::format("taotp run {0}/taotp/program.json --vocab {0}/taotp/vocab.json --input '{1}' --eos '$' --sep ''",
-                       run, input));
+        sh(fmt::format("taotp run {0}/taotp/program.json --vocab {0}/taotp/vocab.json --input "
+                       "'{1}' --eos '$' --sep ''",
+                       run,
+                       input));
     program_out.pop_back();  // newline
     INFO(query << ": model " << answer << ", program " << program_out);
     const size_t n = std::min(answer.size(), program_out.size());
@@ -386,26 +422,43 @@ train: {steps: 60, batch_size: 32, log_every: 60, checkpoint_every: 60}
 
 namespace {
 
-// A local sweep over seeds of a tiny NoPE run: <tmp>/base.yaml and <tmp>/s.yaml, output in <tmp>/<name>.
-void write_seed_sweep(const test::TempDir& tmp, const std::string& name, int64_t steps, int64_t log_every,
-                      int64_t checkpoint_every, int64_t eval_digits, const std::string& seeds) {
-  test::write_text(tmp.file("base.yaml"), fmt::format(R"(name: base
+// A local sweep over seeds of a tiny NoPE run: <tmp>/base.yaml and <tmp>/s.yaml, output in
+// <tmp>/<name>.
+void write_seed_sweep(const test::TempDir& tmp,
+                      const std::string& name,
+                      int64_t steps,
+                      int64_t log_every,
+                      int64_t checkpoint_every,
+                      int64_t eval_digits,
+                      const std::string& seeds) {
+  test::write_text(tmp.file("base.yaml"),
+                   fmt::format(R"(name: base
 task: {{name: addition, train_digits: [1, 3], eval_digits: [1, {}]}}
 model: {{layers: 1, heads: 2, d_model: 16, d_ff: 32}}
 position: [nope]
 train: {{steps: {}, batch_size: 8, log_every: {}, checkpoint_every: {}}}
 eval: {{samples: 10}}
-)", eval_digits, steps, log_every, checkpoint_every));
-  test::write_text(tmp.file("s.yaml"), fmt::format(R"(name: {}
+)",
+                               eval_digits,
+                               steps,
+                               log_every,
+                               checkpoint_every));
+  test::write_text(tmp.file("s.yaml"),
+                   fmt::format(R"(name: {}
 base: base.yaml
 output_dir: {}
 grid: {{seed: {}}}
 executor: {{workers: 2, threads_per_run: 1}}
-)", name, tmp.str(), seeds));
+)",
+                               name,
+                               tmp.str(),
+                               seeds));
 }
 
 // Starts `lengen sweep <tmp>/s.yaml [extra]` in a child process, its output in <tmp>/sweep.log.
-pid_t start_sweep(const test::TempDir& tmp, const char* extra_flag = nullptr, const char* extra_value = nullptr) {
+pid_t start_sweep(const test::TempDir& tmp,
+                  const char* extra_flag = nullptr,
+                  const char* extra_value = nullptr) {
   pid_t pid = fork();
   if (pid == 0) {
     const std::string log = tmp.file("sweep.log");
@@ -413,7 +466,12 @@ pid_t start_sweep(const test::TempDir& tmp, const char* extra_flag = nullptr, co
     // each other, as a plot script's traceback did where matplotlib is missing).
     freopen(log.c_str(), "w", stdout);
     dup2(fileno(stdout), fileno(stderr));
-    execl(LENGEN_CLI, LENGEN_CLI, "sweep", tmp.file("s.yaml").c_str(), extra_flag, extra_value,
+    execl(LENGEN_CLI,
+          LENGEN_CLI,
+          "sweep",
+          tmp.file("s.yaml").c_str(),
+          extra_flag,
+          extra_value,
           static_cast<char*>(nullptr));
     _exit(127);
   }
@@ -438,7 +496,8 @@ TEST_CASE("cli: a local sweep records a failure, finishes the rest, and a rerun 
   CHECK_THAT(log, Contains("point local,seed=1 failed") && Contains("1 point(s) failed"));
   std::string status = sh("sweep " + tmp.file("s.yaml") + " --status");
   CHECK_THAT(status, Contains("2 done, 0 running, 1 failed, 0 interrupted, 0 missing"));
-  auto failed = nlohmann::json::parse(std::ifstream(root / "runs" / "local" / "1" / "sweep-failed.json"));
+  auto failed =
+      nlohmann::json::parse(std::ifstream(root / "runs" / "local" / "1" / "sweep-failed.json"));
   CHECK(failed["exit_status"] == 1);
   CHECK(fs::exists(failed["log"].get<std::string>()));
   const auto done_at = fs::last_write_time(root / "runs" / "local" / "0" / "eval" / "summary.json");
@@ -448,7 +507,8 @@ TEST_CASE("cli: a local sweep records a failure, finishes the rest, and a rerun 
   log = sh("sweep " + tmp.file("s.yaml"));
   CHECK_THAT(log, Contains("3 points, 1 to run"));
   CHECK(fs::last_write_time(root / "runs" / "local" / "0" / "eval" / "summary.json") == done_at);
-  CHECK_THAT(sh("sweep " + tmp.file("s.yaml") + " --status"), Contains("3 done, 0 running, 0 failed"));
+  CHECK_THAT(sh("sweep " + tmp.file("s.yaml") + " --status"),
+             Contains("3 done, 0 running, 0 failed"));
   // The sweep aggregated itself: one row per point and cell.
   std::ifstream results(root / "aggregate" / "results.csv");
   std::string all((std::istreambuf_iterator<char>(results)), {});
@@ -519,7 +579,9 @@ TEST_CASE("cli: a local sweep does not start a point that another process took m
   const std::string log((std::istreambuf_iterator<char>(in)), {});
   INFO(log);
   CHECK(WIFEXITED(raw));
-  CHECK_THAT(log, Contains("2 points, 2 to run") && Contains("skip shared,seed=1: running in another process"));
+  CHECK_THAT(
+      log,
+      Contains("2 points, 2 to run") && Contains("skip shared,seed=1: running in another process"));
   CHECK(!Contains("start shared,seed=1").match(log));
   CHECK(fs::exists(runs / "0" / "eval" / "summary.json"));
   CHECK(!fs::exists(runs / "1" / "checkpoints"));
@@ -556,8 +618,7 @@ TEST_CASE("cli: a run stopped by a signal its supervisor did not send is interru
   CHECK(stopped["exit_status"] == kExitInterrupted);
 }
 
-TEST_CASE("cli: typos in a key or a plugin name are named with the closest valid one",
-          "[cli]") {
+TEST_CASE("cli: typos in a key or a plugin name are named with the closest valid one", "[cli]") {
   // A fresh process has loaded no plugin yet: the message must still list the installed ones.
   test::TempDir tmp;
   std::string good = kCli;
@@ -566,7 +627,8 @@ TEST_CASE("cli: typos in a key or a plugin name are named with the closest valid
     t.replace(t.find(from), from.size(), to);
     test::write_text(tmp.file("typo.yaml"), t);
     int rc = 0;
-    std::string out = sh("run " + tmp.file("typo.yaml") + " --set output_dir=" + tmp.file("r"), &rc);
+    std::string out =
+        sh("run " + tmp.file("typo.yaml") + " --set output_dir=" + tmp.file("r"), &rc);
     CHECK(rc == 1);
     return out;
   };

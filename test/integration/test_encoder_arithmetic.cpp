@@ -3,9 +3,10 @@
 // (answer on the first n_out input positions); its per-position decode (Task::from_labeled)
 // gives the teacher-forced verdict sample by sample; the carry breakdown adds up and is written.
 #include "helpers.h"
+
 #include "lengen/experiment/experiment.h"
-#include "lengen/train/evaluator.h"
 #include "lengen/model/architecture.h"
+#include "lengen/train/evaluator.h"
 #include "lengen/train/trainer.h"
 
 #include <nlohmann/json.hpp>
@@ -34,8 +35,9 @@ eval: {samples: 200, grid: {digits: [1, 3]}, breakdown: [carries, carry_chain]}
 
 }  // namespace
 
-TEST_CASE("integration: an encoder learns padded addition; decode == teacher forcing; carries add up",
-          "[integration][encoder]") {
+TEST_CASE(
+    "integration: an encoder learns padded addition; decode == teacher forcing; carries add up",
+    "[integration][encoder]") {
   test::TempDir dir;
   test::write_text(dir.file("tiny.yaml"), kTinyEncoder);
   Experiment exp = Experiment::load(dir.file("tiny.yaml"), {"output_dir=" + dir.str()});
@@ -110,7 +112,8 @@ TEST_CASE("integration: an encoder learns padded addition; decode == teacher for
   CHECK(summary["cells"][0]["analysis"]["wrong_tokens"].is_array());
 }
 
-TEST_CASE("integration: eval.breakdown names a feature the task does not write", "[integration][encoder]") {
+TEST_CASE("integration: eval.breakdown names a feature the task does not write",
+          "[integration][encoder]") {
   test::TempDir dir;
   std::string yaml = kTinyEncoder;
   yaml.replace(yaml.find("breakdown: [carries, carry_chain]"), 33, "breakdown: [carry]");

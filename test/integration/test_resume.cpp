@@ -1,6 +1,7 @@
 // Resuming from a checkpoint reproduces the uninterrupted run's weights exactly, with online
 // sampling and with a fixed training set, dropout and random offsets included.
 #include "helpers.h"
+
 #include "lengen/experiment/experiment.h"
 #include "lengen/train/checkpoint.h"
 #include "lengen/train/trainer.h"
@@ -29,8 +30,8 @@ eval: {samples: 4}
 )";
 
 std::vector<std::pair<std::string, torch::Tensor>> final_weights(const Experiment& exp,
-                                                                  const std::string& dir,
-                                                                  bool resume) {
+                                                                 const std::string& dir,
+                                                                 bool resume) {
   Transformer model = exp.build_model(torch::kCPU);
   Trainer trainer(exp.train, exp.seed, *exp.task, model, torch::kCPU, dir);
   trainer.run(resume);
@@ -67,8 +68,10 @@ TEST_CASE("integration: resume reproduces an uninterrupted run", "[integration][
         CHECK(torch::equal(straight[i].second, resumed[i].second));
       }
       // The optimizer state matches too.
-      auto fa = load_safetensors((fs::path(a) / "checkpoints" / "step-00000030.safetensors").string());
-      auto fb = load_safetensors((fs::path(b) / "checkpoints" / "step-00000030.safetensors").string());
+      auto fa =
+          load_safetensors((fs::path(a) / "checkpoints" / "step-00000030.safetensors").string());
+      auto fb =
+          load_safetensors((fs::path(b) / "checkpoints" / "step-00000030.safetensors").string());
       REQUIRE(fa.tensors.size() == fb.tensors.size());
       for (size_t i = 0; i < fa.tensors.size(); ++i) {
         CHECK(torch::equal(fa.tensors[i].second, fb.tensors[i].second));
@@ -109,8 +112,9 @@ TEST_CASE("integration: a diverging run stops with the step and keeps its checkp
   for (int s = 10; s < 13; ++s) {
     trainer.step(trainer.batches_for_step(s), s);
   }
-  CHECK_THROWS_WITH(trainer.check_finite(),
-                    Catch::Contains("training diverged: loss is") && Catch::Contains("nan at step 10"));
+  CHECK_THROWS_WITH(
+      trainer.check_finite(),
+      Catch::Contains("training diverged: loss is") && Catch::Contains("nan at step 10"));
   CHECK(trainer.latest_checkpoint().find("step-00000010") != std::string::npos);
 }
 
@@ -118,8 +122,8 @@ TEST_CASE("integration: a run that diverges between checks writes no checkpoint 
           "[integration][resume]") {
   test::TempDir tmp;
   test::write_text(tmp.file("exp.yaml"), kSmall);
-  Experiment exp = Experiment::load(tmp.file("exp.yaml"),
-                                    {"train.steps=20", "train.checkpoint_every=5", "train.log_every=20"});
+  Experiment exp = Experiment::load(
+      tmp.file("exp.yaml"), {"train.steps=20", "train.checkpoint_every=5", "train.log_every=20"});
   Transformer model = exp.build_model(torch::kCPU);
   Trainer trainer(exp.train, exp.seed, *exp.task, model, torch::kCPU, tmp.file("run"));
   // After step 7 the weights turn to NaN, so step index 7 is the first non-finite loss; the

@@ -3,6 +3,7 @@
 // train at all" check behind the catalogue; length generalisation is measured by the
 // experiments in docs/results.md, not here.
 #include "helpers.h"
+
 #include "lengen/experiment/experiment.h"
 #include "lengen/plugin/loader.h"
 #include "lengen/train/evaluator.h"
@@ -52,11 +53,13 @@ TEST_CASE("integration: every position scheme learns in-distribution addition",
     // Two schemes restrict attention to what their paper's task lays out and are tested there
     // (test_abc_pipeline.cpp): `windowed` leaves each query its w neighbours by ID (a decoder
     // over sequential IDs would see one previous token), `abc` needs a calibration.
-    if (entry->spec.name == "windowed" || entry->spec.name == "abc") continue;
+    if (entry->spec.name == "windowed" || entry->spec.name == "abc")
+      continue;
     DYNAMIC_SECTION(entry->spec.name) {
-      Experiment exp = Experiment::load(
-          dir.file("learns.yaml"),
-          {"output_dir=" + dir.str(), "name=" + entry->spec.name, "position=" + position_yaml(*entry)});
+      Experiment exp = Experiment::load(dir.file("learns.yaml"),
+                                        {"output_dir=" + dir.str(),
+                                         "name=" + entry->spec.name,
+                                         "position=" + position_yaml(*entry)});
       Transformer model = exp.build_model(torch::kCPU);
       Trainer trainer(exp.train, exp.seed, *exp.task, model, torch::kCPU, exp.run_dir());
       TrainResult tr = trainer.run(false);

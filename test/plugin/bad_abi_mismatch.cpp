@@ -5,7 +5,8 @@ namespace {
 void register_nothing(lengen::Registrar&) {}
 }  // namespace
 
-extern "C" __attribute__((visibility("default"))) const lengen_plugin_descriptor* lengen_plugin_v1() {
+extern "C" __attribute__((visibility("default"))) const lengen_plugin_descriptor*
+lengen_plugin_v1() {
   static const lengen_plugin_descriptor d = {sizeof(lengen_plugin_descriptor),
                                              LENGEN_PLUGIN_ABI + 41,
                                              LENGEN_PLUGIN_API,

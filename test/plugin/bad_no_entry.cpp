@@ -1,2 +1,4 @@
 // A shared library without the lengen entry point.
-extern "C" __attribute__((visibility("default"))) int not_a_plugin() { return 42; }
+extern "C" __attribute__((visibility("default"))) int not_a_plugin() {
+  return 42;
+}

@@ -13,11 +13,14 @@
 #include <string>
 
 namespace Catch {
-inline Matchers::StringContainsMatcher Contains(const std::string& text, CaseSensitive cs = CaseSensitive::Yes) {
+inline Matchers::StringContainsMatcher Contains(const std::string& text,
+                                                CaseSensitive cs = CaseSensitive::Yes) {
   return Matchers::ContainsSubstring(text, cs);
 }
+
 using TestEventListenerBase = EventListenerBase;
 }  // namespace Catch
+
 using Catch::Approx;
 #else
 #include <catch2/catch.hpp>

@@ -3,25 +3,26 @@
 // Helpers shared by the tests: building components through the registries (never through
 // plugin symbols), temporary directories, tensor comparison with a useful message.
 
+#include "catch_compat.h"
+
 #include "lengen/config/node.h"
 #include "lengen/position/scheme.h"
 #include "lengen/registry/registry.h"
 #include "lengen/task/task.h"
 #include "lengen/train/checkpoint.h"
 
-#include "catch_compat.h"
 #include <torch/torch.h>
 
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <limits>
-#include <set>
-#include <sys/wait.h>
-#include <unistd.h>
 #include <random>
+#include <set>
 #include <string>
+#include <sys/wait.h>
 #include <thread>
+#include <unistd.h>
 
 namespace lengen::test {
 
@@ -60,6 +61,7 @@ inline std::shared_ptr<PositionScheme> make_scheme(const std::string& yaml, Sche
 struct ProcessTempFiles {
   pid_t owner = ::getpid();
   std::set<std::string> paths;
+
   ~ProcessTempFiles() {
     if (::getpid() != owner) {
       return;
@@ -70,6 +72,7 @@ struct ProcessTempFiles {
     }
   }
 };
+
 inline ProcessTempFiles& process_temp_files() {
   static ProcessTempFiles files;
   return files;
@@ -81,8 +84,9 @@ inline ProcessTempFiles& process_temp_files() {
 /// self map anchored left, a 4 x 6 cross map anchored left on the diagonal and right elsewhere.
 /// Written here, not by the plugin's arithmetic, so that the contract tests need no plugin code.
 inline std::string synthetic_calibration(int64_t heads) {
-  const auto path = std::filesystem::temp_directory_path() /
-                    ("lengen-test-abc-" + std::to_string(heads) + "-" + std::to_string(::getpid()) + ".safetensors");
+  const auto path =
+      std::filesystem::temp_directory_path() / ("lengen-test-abc-" + std::to_string(heads) + "-" +
+                                                std::to_string(::getpid()) + ".safetensors");
   torch::manual_seed(42);
   std::vector<std::pair<std::string, torch::Tensor>> tensors;
   for (const std::string kind : {"self", "cross"}) {
@@ -92,7 +96,8 @@ inline std::string synthetic_calibration(int64_t heads) {
       const int64_t right = kind == "cross" && direction != "diagonal" ? 1 : 0;
       auto mean = torch::rand({heads, lines}, torch::kFloat64);
       auto kept = torch::rand({heads, lines}, torch::kFloat64) < 0.5;
-      auto bias = torch::where(kept, mean - std::get<0>(mean.max(1, true)),
+      auto bias = torch::where(kept,
+                               mean - std::get<0>(mean.max(1, true)),
                                torch::full_like(mean, -std::numeric_limits<double>::infinity()));
       const std::string name = kind + "." + direction;
       tensors.emplace_back(name + ".mean", mean);
@@ -127,17 +132,21 @@ inline std::string scheme_yaml(const PositionRegistry::Entry& e, int64_t heads =
 /// A fresh temporary directory, removed at scope exit.
 struct TempDir {
   std::filesystem::path path;
+
   TempDir() {
     std::random_device rd;
     path = std::filesystem::temp_directory_path() /
            ("lengen-test-" + std::to_string(rd()) + std::to_string(rd()));
     std::filesystem::create_directories(path);
   }
+
   ~TempDir() {
     std::error_code ec;
     std::filesystem::remove_all(path, ec);
   }
+
   std::string str() const { return path.string(); }
+
   std::string file(const std::string& name) const { return (path / name).string(); }
 };
 
@@ -211,13 +220,17 @@ inline std::string lengen_cli(const std::string& args, int* rc = nullptr) {
 }
 
 /// lengen_cli under the short name the CLI tests use for it.
-inline std::string sh(const std::string& args, int* rc = nullptr) { return lengen_cli(args, rc); }
+inline std::string sh(const std::string& args, int* rc = nullptr) {
+  return lengen_cli(args, rc);
+}
 #endif
 
 /// Starts `command` in the background and SIGKILLs it (as a node failure or the OOM killer
 /// would) as soon as `dir` holds a file ending in `ext`; false when that never happened
 /// within about a minute. `scratch` is a folder for the pid file.
-inline bool kill_hard_when_file_appears(const std::string& command, const std::string& dir, const std::string& ext,
+inline bool kill_hard_when_file_appears(const std::string& command,
+                                        const std::string& dir,
+                                        const std::string& ext,
                                         const std::string& scratch) {
   const std::string pid_file = (std::filesystem::path(scratch) / "background.pid").string();
   std::system((command + " > /dev/null 2>&1 & echo $! > " + pid_file).c_str());

@@ -5,14 +5,14 @@
 #define CATCH_CONFIG_RUNNER
 #include "catch_compat.h"
 
+#include "lengen/core/version.h"
+#include "lengen/experiment/experiment.h"
+#include "lengen/plugin/loader.h"
+
 #include <torch/utils.h>
 
 #include <functional>
 #include <string>
-
-#include "lengen/core/version.h"
-#include "lengen/experiment/experiment.h"
-#include "lengen/plugin/loader.h"
 
 namespace {
 
@@ -20,6 +20,7 @@ using ListenerBase = Catch::TestEventListenerBase;  // Catch2 v3: EventListenerB
 
 struct SeedEachTestCase : ListenerBase {
   using ListenerBase::ListenerBase;
+
   void testCaseStarting(const Catch::TestCaseInfo& info) override {
     torch::manual_seed(static_cast<uint64_t>(std::hash<std::string>{}(info.name) & 0xffffffffu));
   }

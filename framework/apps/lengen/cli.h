@@ -6,11 +6,12 @@
 // prints one clean message on error (main.cpp catches).
 
 #include "lengen/experiment/experiment.h"
-#include "lengen/stage/open_run.h"
 #include "lengen/model/transformer.h"
+#include "lengen/stage/open_run.h"
+
+#include <torch/types.h>
 
 #include <CLI/CLI.hpp>
-#include <torch/types.h>
 
 #include <memory>
 #include <string>
@@ -42,7 +43,6 @@ class Command {
 std::vector<std::unique_ptr<Command>> all_commands();
 
 // Helpers shared by the commands --------------------------------------------------------
-
 
 /// The experiment of a run (its final stage's, for a staged run) with the final weights
 /// (lengen/stage/open_run.h).

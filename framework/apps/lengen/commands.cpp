@@ -20,8 +20,19 @@ std::unique_ptr<Command> make_report();
 
 std::vector<std::unique_ptr<Command>> all_commands() {
   std::vector<std::unique_ptr<Command>> out;
-  for (auto make : {make_run, make_config, make_eval, make_decode, make_example, make_plugins, make_logits, make_bench,
-                    make_attention, make_taotp, make_sweep, make_aggregate, make_compare,
+  for (auto make : {make_run,
+                    make_config,
+                    make_eval,
+                    make_decode,
+                    make_example,
+                    make_plugins,
+                    make_logits,
+                    make_bench,
+                    make_attention,
+                    make_taotp,
+                    make_sweep,
+                    make_aggregate,
+                    make_compare,
                     make_report}) {
     out.push_back(make());
   }

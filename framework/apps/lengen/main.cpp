@@ -14,7 +14,9 @@
 using namespace lengen;
 
 namespace {
-void on_signal(int) { request_stop(); }
+void on_signal(int) {
+  request_stop();
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -23,11 +25,16 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   cli::Common common;
   app.add_flag("--debug", common.debug, "verbose logging");
-  app.set_version_flag("--version", fmt::format("lengen {} (plugin API {}, ABI {}; LibTorch {})", kVersion,
-                                                 LENGEN_PLUGIN_API, LENGEN_PLUGIN_ABI, torch_version()));
+  app.set_version_flag("--version",
+                       fmt::format("lengen {} (plugin API {}, ABI {}; LibTorch {})",
+                                   kVersion,
+                                   LENGEN_PLUGIN_API,
+                                   LENGEN_PLUGIN_ABI,
+                                   torch_version()));
   auto commands = cli::all_commands();
   std::vector<CLI::App*> subs;
-  for (auto& c : commands) subs.push_back(c->add(app, common));
+  for (auto& c : commands)
+    subs.push_back(c->add(app, common));
 
   CLI11_PARSE(app, argc, argv);
   std::signal(SIGINT, on_signal);
@@ -35,9 +42,11 @@ int main(int argc, char** argv) {
 
   try {
     set_log_level(common.debug ? "debug" : common.log_level);
-    for (const auto& d : common.plugin_dirs) add_plugin_dir(d);
+    for (const auto& d : common.plugin_dirs)
+      add_plugin_dir(d);
     for (size_t i = 0; i < commands.size(); ++i) {
-      if (subs[i]->parsed()) return commands[i]->run(common);
+      if (subs[i]->parsed())
+        return commands[i]->run(common);
     }
   } catch (const Interrupted& e) {
     fmt::print(stderr, "lengen: {}\n", e.what());
@@ -46,7 +55,9 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "lengen: error: {}\n", e.what());
     return 1;
   } catch (const c10::Error& e) {
-    fmt::print(stderr, "lengen: LibTorch error: {}\n", common.debug ? e.what() : e.what_without_backtrace());
+    fmt::print(stderr,
+               "lengen: LibTorch error: {}\n",
+               common.debug ? e.what() : e.what_without_backtrace());
     return 1;
   } catch (const std::exception& e) {
     fmt::print(stderr, "lengen: error: {}\n", e.what());

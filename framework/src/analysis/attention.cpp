@@ -18,10 +18,14 @@ namespace fs = std::filesystem;
 
 namespace lengen {
 
-std::vector<Example> cell_samples(const Task& task, const GridCell& cell, int64_t n, uint64_t seed) {
+std::vector<Example> cell_samples(const Task& task,
+                                  const GridCell& cell,
+                                  int64_t n,
+                                  uint64_t seed) {
   Rng rng(mix_seed(seed, {0xA77}));
   std::vector<Example> out;
-  for (int64_t i = 0; i < n; ++i) out.push_back(task.sample_eval(cell, rng));
+  for (int64_t i = 0; i < n; ++i)
+    out.push_back(task.sample_eval(cell, rng));
   return out;
 }
 
@@ -30,7 +34,8 @@ namespace {
 std::vector<int64_t> all_or(const std::vector<int64_t>& chosen, int64_t n, const char* what) {
   if (chosen.empty()) {
     std::vector<int64_t> out(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) out[static_cast<size_t>(i)] = i;
+    for (int64_t i = 0; i < n; ++i)
+      out[static_cast<size_t>(i)] = i;
     return out;
   }
   for (int64_t v : chosen) {
@@ -41,12 +46,16 @@ std::vector<int64_t> all_or(const std::vector<int64_t>& chosen, int64_t n, const
 
 }  // namespace
 
-AttentionMaps mean_attention(Transformer& model, const Task& task, const std::vector<Example>& examples_in,
-                             const torch::Device& device, const AttentionRequest& req) {
+AttentionMaps mean_attention(Transformer& model,
+                             const Task& task,
+                             const std::vector<Example>& examples_in,
+                             const torch::Device& device,
+                             const AttentionRequest& req) {
   LENGEN_CHECK(!examples_in.empty(), "attention: no samples to average over");
   for (const auto& e : examples_in) {
     LENGEN_CHECK(e.length() == examples_in[0].length(),
-                 "attention maps can be averaged only over samples of one length ({} and {})", e.length(),
+                 "attention maps can be averaged only over samples of one length ({} and {})",
+                 e.length(),
                  examples_in[0].length());
   }
   const std::vector<std::string> names = model->attention_names();
@@ -58,7 +67,8 @@ AttentionMaps mean_attention(Transformer& model, const Task& task, const std::ve
     // Exactly the greedy verdict (teacher_forced_exact_match is proven equal to it).
     auto ok = teacher_forced_exact_match(model, task, examples_in, device, req.batch_size);
     for (size_t i = 0; i < examples_in.size(); ++i) {
-      if (ok[i]) examples.push_back(examples_in[i]);
+      if (ok[i])
+        examples.push_back(examples_in[i]);
     }
     if (examples.empty()) {
       AttentionMaps none;  // the caller says what to do about it: it knows why it asked
@@ -72,11 +82,13 @@ AttentionMaps mean_attention(Transformer& model, const Task& task, const std::ve
   std::vector<torch::Tensor> sums;
   Batch first;
   torch::Tensor same_inputs, same_source;  // [T], [S] bool: the same token as the first sample's
-  auto same_as_first = [](torch::Tensor& acc, const torch::Tensor& tokens, const torch::Tensor& reference) {
-    if (!tokens.defined()) return;
-    auto same = tokens.eq(reference[0].unsqueeze(0)).all(0);
-    acc = acc.defined() ? acc.logical_and(same) : same;
-  };
+  auto same_as_first =
+      [](torch::Tensor& acc, const torch::Tensor& tokens, const torch::Tensor& reference) {
+        if (!tokens.defined())
+          return;
+        auto same = tokens.eq(reference[0].unsqueeze(0)).all(0);
+        acc = acc.defined() ? acc.logical_and(same) : same;
+      };
   torch::NoGradGuard no_grad;
   model->set_attention_scores(req.pre_softmax);
   try {
@@ -85,15 +97,18 @@ AttentionMaps mean_attention(Transformer& model, const Task& task, const std::ve
       std::vector<Example> chunk(examples.begin() + static_cast<std::ptrdiff_t>(b0),
                                  examples.begin() + static_cast<std::ptrdiff_t>(b1));
       Batch b = objective.make_batch(task, chunk);
-      if (b0 == 0) first = b;
+      if (b0 == 0)
+        first = b;
       same_as_first(same_inputs, b.inputs, first.inputs);
       same_as_first(same_source, b.source, first.source);
       std::vector<torch::Tensor> attn;
       objective.logits(model, b.to(device), &attn);
-      if (sums.empty()) sums.resize(attn.size());
+      if (sums.empty())
+        sums.resize(attn.size());
       for (int64_t l : layers) {
         auto s = attn[static_cast<size_t>(l)].to(torch::kCPU, torch::kFloat64).sum(0);  // [H, T, S]
-        sums[static_cast<size_t>(l)] = sums[static_cast<size_t>(l)].defined() ? sums[static_cast<size_t>(l)] + s : s;
+        sums[static_cast<size_t>(l)] =
+            sums[static_cast<size_t>(l)].defined() ? sums[static_cast<size_t>(l)] + s : s;
       }
     }
   } catch (...) {
@@ -103,7 +118,8 @@ AttentionMaps mean_attention(Transformer& model, const Task& task, const std::ve
   model->set_attention_scores(false);
   auto token_row = [&](const torch::Tensor& t) {  // [B, T] -> the first sample's token strings
     std::vector<std::string> out;
-    for (int64_t i = 0; i < t.size(1); ++i) out.push_back(task.vocabulary().token(t[0][i].item<int64_t>()));
+    for (int64_t i = 0; i < t.size(1); ++i)
+      out.push_back(task.vocabulary().token(t[0][i].item<int64_t>()));
     return out;
   };
   // Decoder self-attention (and the encoder's of `encoder`) is over the model's inputs; an
@@ -115,7 +131,8 @@ AttentionMaps mean_attention(Transformer& model, const Task& task, const std::ve
     return std::vector<uint8_t>(t.data_ptr<uint8_t>(), t.data_ptr<uint8_t>() + t.numel());
   };
   const std::vector<uint8_t> constant_inputs = flags(same_inputs);
-  const std::vector<uint8_t> constant_source = same_source.defined() ? flags(same_source) : constant_inputs;
+  const std::vector<uint8_t> constant_source =
+      same_source.defined() ? flags(same_source) : constant_inputs;
   AttentionMaps out;
   out.samples = static_cast<int64_t>(examples.size());
   out.drawn = static_cast<int64_t>(examples_in.size());
@@ -139,7 +156,9 @@ AttentionMaps mean_attention(Transformer& model, const Task& task, const std::ve
   return out;
 }
 
-std::string write_attention(const AttentionMaps& maps, const std::string& dir, const std::string& meta) {
+std::string write_attention(const AttentionMaps& maps,
+                            const std::string& dir,
+                            const std::string& meta) {
   nlohmann::json j = meta.empty() ? nlohmann::json::object() : nlohmann::json::parse(meta);
   j["samples"] = maps.samples;
   j["drawn"] = maps.drawn;
@@ -150,19 +169,27 @@ std::string write_attention(const AttentionMaps& maps, const std::string& dir, c
       nlohmann::json row = nlohmann::json::array();
       const double* p = m.mean[q].data_ptr<double>();
       for (int64_t k = 0; k < m.mean.size(1); ++k) {
-        row.push_back(std::isfinite(p[k]) ? nlohmann::json(p[k]) : nlohmann::json(nullptr));  // -inf: masked
+        row.push_back(std::isfinite(p[k]) ? nlohmann::json(p[k])
+                                          : nlohmann::json(nullptr));  // -inf: masked
       }
       rows.push_back(row);
     }
-    arr.push_back({{"layer", m.layer}, {"name", m.name}, {"head", m.head}, {"weights", rows},
-                   {"queries", m.queries}, {"keys", m.keys}});
+    arr.push_back({{"layer", m.layer},
+                   {"name", m.name},
+                   {"head", m.head},
+                   {"weights", rows},
+                   {"queries", m.queries},
+                   {"keys", m.keys}});
   }
-  if (!maps.maps.empty() && !j.contains("tokens")) j["tokens"] = maps.maps[0].queries;
+  if (!maps.maps.empty() && !j.contains("tokens"))
+    j["tokens"] = maps.maps[0].queries;
   j["maps"] = arr;
   fs::create_directories(dir);
   const std::string path = (fs::path(dir) / "attention.json").string();
   write_file_atomic(path, j.dump() + "\n");
-  run_plot("plot_attention.py", fmt::format("'{}'", path), fmt::format("heatmaps written to {}/attention.png", dir),
+  run_plot("plot_attention.py",
+           fmt::format("'{}'", path),
+           fmt::format("heatmaps written to {}/attention.png", dir),
            path);
   return path;
 }

@@ -14,19 +14,27 @@ namespace {
 // tree meets one. Depth-limited: YAML aliases cannot make a cycle, but a hostile file can nest.
 void check_keys(const YAML::Node& n, const std::string& name, int depth) {
   if (depth > 200) {
-    throw Error(fmt::format("{}:{}:{}: nested more than 200 levels deep", name, n.Mark().line + 1, n.Mark().column + 1));
+    throw Error(fmt::format("{}:{}:{}: nested more than 200 levels deep",
+                            name,
+                            n.Mark().line + 1,
+                            n.Mark().column + 1));
   }
   if (n.IsMap()) {
     for (const auto& kv : n) {
       if (!kv.first.IsScalar()) {
-        throw Error(fmt::format("{}:{}:{}: a key must be a name, found a {}", name, kv.first.Mark().line + 1,
+        throw Error(fmt::format("{}:{}:{}: a key must be a name, found a {}",
+                                name,
+                                kv.first.Mark().line + 1,
                                 kv.first.Mark().column + 1,
-                                kv.first.IsSequence() ? "list" : kv.first.IsMap() ? "map" : "null"));
+                                kv.first.IsSequence() ? "list"
+                                : kv.first.IsMap()    ? "map"
+                                                      : "null"));
       }
       check_keys(kv.second, name, depth + 1);
     }
   } else if (n.IsSequence()) {
-    for (const auto& item : n) check_keys(item, name, depth + 1);
+    for (const auto& item : n)
+      check_keys(item, name, depth + 1);
   }
 }
 
@@ -37,8 +45,8 @@ ConfigNode parse(const std::string& text, const std::string& name) {
   try {
     node = YAML::Load(text);
   } catch (const YAML::Exception& e) {
-    throw Error(fmt::format("{}:{}:{}: malformed YAML: {}", name, e.mark.line + 1,
-                            e.mark.column + 1, e.msg));
+    throw Error(fmt::format(
+        "{}:{}:{}: malformed YAML: {}", name, e.mark.line + 1, e.mark.column + 1, e.msg));
   }
   check_keys(node, name, 0);
   return ConfigNode(node, source, "");
@@ -66,16 +74,21 @@ ConfigNode load_config_string(const std::string& text, const std::string& name) 
 
 namespace {
 
-YAML::Node merge_yaml(const YAML::Node& base, const YAML::Node& over, const std::vector<std::string>& replace) {
+YAML::Node merge_yaml(const YAML::Node& base,
+                      const YAML::Node& over,
+                      const std::vector<std::string>& replace) {
   // A key set to nothing keeps the base's value; where the base has none either, the nothing stays
   // (a missing key of a const map is an invalid node that no tree may hold).
-  if (!over.IsDefined() || over.IsNull()) return base.IsDefined() ? base : over;
-  if (!base.IsDefined() || base.IsNull() || !base.IsMap() || !over.IsMap()) return over;
+  if (!over.IsDefined() || over.IsNull())
+    return base.IsDefined() ? base : over;
+  if (!base.IsDefined() || base.IsNull() || !base.IsMap() || !over.IsMap())
+    return over;
   YAML::Node out(YAML::NodeType::Map);
   for (const auto& kv : base) {
     const std::string k = kv.first.as<std::string>();
     // force_insert keeps the key nodes themselves, so errors still point at their lines.
-    if (!over[k].IsDefined()) out.force_insert(kv.first, kv.second);
+    if (!over[k].IsDefined())
+      out.force_insert(kv.first, kv.second);
   }
   for (const auto& kv : over) {
     const std::string k = kv.first.as<std::string>();
@@ -88,18 +101,22 @@ YAML::Node merge_yaml(const YAML::Node& base, const YAML::Node& over, const std:
 
 }  // namespace
 
-ConfigNode merge_config(const ConfigNode& base, const ConfigNode& over,
+ConfigNode merge_config(const ConfigNode& base,
+                        const ConfigNode& over,
                         const std::vector<std::string>& replace_keys) {
-  return ConfigNode(merge_yaml(base.yaml(), over.yaml(), replace_keys), base.source() ? base.source() : over.source(),
+  return ConfigNode(merge_yaml(base.yaml(), over.yaml(), replace_keys),
+                    base.source() ? base.source() : over.source(),
                     base.path());
 }
 
 ConfigNode without_keys(const ConfigNode& node, const std::vector<std::string>& keys) {
-  if (!node.is_map()) return node;
+  if (!node.is_map())
+    return node;
   YAML::Node out(YAML::NodeType::Map);
   for (const auto& kv : node.yaml()) {
     const std::string k = kv.first.as<std::string>();
-    if (std::find(keys.begin(), keys.end(), k) == keys.end()) out.force_insert(kv.first, kv.second);
+    if (std::find(keys.begin(), keys.end(), k) == keys.end())
+      out.force_insert(kv.first, kv.second);
   }
   return ConfigNode(out, node.source(), node.path());
 }
@@ -152,8 +169,11 @@ ConfigNode apply_overrides(const ConfigNode& root, const std::vector<std::string
       if (parent.IsSequence() && is_index) {
         size_t idx = std::stoul(p);
         if (idx >= parent.size()) {
-          throw Error(fmt::format("--set {}: index {} is past the end of '{}' ({} entries)", text,
-                                  idx, path, parent.size()));
+          throw Error(fmt::format("--set {}: index {} is past the end of '{}' ({} entries)",
+                                  text,
+                                  idx,
+                                  path,
+                                  parent.size()));
         }
         next = parent[idx];
       } else if (parent.IsMap() || !parent.IsDefined() || parent.IsNull()) {
@@ -178,11 +198,14 @@ ConfigNode apply_overrides(const ConfigNode& root, const std::vector<std::string
       }
       parent[idx] = parsed;
     } else if (parent.IsSequence()) {
-      throw Error(fmt::format("--set {}: '{}' is a list; use an index like {}.0.{}", text, path,
-                              path, last));
+      throw Error(fmt::format(
+          "--set {}: '{}' is a list; use an index like {}.0.{}", text, path, path, last));
     } else if (parent.IsScalar()) {
-      throw Error(fmt::format("--set {}: '{}' is a value ({}), not a map; nothing can be set below it", text, path,
-                              parent.Scalar()));
+      throw Error(
+          fmt::format("--set {}: '{}' is a value ({}), not a map; nothing can be set below it",
+                      text,
+                      path,
+                      parent.Scalar()));
     } else {
       parent[last] = parsed;
     }

@@ -9,21 +9,26 @@
 
 namespace lengen {
 
-ConfigNode::ConfigNode(YAML::Node node, std::shared_ptr<const ConfigSource> source, std::string path)
+ConfigNode::ConfigNode(YAML::Node node,
+                       std::shared_ptr<const ConfigSource> source,
+                       std::string path)
     : node_(std::move(node)), source_(std::move(source)), path_(std::move(path)) {}
 
 namespace {
 
 // Whether `node` is `tree` or lies inside it (node identity, not equal values).
 bool contains_node(const YAML::Node& tree, const YAML::Node& node) {
-  if (tree.is(node)) return true;
+  if (tree.is(node))
+    return true;
   if (tree.IsMap()) {
     for (const auto& kv : tree) {
-      if (kv.first.is(node) || contains_node(kv.second, node)) return true;
+      if (kv.first.is(node) || contains_node(kv.second, node))
+        return true;
     }
   } else if (tree.IsSequence()) {
     for (const auto& v : tree) {
-      if (contains_node(v, node)) return true;
+      if (contains_node(v, node))
+        return true;
     }
   }
   return false;
@@ -110,8 +115,11 @@ std::vector<std::string> ConfigNode::keys() const {
       // A key written as a list or a map (`{[a, b]: 1}`, `? {x: 1}`) names nothing.
       if (!kv.first.IsScalar()) {
         fail(fmt::format("a key must be a name, found a {} (line {}, column {})",
-                         kv.first.IsSequence() ? "list" : kv.first.IsMap() ? "map" : "null",
-                         kv.first.Mark().line + 1, kv.first.Mark().column + 1));
+                         kv.first.IsSequence() ? "list"
+                         : kv.first.IsMap()    ? "map"
+                                               : "null",
+                         kv.first.Mark().line + 1,
+                         kv.first.Mark().column + 1));
       }
       out.push_back(kv.first.Scalar());
     }
@@ -147,7 +155,8 @@ int64_t ConfigNode::as_int() const {
       try {
         size_t used = 0;
         const double d = std::stod(s, &used);
-        if (used == s.size() && std::abs(d) < 9.2e18 && d == static_cast<double>(static_cast<int64_t>(d))) {
+        if (used == s.size() && std::abs(d) < 9.2e18 &&
+            d == static_cast<double>(static_cast<int64_t>(d))) {
           return static_cast<int64_t>(d);
         }
       } catch (const std::exception&) {
@@ -260,7 +269,9 @@ ConfigNode MapReader::required(const std::string& key) {
   return c;
 }
 
-bool MapReader::has(const std::string& key) const { return node_.child(key).defined(); }
+bool MapReader::has(const std::string& key) const {
+  return node_.child(key).defined();
+}
 
 int64_t MapReader::get_int(const std::string& key, int64_t fallback) {
   ConfigNode c = child(key);
@@ -296,14 +307,16 @@ std::string MapReader::get_choice(const std::string& key,
   return v;
 }
 
-void MapReader::ignore(const std::string& key) { known_.push_back(key); }
+void MapReader::ignore(const std::string& key) {
+  known_.push_back(key);
+}
 
 void MapReader::finish() const {
   for (const auto& key : node_.keys()) {
     if (std::find(known_.begin(), known_.end(), key) == known_.end()) {
       // Point at the offending key itself.
-      node_.key_node(key).fail(fmt::format("unknown key '{}'{}; valid keys here: {}", key,
-                                        did_you_mean(key, known_), join(known_)));
+      node_.key_node(key).fail(fmt::format(
+          "unknown key '{}'{}; valid keys here: {}", key, did_you_mean(key, known_), join(known_)));
     }
   }
 }

@@ -42,21 +42,27 @@ OptionSpec make_spec(std::string key, OptionType type, std::string doc) {
 OptionSpec OptionSpec::integer(std::string key, std::string doc) {
   return make_spec(std::move(key), OptionType::kInt, std::move(doc));
 }
+
 OptionSpec OptionSpec::number(std::string key, std::string doc) {
   return make_spec(std::move(key), OptionType::kFloat, std::move(doc));
 }
+
 OptionSpec OptionSpec::boolean(std::string key, std::string doc) {
   return make_spec(std::move(key), OptionType::kBool, std::move(doc));
 }
+
 OptionSpec OptionSpec::string(std::string key, std::string doc) {
   return make_spec(std::move(key), OptionType::kString, std::move(doc));
 }
+
 OptionSpec OptionSpec::int_list(std::string key, std::string doc) {
   return make_spec(std::move(key), OptionType::kIntList, std::move(doc));
 }
+
 OptionSpec OptionSpec::float_list(std::string key, std::string doc) {
   return make_spec(std::move(key), OptionType::kFloatList, std::move(doc));
 }
+
 OptionSpec OptionSpec::string_list(std::string key, std::string doc) {
   return make_spec(std::move(key), OptionType::kStringList, std::move(doc));
 }
@@ -66,6 +72,7 @@ OptionSpec OptionSpec::map(std::string key, std::string doc, std::vector<OptionS
   s.fields = std::move(fields);
   return s;
 }
+
 OptionSpec OptionSpec::map_list(std::string key, std::string doc, std::vector<OptionSpec> fields) {
   OptionSpec s = make_spec(std::move(key), OptionType::kMapList, std::move(doc));
   s.fields = std::move(fields);
@@ -129,12 +136,14 @@ Options Options::validate(const ComponentSpec& spec,
     }
     if (std::find(known.begin(), known.end(), key) == known.end()) {
       if (section) {
-        node.key_node(key).fail(fmt::format("unknown key '{}'{}; valid keys here: {}", key,
-                                            did_you_mean(key, known), join(known)));
+        node.key_node(key).fail(fmt::format(
+            "unknown key '{}'{}; valid keys here: {}", key, did_you_mean(key, known), join(known)));
       }
-      node.key_node(key).fail(fmt::format("unknown option '{}' for {}{}; its options are: {}", key,
-                                       o.component_, did_you_mean(key, known),
-                                       known.empty() ? "none" : join(known)));
+      node.key_node(key).fail(fmt::format("unknown option '{}' for {}{}; its options are: {}",
+                                          key,
+                                          o.component_,
+                                          did_you_mean(key, known),
+                                          known.empty() ? "none" : join(known)));
     }
   }
   auto check_range = [&](const OptionSpec& opt, const ConfigNode& c, double v) {
@@ -159,8 +168,11 @@ Options Options::validate(const ComponentSpec& spec,
       src->file = fmt::format("default of {}", o.component_);
       c = ConfigNode(*opt.default_value, src, opt.key);
     } else {
-      node.fail(fmt::format("{} needs option '{}' ({}: {})", o.component_, opt.key,
-                            option_type_name(opt.type), opt.doc));
+      node.fail(fmt::format("{} needs option '{}' ({}: {})",
+                            o.component_,
+                            opt.key,
+                            option_type_name(opt.type),
+                            opt.doc));
     }
     if (!c.defined()) {
       o.values_.emplace_back(opt.key, c);
@@ -184,11 +196,19 @@ Options Options::validate(const ComponentSpec& spec,
         if (!opt.choices.empty() &&
             std::find(opt.choices.begin(), opt.choices.end(), v) == opt.choices.end()) {
           if (section) {
-            c.fail(fmt::format("{}.{} must be one of {}, got '{}'{}", o.component_, opt.key, join(opt.choices), v,
+            c.fail(fmt::format("{}.{} must be one of {}, got '{}'{}",
+                               o.component_,
+                               opt.key,
+                               join(opt.choices),
+                               v,
                                did_you_mean(v, opt.choices)));
           }
-          c.fail(fmt::format("option '{}' of {} must be one of {}, got '{}'{}", opt.key,
-                             o.component_, join(opt.choices), v, did_you_mean(v, opt.choices)));
+          c.fail(fmt::format("option '{}' of {} must be one of {}, got '{}'{}",
+                             opt.key,
+                             o.component_,
+                             join(opt.choices),
+                             v,
+                             did_you_mean(v, opt.choices)));
         }
         break;
       }
@@ -206,8 +226,12 @@ Options Options::validate(const ComponentSpec& spec,
         for (const std::string& v : c.as_string_list()) {
           if (!opt.choices.empty() &&
               std::find(opt.choices.begin(), opt.choices.end(), v) == opt.choices.end()) {
-            c.fail(fmt::format("{}.{}: every entry must be one of {}, got '{}'{}", o.component_, opt.key,
-                               join(opt.choices), v, did_you_mean(v, opt.choices)));
+            c.fail(fmt::format("{}.{}: every entry must be one of {}, got '{}'{}",
+                               o.component_,
+                               opt.key,
+                               join(opt.choices),
+                               v,
+                               did_you_mean(v, opt.choices)));
           }
         }
         break;
@@ -218,8 +242,11 @@ Options Options::validate(const ComponentSpec& spec,
           c = ConfigNode(m, c.source(), c.path());
         }
         if (!c.is_map()) {
-          c.fail(fmt::format("{}.{}: expected a map{}", o.component_, opt.key,
-                             opt.shorthand.empty() ? "" : fmt::format(" or a {} name", opt.shorthand)));
+          c.fail(fmt::format(
+              "{}.{}: expected a map{}",
+              o.component_,
+              opt.key,
+              opt.shorthand.empty() ? "" : fmt::format(" or a {} name", opt.shorthand)));
         }
         if (!opt.open) {
           Options::validate({"section", o.component_ + "." + opt.key, "", opt.fields}, c, {});
@@ -230,8 +257,10 @@ Options Options::validate(const ComponentSpec& spec,
           c.fail(fmt::format("{}.{}: expected a list of maps", o.component_, opt.key));
         }
         for (size_t i = 0; i < c.size(); ++i) {
-          Options::validate({"section", fmt::format("{}.{}[{}]", o.component_, opt.key, i), "", opt.fields}, c.at(i),
-                            {});
+          Options::validate(
+              {"section", fmt::format("{}.{}[{}]", o.component_, opt.key, i), "", opt.fields},
+              c.at(i),
+              {});
         }
         break;
     }
@@ -243,7 +272,8 @@ Options Options::validate(const ComponentSpec& spec,
 Options Options::get_map(const std::string& key) const {
   for (const auto& opt : specs_) {
     if (opt.key == key && opt.type == OptionType::kMap) {
-      return Options::validate({"section", component_ + "." + key, "", opt.fields}, node_of(key), {});
+      return Options::validate(
+          {"section", component_ + "." + key, "", opt.fields}, node_of(key), {});
     }
   }
   throw Error(fmt::format("internal: {} has no map option '{}'", component_, key));
@@ -255,8 +285,10 @@ std::vector<Options> Options::get_map_list(const std::string& key) const {
       std::vector<Options> out;
       const ConfigNode& n = node_of(key);
       for (size_t i = 0; i < (n.defined() ? n.size() : 0); ++i) {
-        out.push_back(Options::validate({"section", fmt::format("{}.{}[{}]", component_, key, i), "", opt.fields},
-                                        n.at(i), {}));
+        out.push_back(Options::validate(
+            {"section", fmt::format("{}.{}[{}]", component_, key, i), "", opt.fields},
+            n.at(i),
+            {}));
       }
       return out;
     }
@@ -273,19 +305,34 @@ const ConfigNode& Options::node_of(const std::string& key) const {
   throw Error(fmt::format("internal: {} has no declared option '{}'", component_, key));
 }
 
-int64_t Options::get_int(const std::string& key) const { return node_of(key).as_int(); }
-double Options::get_float(const std::string& key) const { return node_of(key).as_float(); }
-bool Options::get_bool(const std::string& key) const { return node_of(key).as_bool(); }
-std::string Options::get_string(const std::string& key) const { return node_of(key).as_string(); }
+int64_t Options::get_int(const std::string& key) const {
+  return node_of(key).as_int();
+}
+
+double Options::get_float(const std::string& key) const {
+  return node_of(key).as_float();
+}
+
+bool Options::get_bool(const std::string& key) const {
+  return node_of(key).as_bool();
+}
+
+std::string Options::get_string(const std::string& key) const {
+  return node_of(key).as_string();
+}
+
 std::vector<int64_t> Options::get_int_list(const std::string& key) const {
   return node_of(key).as_int_list();
 }
+
 std::vector<double> Options::get_float_list(const std::string& key) const {
   return node_of(key).as_float_list();
 }
+
 std::vector<std::string> Options::get_string_list(const std::string& key) const {
   return node_of(key).as_string_list();
 }
+
 std::pair<int64_t, int64_t> Options::get_int_range(const std::string& key) const {
   auto v = get_int_list(key);
   if (v.size() == 1) {
@@ -296,6 +343,7 @@ std::pair<int64_t, int64_t> Options::get_int_range(const std::string& key) const
   }
   return {v[0], v[1]};
 }
+
 bool Options::given(const std::string& key) const {
   return std::find(given_.begin(), given_.end(), key) != given_.end();
 }
@@ -313,7 +361,8 @@ YAML::Node Options::to_yaml() const {
       out[k] = get_map(k).to_yaml();  // nested defaults filled in
     } else if (opt && opt->type == OptionType::kMapList) {
       YAML::Node list(YAML::NodeType::Sequence);
-      for (const auto& m : get_map_list(k)) list.push_back(m.to_yaml());
+      for (const auto& m : get_map_list(k))
+        list.push_back(m.to_yaml());
       out[k] = list;
     } else if (n.defined()) {
       out[k] = YAML::Clone(n.yaml());

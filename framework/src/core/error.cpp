@@ -13,9 +13,11 @@
 namespace lengen {
 
 Error::Error(const std::string& message) : std::runtime_error(message) {}
+
 Error::~Error() = default;
 
 Interrupted::Interrupted(const std::string& message) : Error(message) {}
+
 Interrupted::~Interrupted() = default;
 
 namespace {

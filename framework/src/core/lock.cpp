@@ -186,7 +186,8 @@ namespace {
 // `NAME.tmp` or `NAME.tmp-DIGITS`: an atomic write's temporary.
 bool torn_name(const std::string& name) {
   const size_t at = name.rfind(".tmp");
-  if (at == std::string::npos || at == 0) return false;
+  if (at == std::string::npos || at == 0)
+    return false;
   const std::string tail = name.substr(at + 4);
   return tail.empty() || (tail.size() > 1 && tail[0] == '-' &&
                           tail.find_first_not_of("0123456789", 1) == std::string::npos);
@@ -194,7 +195,8 @@ bool torn_name(const std::string& name) {
 
 int remove_torn_below(const fs::path& dir, bool top) {
   std::error_code ec;
-  if (!top && fs::exists(FolderLock::file_in(dir.string()), ec)) return 0;  // another writer's folder
+  if (!top && fs::exists(FolderLock::file_in(dir.string()), ec))
+    return 0;  // another writer's folder
   int removed = 0;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     std::error_code ec2;

@@ -6,9 +6,9 @@
 #include "util.h"
 
 #include "lengen/config/section.h"
-#include "lengen/core/run_dir.h"
 #include "lengen/core/error.h"
 #include "lengen/core/log.h"
+#include "lengen/core/run_dir.h"
 #include "lengen/core/version.h"
 #include "lengen/model/architecture.h"
 #include "lengen/model/batch.h"
@@ -47,7 +47,9 @@ std::vector<std::shared_ptr<PositionScheme>> build_schemes(const std::vector<Con
 // IDs of examples as the architecture lays them out: [L, B, T] tensors, the decoder's (or
 // the encoder's) and the source's for seq2seq (padding 0). A task that cannot render the
 // layout is reported by check_layout; its one-sequence IDs are checked meanwhile.
-std::vector<torch::Tensor> layout_ids(const Task& task, const Architecture& arch, const std::vector<Example>& examples) {
+std::vector<torch::Tensor> layout_ids(const Task& task,
+                                      const Architecture& arch,
+                                      const std::vector<Example>& examples) {
   Batch b;
   try {
     b = arch.make_batch(task, examples);
@@ -63,7 +65,9 @@ std::vector<torch::Tensor> layout_ids(const Task& task, const Architecture& arch
 
 }  // namespace
 
-Experiment Experiment::from_node(const ConfigNode& root_in, const std::string& path, bool allow_stages) {
+Experiment Experiment::from_node(const ConfigNode& root_in,
+                                 const std::string& path,
+                                 bool allow_stages) {
   Experiment e;
   e.file = path;
   const ConfigNode root = root_in;
@@ -119,14 +123,17 @@ Experiment Experiment::from_node(const ConfigNode& root_in, const std::string& p
   e.train = TrainConfig::from_config(r.child("train"));
   e.eval = EvalConfig::from_config(r.child("eval"), e.task->grid_axes());
   e.curve_eval = e.train.eval_every > 0
-                     ? EvalConfig::from_config(merge_config(r.child("eval"), e.train.eval_grid), e.task->grid_axes())
+                     ? EvalConfig::from_config(merge_config(r.child("eval"), e.train.eval_grid),
+                                               e.task->grid_axes())
                      : e.eval;
   for (const EvalConfig* ec : {&e.eval, &e.curve_eval}) {
     if (ec->adaptive_loops > 0 && !architecture(e.model.arch)->one_pass()) {
-      root.child("eval").child("adaptive_loops").fail(fmt::format(
-          "eval.adaptive_loops picks among whole outputs of one forward pass (model.arch: encoder); "
-          "'{}' decodes token by token",
-          e.model.arch));
+      root.child("eval")
+          .child("adaptive_loops")
+          .fail(fmt::format("eval.adaptive_loops picks among whole outputs of one forward pass "
+                            "(model.arch: encoder); "
+                            "'{}' decodes token by token",
+                            e.model.arch));
     }
     if (ec->loops > 0 && e.model.loops_per_length > 0) {
       root.child("eval").child("loops").fail(
@@ -135,8 +142,11 @@ Experiment Experiment::from_node(const ConfigNode& root_in, const std::string& p
     }
   }
   if (!e.sources.empty() && e.train.dataset_size > 0) {
-    root.child("train").child("dataset_size").fail(
-        "train.dataset_size does not apply to a task.mixture: give each source its own dataset_size");
+    root.child("train")
+        .child("dataset_size")
+        .fail(
+            "train.dataset_size does not apply to a task.mixture: give each source its own "
+            "dataset_size");
   }
   e.paper_node = r.child("paper");
   e.paper = PaperReference::from_config(e.paper_node, e.eval.axes(), false);
@@ -149,19 +159,24 @@ Experiment Experiment::from_node(const ConfigNode& root_in, const std::string& p
   // Build the schemes once now: validates their options and lets them check that every
   // evaluation cell and the training distribution fit (e.g. IDs <= max_position), so an
   // impossible length fails before training instead of after it.
-  auto schemes = build_schemes(e.position_nodes, scheme_context(e.model, e.task->position_levels(), e.run_dir()));
+  auto schemes = build_schemes(e.position_nodes,
+                               scheme_context(e.model, e.task->position_levels(), e.run_dir()));
   if (architecture(e.model.arch)->one_pass() &&
-      std::all_of(schemes.begin(), schemes.end(), [](const auto& s) { return s->hooks() == kHookNone; })) {
+      std::all_of(
+          schemes.begin(), schemes.end(), [](const auto& s) { return s->hooks() == kHookNone; })) {
     // Without a causal mask nothing tells positions apart: equal tokens get equal outputs.
     logger("config")->warn(
-        "{}: an encoder whose position schemes add no position information is permutation-equivariant: "
-        "equal input tokens (e.g. the output slots) always get equal outputs, so a task whose output "
+        "{}: an encoder whose position schemes add no position information is "
+        "permutation-equivariant: "
+        "equal input tokens (e.g. the output slots) always get equal outputs, so a task whose "
+        "output "
         "slots must differ cannot be learned; add a scheme with positions (e.g. rpe_k)",
         path);
   }
   std::vector<GridCell> cells = e.eval.cells();
   for (const auto& c : e.curve_eval.cells()) {
-    if (std::find(cells.begin(), cells.end(), c) == cells.end()) cells.push_back(c);
+    if (std::find(cells.begin(), cells.end(), c) == cells.end())
+      cells.push_back(c);
   }
   for (const auto& cell : cells) {
     Rng rng(mix_seed(e.eval.seed, {0xC0FFEE}));
@@ -169,19 +184,24 @@ Experiment Experiment::from_node(const ConfigNode& root_in, const std::string& p
     try {
       ex = e.task->sample_eval(cell, rng);
     } catch (const Error& err) {
-      root.child("eval").fail(fmt::format("grid cell {}: {}", YAML::Dump(YAML::Node(cell)), err.what()));
+      root.child("eval").fail(
+          fmt::format("grid cell {}: {}", YAML::Dump(YAML::Node(cell)), err.what()));
     }
     for (const EvalConfig* ec : {&e.eval, &e.curve_eval}) {
       for (const auto& f : ec->breakdown) {
         if (ex.meta.count(f) == 0) {
           std::vector<std::string> have;
           for (const auto& [k, v] : ex.meta) {
-            if (cell.count(k) == 0) have.push_back(k);
+            if (cell.count(k) == 0)
+              have.push_back(k);
           }
           const ConfigNode n = root.child("eval").child("breakdown");
           (n.defined() ? n : root.child("eval"))
-              .fail(fmt::format("eval.breakdown: the task writes no feature '{}' (its examples carry: {}){}", f,
-                                have.empty() ? std::string("none") : join(have), did_you_mean(f, have)));
+              .fail(fmt::format(
+                  "eval.breakdown: the task writes no feature '{}' (its examples carry: {}){}",
+                  f,
+                  have.empty() ? std::string("none") : join(have),
+                  did_you_mean(f, have)));
         }
       }
     }
@@ -196,9 +216,11 @@ Experiment Experiment::from_node(const ConfigNode& root_in, const std::string& p
         for (const auto& [k, v] : cell) {
           c += fmt::format("{}{}={}", c.empty() ? "" : ", ", k, v);
         }
-        e.position_nodes[i].fail(fmt::format("evaluation cell {} cannot be represented: {} "
-                                             "(shrink eval.grid or raise the scheme's limit)",
-                                             c, err.what()));
+        e.position_nodes[i].fail(
+            fmt::format("evaluation cell {} cannot be represented: {} "
+                        "(shrink eval.grid or raise the scheme's limit)",
+                        c,
+                        err.what()));
       }
     }
   }
@@ -206,8 +228,10 @@ Experiment Experiment::from_node(const ConfigNode& root_in, const std::string& p
     Rng rng(mix_seed(e.seed, {0xC0FFEE}));
     std::vector<Example> sample;
     for (int i = 0; i < 256; ++i) {
-      sample.push_back(e.sources.empty() ? e.task->sample_train(rng)
-                                         : e.sources[static_cast<size_t>(i) % e.sources.size()].task->sample_train(rng));
+      sample.push_back(
+          e.sources.empty()
+              ? e.task->sample_train(rng)
+              : e.sources[static_cast<size_t>(i) % e.sources.size()].task->sample_train(rng));
     }
     // The task must render its examples in the architecture's layout (a refusal names both).
     const std::string task_name =
@@ -223,8 +247,8 @@ Experiment Experiment::from_node(const ConfigNode& root_in, const std::string& p
           schemes[i]->position_ids(t, /*offset=*/0, /*training=*/true);
         }
       } catch (const Error& err) {
-        e.position_nodes[i].fail(fmt::format("training examples cannot be represented: {}",
-                                             err.what()));
+        e.position_nodes[i].fail(
+            fmt::format("training examples cannot be represented: {}", err.what()));
       }
     }
   }
@@ -234,16 +258,17 @@ Experiment Experiment::from_node(const ConfigNode& root_in, const std::string& p
   return e;
 }
 
-
 std::vector<ComponentSpec> framework_sections() {
   return {ModelConfig::schema(), TrainConfig::schema(), EvalConfig::schema(), StageSpec::schema()};
 }
 
 TrainingData Experiment::training_data(const std::string& run) const {
-  if (sources.empty()) return TrainingData(task, train.dataset_size, seed);
+  if (sources.empty())
+    return TrainingData(task, train.dataset_size, seed);
   std::vector<DataSource> resolved = sources;
   for (auto& s : resolved) {
-    if (!s.from_stages.empty()) s.examples = stage_labels(s, run);
+    if (!s.from_stages.empty())
+      s.examples = stage_labels(s, run);
   }
   return TrainingData(resolved, seed);
 }
@@ -253,19 +278,30 @@ std::vector<Example> Experiment::stage_labels(const DataSource& s, const std::st
   for (const auto& stage : s.from_stages) {
     const fs::path labels = RunDir(run.empty() ? run_dir() : run).stage(stage).labels();
     if (!fs::exists(labels)) {
-      throw Error(fmt::format("mixture source '{}' trains on the labels of stage '{}' ({}), which do not exist: "
-                              "that self_label stage must run before this one",
-                              s.name, stage, labels.string()));
+      throw Error(fmt::format(
+          "mixture source '{}' trains on the labels of stage '{}' ({}), which do not exist: "
+          "that self_label stage must run before this one",
+          s.name,
+          stage,
+          labels.string()));
     }
     auto examples = read_labelled_examples(labels.string(), *task);
     if (examples.empty()) {
-      logger()->warn("mixture source '{}': stage '{}' kept no labelled example ({})", s.name, stage, labels.string());
+      logger()->warn("mixture source '{}': stage '{}' kept no labelled example ({})",
+                     s.name,
+                     stage,
+                     labels.string());
     }
-    out.insert(out.end(), std::make_move_iterator(examples.begin()), std::make_move_iterator(examples.end()));
+    out.insert(out.end(),
+               std::make_move_iterator(examples.begin()),
+               std::make_move_iterator(examples.end()));
   }
-  LENGEN_CHECK(!out.empty(), "mixture source '{}': {} kept no labelled example; nothing to train on", s.name,
-               s.from_stages.size() == 1 ? fmt::format("stage '{}'", s.from_stages[0])
-                                         : fmt::format("none of the stages '{}'", join(s.from_stages, "', '")));
+  LENGEN_CHECK(!out.empty(),
+               "mixture source '{}': {} kept no labelled example; nothing to train on",
+               s.name,
+               s.from_stages.size() == 1
+                   ? fmt::format("stage '{}'", s.from_stages[0])
+                   : fmt::format("none of the stages '{}'", join(s.from_stages, "', '")));
   return out;
 }
 
@@ -273,7 +309,8 @@ Transformer Experiment::build_model(const torch::Device& device) const {
   // Initialisation draws from torch's generator, which LibTorch seeds non-deterministically:
   // derive it from the experiment seed so a run (and a killed-and-resumed run) is reproducible.
   torch::manual_seed(mix_seed(seed, {0x1A17}));
-  auto schemes = build_schemes(position_nodes, scheme_context(model, task->position_levels(), run_dir()));
+  auto schemes =
+      build_schemes(position_nodes, scheme_context(model, task->position_levels(), run_dir()));
   Transformer m(model, task->vocabulary().size(), schemes);
   m->to(device);
   if (dtype == "float64") {
@@ -283,7 +320,8 @@ Transformer Experiment::build_model(const torch::Device& device) const {
 }
 
 std::string Experiment::run_dir() const {
-  if (!dir.empty()) return dir;
+  if (!dir.empty())
+    return dir;
   return (fs::path(output_dir) / name / std::to_string(seed)).string();
 }
 
@@ -305,8 +343,8 @@ bool Experiment::bf16_autocast(const torch::Device& dev) const {
     return false;
   }
   if (!dev.is_cuda()) {
-    logger()->warn("{}: dtype bfloat16 is autocast on CUDA only; training in float32 on {}", file,
-                   dev.str());
+    logger()->warn(
+        "{}: dtype bfloat16 is autocast on CUDA only; training in float32 on {}", file, dev.str());
     return false;
   }
   return true;
@@ -315,6 +353,5 @@ bool Experiment::bf16_autocast(const torch::Device& dev) const {
 torch::Dtype Experiment::torch_dtype() const {
   return dtype == "float64" ? torch::kFloat64 : torch::kFloat32;
 }
-
 
 }  // namespace lengen

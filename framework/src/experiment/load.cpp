@@ -1,9 +1,8 @@
 // Reading an experiment file: `extends:` chains merged into one tree, then Experiment::load.
-#include "lengen/experiment/experiment.h"
-
 #include "util.h"
 
 #include "lengen/core/error.h"
+#include "lengen/experiment/experiment.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -18,17 +17,23 @@ namespace {
 // `base` less every key that `own` sets to null (`paper: ~` drops the base's paper block;
 // `train: {eval_every: ~}` one key of a section), at any depth of maps.
 // With `self` (base == own) the null keys themselves are dropped.
-ConfigNode without_nulled(const YAML::Node& base, const YAML::Node& own, const ConfigNode& like,
+ConfigNode without_nulled(const YAML::Node& base,
+                          const YAML::Node& own,
+                          const ConfigNode& like,
                           bool self = false) {
   std::function<YAML::Node(const YAML::Node&, const YAML::Node&)> strip = [&](const YAML::Node& b,
-                                                                               const YAML::Node& o) {
-    if (!b.IsMap() || !o.IsMap()) return b;
+                                                                              const YAML::Node& o) {
+    if (!b.IsMap() || !o.IsMap())
+      return b;
     YAML::Node out(YAML::NodeType::Map);
     for (const auto& kv : b) {
       const YAML::Node mine = o[kv.first.as<std::string>()];
-      if (mine.IsDefined() && mine.IsNull()) continue;
+      if (mine.IsDefined() && mine.IsNull())
+        continue;
       // force_insert keeps the nodes themselves: errors still name the base's file and line.
-      out.force_insert(kv.first, mine.IsDefined() && (self || mine.IsMap()) ? strip(kv.second, mine) : kv.second);
+      out.force_insert(
+          kv.first,
+          mine.IsDefined() && (self || mine.IsMap()) ? strip(kv.second, mine) : kv.second);
     }
     return out;
   };
@@ -68,8 +73,10 @@ ConfigNode load_extending(const std::string& path, std::vector<std::string>& cha
   if (own_names_task && base_task.defined() && task_name_of(own_task) != task_name_of(base_task)) {
     replace.push_back("task");
   }
-  const ConfigNode merged = merge_config(without_nulled(without_keys(base, {"name"}).yaml(), own.yaml(), base),
-                                         without_nulled(own.yaml(), own.yaml(), own, true), replace);
+  const ConfigNode merged =
+      merge_config(without_nulled(without_keys(base, {"name"}).yaml(), own.yaml(), base),
+                   without_nulled(own.yaml(), own.yaml(), own, true),
+                   replace);
   auto source = std::make_shared<ConfigSource>(*root.source());
   source->bases = base.source()->bases;
   source->bases.emplace_back(base.source()->file, base.yaml());

@@ -19,7 +19,9 @@ namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // "20" or "10, 5" -> "10,5", checked against the grid's axis count.
-std::string cell_key(const ConfigNode& key, const std::string& text, const std::vector<std::string>& axes) {
+std::string cell_key(const ConfigNode& key,
+                     const std::string& text,
+                     const std::vector<std::string>& axes) {
   std::vector<std::string> parts;
   std::string cur;
   for (char c : text + ",") {
@@ -31,8 +33,10 @@ std::string cell_key(const ConfigNode& key, const std::string& text, const std::
     }
   }
   const std::string expected =
-      axes.size() == 1 ? fmt::format("a {} value", axes[0])
-                       : fmt::format("{} integers \"a,b\" in the grid's axis order ({})", axes.size(), join(axes, ", "));
+      axes.size() == 1
+          ? fmt::format("a {} value", axes[0])
+          : fmt::format(
+                "{} integers \"a,b\" in the grid's axis order ({})", axes.size(), join(axes, ", "));
   if (parts.size() != axes.size()) {
     key.fail(fmt::format("paper value key '{}': expected {}", text, expected));
   }
@@ -47,21 +51,28 @@ std::string cell_key(const ConfigNode& key, const std::string& text, const std::
   return out;
 }
 
-std::vector<std::pair<std::string, double>> read_values(const ConfigNode& node, const std::vector<std::string>& axes,
+std::vector<std::pair<std::string, double>> read_values(const ConfigNode& node,
+                                                        const std::vector<std::string>& axes,
                                                         double scale) {
   if (!node.is_map() || node.size() == 0) {
-    node.fail("paper values: a map of grid cell -> accuracy, e.g. {10: 100, 20: 97.5} (~ where the paper gives none)");
+    node.fail(
+        "paper values: a map of grid cell -> accuracy, e.g. {10: 100, 20: 97.5} (~ where the paper "
+        "gives none)");
   }
   std::vector<std::pair<std::string, double>> out;
   std::set<std::string> seen;
   for (const auto& k : node.keys()) {
     const ConfigNode v = node.child(k);
     const std::string key = cell_key(node.key_node(k), k, axes);
-    if (!seen.insert(key).second) node.key_node(k).fail(fmt::format("paper value for cell {} given twice", key));
-    if (!v.defined()) continue;  // ~: not reported (N/A in the paper's table)
+    if (!seen.insert(key).second)
+      node.key_node(k).fail(fmt::format("paper value for cell {} given twice", key));
+    if (!v.defined())
+      continue;  // ~: not reported (N/A in the paper's table)
     const double x = v.as_float();
     if (!std::isfinite(x) || x < 0 || x > scale) {
-      v.fail(fmt::format("paper accuracy {} is outside [0, {}] (unit: {})", x, scale,
+      v.fail(fmt::format("paper accuracy {} is outside [0, {}] (unit: {})",
+                         x,
+                         scale,
                          scale == 1 ? "fraction" : "percent"));
     }
     out.emplace_back(key, x / scale);
@@ -71,10 +82,12 @@ std::vector<std::pair<std::string, double>> read_values(const ConfigNode& node, 
 
 }  // namespace
 
-PaperReference PaperReference::from_config(const ConfigNode& node, const std::vector<std::string>& grid_axes,
+PaperReference PaperReference::from_config(const ConfigNode& node,
+                                           const std::vector<std::string>& grid_axes,
                                            bool allow_rows) {
   PaperReference p;
-  if (!node.defined()) return p;
+  if (!node.defined())
+    return p;
   MapReader r(node);
   p.cite = r.required("cite").as_string();
   p.table = r.required("table").as_string();
@@ -87,28 +100,34 @@ PaperReference PaperReference::from_config(const ConfigNode& node, const std::ve
   const std::string label = r.get_string("label", "");
   r.finish();
   if (values.defined() == rows.defined()) {
-    node.fail(allow_rows ? "paper: give 'values:' (one row beside every configuration) or 'rows:' (each with "
-                           "'where:' and 'values:'), not both"
-                         : "paper: give 'values:', the paper's accuracy per grid cell");
+    node.fail(
+        allow_rows
+            ? "paper: give 'values:' (one row beside every configuration) or 'rows:' (each with "
+              "'where:' and 'values:'), not both"
+            : "paper: give 'values:', the paper's accuracy per grid cell");
   }
   if (values.defined()) {
     p.rows.push_back({label, {}, read_values(values, grid_axes, scale), {}, ""});
     return p;
   }
-  if (!rows.is_sequence() || rows.size() == 0) rows.fail("paper.rows: a non-empty list of {label, where, values}");
+  if (!rows.is_sequence() || rows.size() == 0)
+    rows.fail("paper.rows: a non-empty list of {label, where, values}");
   for (size_t i = 0; i < rows.size(); ++i) {
     MapReader rr(rows.at(i));
     PaperRow row;
     row.label = rr.get_string("label", "");
     const ConfigNode where = rr.child("where");
     if (where.defined()) {
-      if (!where.is_map()) where.fail("paper row 'where:' is a map of sweep axis -> value");
-      for (const auto& k : where.keys()) row.where.emplace_back(k, where.child(k).yaml());
+      if (!where.is_map())
+        where.fail("paper row 'where:' is a map of sweep axis -> value");
+      for (const auto& k : where.keys())
+        row.where.emplace_back(k, where.child(k).yaml());
     }
     row.stage = rr.get_string("stage", "");
     row.values = read_values(rr.required("values"), grid_axes, scale);
     rr.finish();
-    if (row.label.empty()) row.label = fmt::format("row {}", i + 1);
+    if (row.label.empty())
+      row.label = fmt::format("row {}", i + 1);
     p.rows.push_back(std::move(row));
   }
   return p;
@@ -118,12 +137,15 @@ nlohmann::json PaperReference::to_json() const {
   nlohmann::json rows_j = nlohmann::json::array();
   for (const auto& r : rows) {
     nlohmann::json values = nlohmann::json::array();
-    for (const auto& [k, v] : r.values) values.push_back({k, v});
+    for (const auto& [k, v] : r.values)
+      values.push_back({k, v});
     nlohmann::json row{{"label", r.label}, {"configs", r.configs}, {"values", values}};
-    if (!r.stage.empty()) row["stage"] = r.stage;
+    if (!r.stage.empty())
+      row["stage"] = r.stage;
     rows_j.push_back(std::move(row));
   }
-  return {{"cite", cite}, {"table", table}, {"note", note}, {"statistic", statistic}, {"rows", rows_j}};
+  return {
+      {"cite", cite}, {"table", table}, {"note", note}, {"statistic", statistic}, {"rows", rows_j}};
 }
 
 PaperReference PaperReference::from_json(const nlohmann::json& j) {
@@ -137,7 +159,8 @@ PaperReference PaperReference::from_json(const nlohmann::json& j) {
     row.label = r.value("label", std::string());
     row.configs = r.value("configs", std::vector<std::string>());
     row.stage = r.value("stage", std::string());
-    for (const auto& kv : r.at("values")) row.values.emplace_back(kv.at(0).get<std::string>(), kv.at(1).get<double>());
+    for (const auto& kv : r.at("values"))
+      row.values.emplace_back(kv.at(0).get<std::string>(), kv.at(1).get<double>());
     p.rows.push_back(std::move(row));
   }
   return p;
@@ -146,13 +169,16 @@ PaperReference PaperReference::from_json(const nlohmann::json& j) {
 PaperReference PaperReference::of_stage(const std::string& stage) const {
   PaperReference p{cite, table, note, {}, statistic};
   for (const auto& r : rows) {
-    if (r.stage == stage) p.rows.push_back(r);
+    if (r.stage == stage)
+      p.rows.push_back(r);
   }
   return p;
 }
 
-ConfigFigures figures_of_run(const std::string& summary_json, const std::string& config,
-                             std::vector<std::string>& axes, std::vector<std::string>& cell_order) {
+ConfigFigures figures_of_run(const std::string& summary_json,
+                             const std::string& config,
+                             std::vector<std::string>& axes,
+                             std::vector<std::string>& cell_order) {
   std::ifstream in(summary_json);
   LENGEN_CHECK(in.good(), "{}: cannot read (evaluate the run first)", summary_json);
   nlohmann::json sj;
@@ -166,7 +192,8 @@ ConfigFigures figures_of_run(const std::string& summary_json, const std::string&
   cell_order.clear();
   for (const auto& c : sj.at("cells")) {
     std::string key;
-    for (const auto& a : axes) key += (key.empty() ? "" : ",") + std::to_string(c.at(a).get<int64_t>());
+    for (const auto& a : axes)
+      key += (key.empty() ? "" : ",") + std::to_string(c.at(a).get<int64_t>());
     cell_order.push_back(key);
     f.cells[key].push_back(c.at("accuracy").get<double>());
   }
@@ -184,14 +211,17 @@ double quantile(std::vector<double> v, double q) {
 double statistic_of(const std::vector<double>& v, const std::string& statistic) {
   if (statistic == "mean") {
     double sum = 0;
-    for (double x : v) sum += x;
+    for (double x : v)
+      sum += x;
     return sum / static_cast<double>(v.size());
   }
-  if (statistic == "best") return *std::max_element(v.begin(), v.end());
+  if (statistic == "best")
+    return *std::max_element(v.begin(), v.end());
   return quantile(v, 0.5);
 }
 
-std::vector<PaperCell> compare_with_paper(const PaperReference& paper, const std::vector<ConfigFigures>& figures,
+std::vector<PaperCell> compare_with_paper(const PaperReference& paper,
+                                          const std::vector<ConfigFigures>& figures,
                                           const std::vector<std::string>& cell_order) {
   std::vector<PaperCell> out;
   // Configurations no row stands beside come last, with lengen's figures only.
@@ -199,15 +229,19 @@ std::vector<PaperCell> compare_with_paper(const PaperReference& paper, const std
   PaperRow rest;
   for (const auto& f : figures) {
     const bool matched = std::any_of(paper.rows.begin(), paper.rows.end(), [&](const PaperRow& r) {
-      return r.configs.empty() || std::find(r.configs.begin(), r.configs.end(), f.config) != r.configs.end();
+      return r.configs.empty() ||
+             std::find(r.configs.begin(), r.configs.end(), f.config) != r.configs.end();
     });
-    if (!matched) rest.configs.push_back(f.config);
+    if (!matched)
+      rest.configs.push_back(f.config);
   }
-  if (!rest.configs.empty()) rows.push_back(rest);
+  if (!rest.configs.empty())
+    rows.push_back(rest);
   for (const auto& row : rows) {
     std::map<std::string, double> ref(row.values.begin(), row.values.end());
     for (const auto& f : figures) {
-      if (!row.configs.empty() && std::find(row.configs.begin(), row.configs.end(), f.config) == row.configs.end()) {
+      if (!row.configs.empty() &&
+          std::find(row.configs.begin(), row.configs.end(), f.config) == row.configs.end()) {
         continue;
       }
       auto add = [&](const std::string& cell) {
@@ -234,10 +268,12 @@ std::vector<PaperCell> compare_with_paper(const PaperReference& paper, const std
         out.push_back(c);
       };
       for (const auto& cell : cell_order) {
-        if (f.cells.count(cell)) add(cell);
+        if (f.cells.count(cell))
+          add(cell);
       }
       for (const auto& [cell, v] : row.values) {
-        if (!f.cells.count(cell)) add(cell);
+        if (!f.cells.count(cell))
+          add(cell);
       }
     }
   }

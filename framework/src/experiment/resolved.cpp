@@ -1,10 +1,9 @@
 // Experiment::resolved_yaml: the configuration a run writes to config.yaml, every default
 // filled in, each stage's overridden sections resolved, and the provenance of what built it.
-#include "lengen/experiment/experiment.h"
-
 #include "util.h"
 
 #include "lengen/core/version.h"
+#include "lengen/experiment/experiment.h"
 #include "lengen/plugin/loader.h"
 #include "lengen/registry/registry.h"
 
@@ -54,26 +53,35 @@ std::string Experiment::resolved_yaml() const {
     n["plugins"] = plugins;
   }
   YAML::Node sec = sections_yaml(*this);
-  for (const char* k : {"task", "model", "position", "train", "eval"}) n[k] = sec[k];
+  for (const char* k : {"task", "model", "position", "train", "eval"})
+    n[k] = sec[k];
   // Each stage with its kind's options and, for the sections it overrides, the resolved
   // section (so reloading this file gives the same stages).
   for (const auto& st : stages) {
     YAML::Node s;
     s["name"] = st.name;
     s["kind"] = st.kind;
-    if (!st.init_from.empty()) s["init_from"] = st.init_from;
-    if (st.init.init_new) s["new_parameters"] = "init";
-    if (st.init.drop_unused) s["dropped_parameters"] = "ignore";
-    if (st.init_optimizer) s["init_optimizer"] = true;
-    if (st.node.child("seed").defined()) s["seed"] = st.experiment->seed;
-    for (const auto& kv : st.options.to_yaml()) s[kv.first] = kv.second;
+    if (!st.init_from.empty())
+      s["init_from"] = st.init_from;
+    if (st.init.init_new)
+      s["new_parameters"] = "init";
+    if (st.init.drop_unused)
+      s["dropped_parameters"] = "ignore";
+    if (st.init_optimizer)
+      s["init_optimizer"] = true;
+    if (st.node.child("seed").defined())
+      s["seed"] = st.experiment->seed;
+    for (const auto& kv : st.options.to_yaml())
+      s[kv.first] = kv.second;
     YAML::Node ssec = sections_yaml(*st.experiment);
     for (const char* k : {"task", "model", "position", "train", "eval"}) {
-      if (st.node.child(k).defined()) s[k] = ssec[k];
+      if (st.node.child(k).defined())
+        s[k] = ssec[k];
     }
     n["stages"].push_back(s);
   }
-  if (paper_node.defined()) n["paper"] = YAML::Clone(paper_node.yaml());
+  if (paper_node.defined())
+    n["paper"] = YAML::Clone(paper_node.yaml());
   YAML::Node prov;
   prov["lengen"] = kVersion;
   prov["torch"] = torch_version();

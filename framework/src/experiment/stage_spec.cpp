@@ -12,22 +12,34 @@ Stage::~Stage() = default;
 
 ComponentSpec StageSpec::schema() {
   using O = OptionSpec;
-  return {"section", "stages[i]",
-          "one stage; besides these keys, `position:` (a list, replacing the file's) and the kind's own options",
-          {O::string("name", "the stage's folder RUN/stages/<name>/ (required)").may_be_absent(),
-           O::string("kind", "a stage kind: train, eval, or a plugin's").with_default(std::string("train")),
-           O::string("init_from", "an earlier stage's name or a run directory; default: none for train, the "
-                     "previous stage for other kinds").may_be_absent(),
-           O::string("new_parameters", "a model parameter the checkpoint lacks: error, or init (keep it fresh)")
-               .with_default(std::string("error")).one_of({"error", "init"}),
-           O::string("dropped_parameters", "a checkpoint parameter the model lacks: error, or ignore")
-               .with_default(std::string("error")).one_of({"error", "ignore"}),
-           O::boolean("init_optimizer", "take Adam's state and step count from init_from's checkpoint").with_default(false),
-           O::integer("seed", "the stage's seed (initialisation, data order, queries); default: the file's").may_be_absent(),
-           O::map("task", "overrides of task: for this stage (another name: replaces it)").any_keys(),
-           O::map("model", "overrides of model: (keys that keep parameter shapes)").any_keys(),
-           O::map("train", "overrides of train:").any_keys(),
-           O::map("eval", "overrides of eval:").any_keys()}};
+  return {
+      "section",
+      "stages[i]",
+      "one stage; besides these keys, `position:` (a list, replacing the file's) and the kind's "
+      "own options",
+      {O::string("name", "the stage's folder RUN/stages/<name>/ (required)").may_be_absent(),
+       O::string("kind", "a stage kind: train, eval, or a plugin's")
+           .with_default(std::string("train")),
+       O::string("init_from",
+                 "an earlier stage's name or a run directory; default: none for train, the "
+                 "previous stage for other kinds")
+           .may_be_absent(),
+       O::string("new_parameters",
+                 "a model parameter the checkpoint lacks: error, or init (keep it fresh)")
+           .with_default(std::string("error"))
+           .one_of({"error", "init"}),
+       O::string("dropped_parameters", "a checkpoint parameter the model lacks: error, or ignore")
+           .with_default(std::string("error"))
+           .one_of({"error", "ignore"}),
+       O::boolean("init_optimizer", "take Adam's state and step count from init_from's checkpoint")
+           .with_default(false),
+       O::integer("seed",
+                  "the stage's seed (initialisation, data order, queries); default: the file's")
+           .may_be_absent(),
+       O::map("task", "overrides of task: for this stage (another name: replaces it)").any_keys(),
+       O::map("model", "overrides of model: (keys that keep parameter shapes)").any_keys(),
+       O::map("train", "overrides of train:").any_keys(),
+       O::map("eval", "overrides of eval:").any_keys()}};
 }
 
 namespace {

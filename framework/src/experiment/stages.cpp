@@ -1,10 +1,9 @@
 // An experiment's `stages:`: each entry validated against its kind's schema, and the resolved
 // experiment each stage trains or evaluates.
-#include "lengen/experiment/experiment.h"
-
 #include "util.h"
 
 #include "lengen/core/error.h"
+#include "lengen/experiment/experiment.h"
 #include "lengen/experiment/stage_spec.h"
 
 namespace lengen {
@@ -12,8 +11,18 @@ namespace lengen {
 namespace {
 
 // The keys of a stage entry that the framework reads; the rest are the kind's own options.
-const std::vector<std::string> kStageKeys = {"name", "kind", "init_from", "new_parameters", "dropped_parameters",
-                                             "init_optimizer", "seed", "task", "model", "position", "train", "eval"};
+const std::vector<std::string> kStageKeys = {"name",
+                                             "kind",
+                                             "init_from",
+                                             "new_parameters",
+                                             "dropped_parameters",
+                                             "init_optimizer",
+                                             "seed",
+                                             "task",
+                                             "model",
+                                             "position",
+                                             "train",
+                                             "eval"};
 const std::vector<std::string> kStageSections = {"task", "model", "position", "train", "eval"};
 
 }  // namespace
@@ -28,7 +37,8 @@ void Experiment::parse_stages(const ConfigNode& stages) {
   for (size_t i = 0; i < stages.size(); ++i) {
     ConfigNode entry = stages.at(i);
     const ConfigNode kind = entry.is_map() ? entry.child("kind") : ConfigNode();
-    const StageExpansion* expand = kind.defined() ? find_stage_expansion(kind.as_string()) : nullptr;
+    const StageExpansion* expand =
+        kind.defined() ? find_stage_expansion(kind.as_string()) : nullptr;
     if (expand == nullptr) {
       entries.push_back(entry);
       continue;
@@ -41,7 +51,8 @@ void Experiment::parse_stages(const ConfigNode& stages) {
         combined.options.push_back(opt);
       }
     }
-    const Options opts = Options::validate(combined, entry, {"task", "model", "position", "train", "eval"});
+    const Options opts =
+        Options::validate(combined, entry, {"task", "model", "position", "train", "eval"});
     StageExpansionContext context;
     if (!entries.empty() && entries.back().child("name").defined()) {
       context.previous = entries.back().child("name").as_string();
@@ -49,21 +60,27 @@ void Experiment::parse_stages(const ConfigNode& stages) {
     context.seed = opts.given("seed") ? static_cast<uint64_t>(opts.get_int("seed")) : seed;
     size_t k = 0;
     for (const YAML::Node& y : (*expand)(opts, entry, context)) {
-      entries.emplace_back(y, root.source(), fmt::format("stages[{}] ({} stage {})", i, kind.as_string(), ++k));
+      entries.emplace_back(
+          y, root.source(), fmt::format("stages[{}] ({} stage {})", i, kind.as_string(), ++k));
     }
   }
   for (size_t i = 0; i < entries.size(); ++i) {
     ConfigNode entry = entries[i];
-    if (!entry.is_map()) entry.fail("a stage is a map with at least name: and kind:");
+    if (!entry.is_map())
+      entry.fail("a stage is a map with at least name: and kind:");
     StageSpec st;
     st.node = entry;
-    if (!entry.child("name").defined()) entry.fail("a stage needs a name: (its folder is RUN/stages/<name>)");
+    if (!entry.child("name").defined())
+      entry.fail("a stage needs a name: (its folder is RUN/stages/<name>)");
     st.name = entry.child("name").as_string();
-    if (st.name.empty() || st.name.find_first_of("/\\ ") != std::string::npos || st.name == "." || st.name == "..") {
-      entry.child("name").fail(fmt::format("'{}' cannot name a folder; use letters, digits, - and _", st.name));
+    if (st.name.empty() || st.name.find_first_of("/\\ ") != std::string::npos || st.name == "." ||
+        st.name == "..") {
+      entry.child("name").fail(
+          fmt::format("'{}' cannot name a folder; use letters, digits, - and _", st.name));
     }
     for (const auto& prev : this->stages) {
-      if (prev.name == st.name) entry.child("name").fail(fmt::format("two stages are named '{}'", st.name));
+      if (prev.name == st.name)
+        entry.child("name").fail(fmt::format("two stages are named '{}'", st.name));
     }
     ConfigNode kind = entry.child("kind");
     st.kind = kind.defined() ? kind.as_string() : "train";
@@ -71,7 +88,8 @@ void Experiment::parse_stages(const ConfigNode& stages) {
     // Every key at once: the framework's and the kind's (an unknown key lists both).
     ComponentSpec combined = StageSpec::schema();
     combined.name = fmt::format("stages[{}]", i);
-    for (const auto& opt : reg.spec.options) combined.options.push_back(opt);
+    for (const auto& opt : reg.spec.options)
+      combined.options.push_back(opt);
     const Options all = Options::validate(combined, entry, {"position"});
     st.options = Options::validate(reg.spec, entry, kStageKeys);
     {
@@ -90,14 +108,19 @@ void Experiment::parse_stages(const ConfigNode& stages) {
       st.init_from = this->stages.back().name;
     }
     for (const auto& prev : this->stages) {
-      if (prev.name == st.init_from) st.init_from_stage = true;
+      if (prev.name == st.init_from)
+        st.init_from_stage = true;
     }
     if (init.defined() && !st.init_from_stage) {
       for (size_t j = i; j < entries.size(); ++j) {
         ConfigNode later = entries[j].child("name");
         if (later.defined() && later.as_string() == st.init_from) {
-          init.fail(fmt::format("stage '{}' starts from '{}', which runs {}; init_from names an earlier stage "
-                                "or a run directory", st.name, st.init_from, j == i ? "as itself" : "after it"));
+          init.fail(fmt::format(
+              "stage '{}' starts from '{}', which runs {}; init_from names an earlier stage "
+              "or a run directory",
+              st.name,
+              st.init_from,
+              j == i ? "as itself" : "after it"));
         }
       }
     }
@@ -110,28 +133,34 @@ void Experiment::parse_stages(const ConfigNode& stages) {
     // The stage's experiment: the file's sections with the stage's laid over them.
     YAML::Node over(YAML::NodeType::Map);
     for (const auto& sec : kStageSections) {
-      if (entry.child(sec).defined()) over[sec] = entry.child(sec).yaml();
+      if (entry.child(sec).defined())
+        over[sec] = entry.child(sec).yaml();
     }
-    if (entry.child("seed").defined()) over["seed"] = entry.child("seed").yaml();
+    if (entry.child("seed").defined())
+      over["seed"] = entry.child("seed").yaml();
     // A stage that does not train (eval, calibrate) reads init_from's model as that stage built
     // it: its model and position sections, unless the entry gives its own.
     if (!st.trains && st.init_from_stage) {
       for (const auto& prev : this->stages) {
-        if (prev.name != st.init_from) continue;
+        if (prev.name != st.init_from)
+          continue;
         for (const char* sec : {"model", "position"}) {
-          if (!entry.child(sec).defined()) over[sec] = prev.experiment->root.child(sec).yaml();
+          if (!entry.child(sec).defined())
+            over[sec] = prev.experiment->root.child(sec).yaml();
         }
       }
     }
     ConfigNode over_node(over, root.source(), "");
     std::vector<std::string> replace = {"position"};
     const ConfigNode st_task = entry.child("task");
-    if (st_task.defined() && (st_task.is_scalar() || (st_task.child("name").defined() &&
-                                                      st_task.child("name").as_string() != task_name_of(task_node)))) {
+    if (st_task.defined() &&
+        (st_task.is_scalar() || (st_task.child("name").defined() &&
+                                 st_task.child("name").as_string() != task_name_of(task_node)))) {
       replace.push_back("task");  // another task: none of the file's task options apply
     }
     ConfigNode merged = merge_config(base, over_node, replace);
-    st.experiment = std::make_shared<const Experiment>(from_node(merged, file, /*allow_stages=*/false));
+    st.experiment =
+        std::make_shared<const Experiment>(from_node(merged, file, /*allow_stages=*/false));
     this->stages.push_back(std::move(st));
   }
 }

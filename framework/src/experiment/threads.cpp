@@ -61,9 +61,11 @@ int64_t default_threads() {
     if (n && n->value > 0 && (n->used == text.size() || text[n->used] == ',')) {
       return n->value;
     }
-    logger("threads")->warn("OMP_NUM_THREADS=\"{}\" is not a positive thread count; using the {} "
-                            "usable cores",
-                            text, usable_cores());
+    logger("threads")->warn(
+        "OMP_NUM_THREADS=\"{}\" is not a positive thread count; using the {} "
+        "usable cores",
+        text,
+        usable_cores());
   }
   return usable_cores();
 }

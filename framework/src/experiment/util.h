@@ -15,7 +15,8 @@ std::string task_name_of(const ConfigNode& n);
 /// The training sources of `task.mixture` (src/experiment/mixture.cpp): each entry is the
 /// experiment's task options (`task_node`, built as `base_task`) with the entry's own laid
 /// over them; a different `name:` starts from that task's defaults.
-std::vector<DataSource> parse_mixture(const ConfigNode& task_node, const ConfigNode& mixture,
+std::vector<DataSource> parse_mixture(const ConfigNode& task_node,
+                                      const ConfigNode& mixture,
                                       const std::shared_ptr<Task>& base_task);
 
 }  // namespace lengen

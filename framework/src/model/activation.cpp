@@ -21,7 +21,8 @@ ActivationRegistry& activation_registry() {
 }
 
 std::shared_ptr<Activation> make_activation(const std::string& name) {
-  return activation_registry().create(load_config_string(name, "model.activation"), ActivationContext{});
+  return activation_registry().create(load_config_string(name, "model.activation"),
+                                      ActivationContext{});
 }
 
 }  // namespace lengen

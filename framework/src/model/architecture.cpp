@@ -3,6 +3,7 @@
 #include "lengen/model/architecture.h"
 
 #include "architecture/builtin.h"
+
 #include "lengen/config/node.h"
 #include "lengen/core/error.h"
 
@@ -34,11 +35,13 @@ std::shared_ptr<const Architecture> architecture(const std::string& name) {
   if (auto it = built.find(name); it != built.end()) {
     return it->second;
   }
-  auto arch = architecture_registry().create(load_config_string(name, "model.arch"), ArchitectureContext{});
+  auto arch =
+      architecture_registry().create(load_config_string(name, "model.arch"), ArchitectureContext{});
   const Architecture::Stacks s = arch->stacks();
   LENGEN_CHECK(s.encoder || s.decoder, "architecture '{}' has no stack", name);
   LENGEN_CHECK(!s.cross || (s.encoder && s.decoder),
-               "architecture '{}': cross-attention needs an encoder and a decoder", name);
+               "architecture '{}': cross-attention needs an encoder and a decoder",
+               name);
   built.emplace(name, arch);
   return arch;
 }
@@ -46,18 +49,24 @@ std::shared_ptr<const Architecture> architecture(const std::string& name) {
 torch::Tensor Architecture::logits(Transformer& model,
                                    const Batch& batch,
                                    std::vector<torch::Tensor>* attention) const {
-  LENGEN_CHECK(batch.layout == layout(), "internal: a {} batch given to the {} architecture",
-               layout_name(batch.layout), name());
+  LENGEN_CHECK(batch.layout == layout(),
+               "internal: a {} batch given to the {} architecture",
+               layout_name(batch.layout),
+               name());
   return model->forward(batch.model_inputs(), nullptr, attention);  // [B, T, V]
 }
 
 torch::Tensor Architecture::scored_logits(Transformer& model, const Batch& batch) const {
-  LENGEN_CHECK(batch.layout == layout(), "internal: a {} batch given to the {} architecture",
-               layout_name(batch.layout), name());
+  LENGEN_CHECK(batch.layout == layout(),
+               "internal: a {} batch given to the {} architecture",
+               layout_name(batch.layout),
+               name());
   return model->forward(batch.model_inputs(/*scored_rows_only=*/true));  // [B, T - first, V]
 }
 
-torch::Tensor Architecture::loss(const torch::Tensor& logits, const Batch& batch, double label_smoothing) const {
+torch::Tensor Architecture::loss(const torch::Tensor& logits,
+                                 const Batch& batch,
+                                 double label_smoothing) const {
   const int64_t V = logits.size(-1), T = batch.targets.size(1), rows = logits.size(1);
   LENGEN_CHECK(rows <= T, "internal: logits of {} positions for targets of {}", rows, T);
   const auto targets = batch.targets.narrow(1, T - rows, rows);  // [B, rows]
@@ -65,10 +74,13 @@ torch::Tensor Architecture::loss(const torch::Tensor& logits, const Batch& batch
   // Reduced-precision logits (bfloat16 autocast) are scored in float32; float32 and float64
   // models keep their own precision.
   const auto dtype = logits.scalar_type() == torch::kFloat64 ? torch::kFloat64 : torch::kFloat32;
-  auto per_token = torch::nn::functional::cross_entropy(
-      logits.reshape({-1, V}).to(dtype), targets.reshape({-1}),
-      torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone).label_smoothing(label_smoothing));  // [B*rows]
-  auto mask = scored.reshape({-1}).to(dtype);                                     // [B*rows]
+  auto per_token =
+      torch::nn::functional::cross_entropy(logits.reshape({-1, V}).to(dtype),
+                                           targets.reshape({-1}),
+                                           torch::nn::functional::CrossEntropyFuncOptions()
+                                               .reduction(torch::kNone)
+                                               .label_smoothing(label_smoothing));  // [B*rows]
+  auto mask = scored.reshape({-1}).to(dtype);                                       // [B*rows]
   return (per_token * mask).sum() / mask.sum().clamp_min(1.0);
 }
 
@@ -111,9 +123,13 @@ void Architecture::check_layout(const Task& task,
   try {
     make_batch(task, probe);
   } catch (const Error& e) {
-    throw Error(fmt::format("task '{}' cannot be laid out for the '{}' architecture ({} layout): "
-                            "{}",
-                            task_name, name(), layout_name(layout()), e.what()));
+    throw Error(
+        fmt::format("task '{}' cannot be laid out for the '{}' architecture ({} layout): "
+                    "{}",
+                    task_name,
+                    name(),
+                    layout_name(layout()),
+                    e.what()));
   }
 }
 

@@ -1,8 +1,9 @@
 // Multi-head attention of every kind (causal self, bidirectional self, cross) and the
 // position schemes' hooks inside it; the inputs are one AttentionInputs struct.
+#include "lengen/model/attention.h"
+
 #include "lengen/core/error.h"
 #include "lengen/core/torch_compat.h"
-#include "lengen/model/attention.h"
 
 #include <cmath>
 #include <limits>
@@ -18,10 +19,13 @@ void check_position_support(const std::vector<std::shared_ptr<PositionScheme>>& 
       continue;
     }
     if (!schemes[i]->supports(kind)) {
-      throw Error(fmt::format("position[{}] has no meaning in {} attention, which the '{}' "
-                              "architecture uses; choose a scheme that supports it (`lengen "
-                              "plugins --describe NAME` lists where each applies)",
-                              i, attention_kind_name(kind), arch));
+      throw Error(
+          fmt::format("position[{}] has no meaning in {} attention, which the '{}' "
+                      "architecture uses; choose a scheme that supports it (`lengen "
+                      "plugins --describe NAME` lists where each applies)",
+                      i,
+                      attention_kind_name(kind),
+                      arch));
     }
   }
 }
@@ -73,7 +77,9 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionInpu
   LENGEN_CHECK(rows_from == 0 || (!cross && in.cache_k == nullptr && rows_from < T),
                "internal: rows_from {} needs self-attention without a cache over more than {} "
                "rows (got {})",
-               rows_from, rows_from, T);
+               rows_from,
+               rows_from,
+               T);
   for (const auto& s : schemes) {
     LENGEN_CHECK(cross || s->hooks() == kHookInputEmbedding || s->supports(kind_),
                  "internal: a position scheme was called for {} attention, which it does not "
@@ -91,18 +97,18 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionInpu
     } else {
       LENGEN_CHECK(in.memory.defined(), "internal: cross-attention without an encoder output");
       const int64_t S = in.memory.size(1);
-      auto kv = kv_(in.memory)                               // [B, S, 2*H*D]
-                    .view({B, S, 2, heads_, head_dim_})      // [B, S, 2, H, D]
-                    .permute({2, 0, 3, 1, 4});               // [2, B, H, S, D]
+      auto kv = kv_(in.memory)                           // [B, S, 2*H*D]
+                    .view({B, S, 2, heads_, head_dim_})  // [B, S, 2, H, D]
+                    .permute({2, 0, 3, 1, 4});           // [2, B, H, S, D]
       auto kv_parts = kv.unbind(0);  // one gradient kernel (stack), not one per part
       k = kv_parts[0];
       v = kv_parts[1];
     }
   } else {
-    auto qkv = qkv_(x)                                 // [B, T, 3*H*D]
+    auto qkv = qkv_(x)                                  // [B, T, 3*H*D]
                    .view({B, T, 3, heads_, head_dim_})  // [B, T, 3, H, D]
                    .permute({2, 0, 3, 1, 4});           // [3, B, H, T, D]
-    auto parts = qkv.unbind(0);  // one gradient kernel (stack), not one per part
+    auto parts = qkv.unbind(0);                // one gradient kernel (stack), not one per part
     q = parts[0], k = parts[1], v = parts[2];  // [B, H, T, D]
     offset = cached ? in.cache_k->size(2) : 0;
   }
@@ -172,7 +178,8 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionInpu
     set_ids(i);
     if (h & kHookAdditiveBias) {
       auto b = schemes[i]->additive_bias(ctx);  // [B|1, H|1, T, S] or undefined: nothing
-      if (b.defined()) extra = extra.defined() ? extra + b : b;
+      if (b.defined())
+        extra = extra.defined() ? extra + b : b;
     }
     if (h & kHookRelativeLogits) {
       auto r = schemes[i]->relative_logits(q, k, ctx);  // [B, H, T, S]
@@ -187,9 +194,11 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionInpu
   if (in.other_sample.defined()) {
     LENGEN_CHECK(!cross && in.cache_k == nullptr && in.other_sample.size(-1) == S,
                  "internal: packed rows in {} attention over {} keys",
-                 attention_kind_name(kind_), S);
+                 attention_kind_name(kind_),
+                 S);
     const auto& other = rows_from > 0 ? in.other_sample.narrow(2, rows_from, T) : in.other_sample;
-    auto apart = torch::zeros({B, 1, T, S}, q.options()).masked_fill_(other, neg_inf);  // [B, 1, T, S]
+    auto apart =
+        torch::zeros({B, 1, T, S}, q.options()).masked_fill_(other, neg_inf);  // [B, 1, T, S]
     extra = extra.defined() ? extra + apart : apart;
   }
 
@@ -225,18 +234,21 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionInpu
     std::vector<torch::Tensor> parts;
     for (int64_t r0 = 0; r0 < T; r0 += kBlockRows) {
       const int64_t rows = std::min(kBlockRows, T - r0), end = offset + r0 + rows;
-      auto s = torch::matmul(qs.narrow(2, r0, rows), k.narrow(2, 0, end).transpose(-2, -1));  // [B, H, rows, end]
+      auto s = torch::matmul(qs.narrow(2, r0, rows),
+                             k.narrow(2, 0, end).transpose(-2, -1));  // [B, H, rows, end]
       if (extra.defined()) {
         s.add_((extra.size(-2) == 1 ? extra : extra.narrow(-2, r0, rows)).narrow(-1, 0, end));
       }
       s.masked_fill_(causal_block_mask(rows, end, offset + r0, x.device()), neg_inf);
-      parts.push_back(torch::matmul(torch::softmax(s, -1), v.narrow(2, 0, end)));  // [B, H, rows, D]
+      parts.push_back(
+          torch::matmul(torch::softmax(s, -1), v.narrow(2, 0, end)));  // [B, H, rows, D]
     }
     y = torch::cat(parts, 2);  // [B, H, T, D]
   }
   if (!y.defined()) {
     // In-place steps are safe under autograd: matmul and add keep no outputs for backward.
-    auto scores = torch::matmul(q * scale, k.transpose(-2, -1));  // [B, H, T, D] x [B, H, D, S] -> [B, H, T, S]
+    auto scores = torch::matmul(
+        q * scale, k.transpose(-2, -1));  // [B, H, T, D] x [B, H, D, S] -> [B, H, T, S]
     if (extra.defined()) {
       scores.add_(extra);  // broadcast [B|1, H|1, T, S]
     }
@@ -252,7 +264,7 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionInpu
     } else {
       // TAOTP's Figure 1.1: exp(s - max) / (sum exp(s - max) + eps).
       auto e = (scores - std::get<0>(scores.max(-1, /*keepdim=*/true))).exp();  // [B, H, T, S]
-      probs = e / (e.sum(-1, /*keepdim=*/true) + softmax_eps_);                  // [B, H, T, S]
+      probs = e / (e.sum(-1, /*keepdim=*/true) + softmax_eps_);                 // [B, H, T, S]
     }
     if (in.attn_out && !in.scores) {
       *in.attn_out = probs.detach();
@@ -272,7 +284,7 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionInpu
     y = in.probe->visit(in.site + ".heads", y);  // [B, H, T, D]
   }
   y = y.transpose(1, 2).reshape({B, T, heads_ * head_dim_});  // [B, T, H*D]
-  return out_(y);                                            // [B, T, C]
+  return out_(y);                                             // [B, T, C]
 }
 
 }  // namespace lengen

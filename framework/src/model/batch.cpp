@@ -14,8 +14,16 @@ Batch Batch::to(const torch::Device& device) const {
     return *this;
   }
   Batch b = *this;
-  for (torch::Tensor* t : {&b.inputs, &b.targets, &b.mask, &b.ids, &b.padding, &b.source,
-                           &b.source_ids, &b.source_padding, &b.segments, &b.sequence_index}) {
+  for (torch::Tensor* t : {&b.inputs,
+                           &b.targets,
+                           &b.mask,
+                           &b.ids,
+                           &b.padding,
+                           &b.source,
+                           &b.source_ids,
+                           &b.source_padding,
+                           &b.segments,
+                           &b.sequence_index}) {
     if (t->defined()) {
       *t = t->to(device, /*non_blocking=*/true);
     }
@@ -42,13 +50,18 @@ ModelInputs Batch::model_inputs(bool scored_rows_only) const {
 }
 
 Batch pad_sequence_batch(const Batch& b, int64_t length, int64_t first_scored) {
-  LENGEN_CHECK(b.layout == Layout::kSequence, "internal: only one-sequence batches pad to a fixed "
-               "shape (this one is {})", layout_name(b.layout));
+  LENGEN_CHECK(b.layout == Layout::kSequence,
+               "internal: only one-sequence batches pad to a fixed "
+               "shape (this one is {})",
+               layout_name(b.layout));
   LENGEN_CHECK(!b.segments.defined(), "internal: a packed batch is not padded to a fixed shape");
   const int64_t T = b.inputs.size(1);
   LENGEN_CHECK(length >= T && first_scored >= 0 && first_scored <= b.first_scored,
-               "internal: padding a batch of {} positions (scored from {}) to {} (from {})", T,
-               b.first_scored, length, first_scored);
+               "internal: padding a batch of {} positions (scored from {}) to {} (from {})",
+               T,
+               b.first_scored,
+               length,
+               first_scored);
   Batch out = b;
   out.first_scored = first_scored;
   if (length == T) {
@@ -67,20 +80,23 @@ int64_t Batch::padded_tokens() const {
   return (inputs.defined() ? inputs.numel() : 0) + (source.defined() ? source.numel() : 0);
 }
 
-std::vector<std::vector<size_t>> length_buckets(const std::vector<size_t>& lengths, int64_t buckets) {
+std::vector<std::vector<size_t>> length_buckets(const std::vector<size_t>& lengths,
+                                                int64_t buckets) {
   LENGEN_CHECK(buckets >= 1, "length_buckets: buckets must be >= 1, got {}", buckets);
   std::vector<size_t> order(lengths.size());
   for (size_t i = 0; i < order.size(); ++i) {
     order[i] = i;
   }
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return lengths[a] < lengths[b]; });
+  std::stable_sort(
+      order.begin(), order.end(), [&](size_t a, size_t b) { return lengths[a] < lengths[b]; });
   const size_t n = order.size();
   const size_t k = std::min(n, static_cast<size_t>(buckets));
   std::vector<std::vector<size_t>> out;
   size_t begin = 0;
   for (size_t g = 0; g < k; ++g) {
     const size_t end = (g + 1) * n / k;  // equal counts up to one
-    out.emplace_back(order.begin() + static_cast<std::ptrdiff_t>(begin), order.begin() + static_cast<std::ptrdiff_t>(end));
+    out.emplace_back(order.begin() + static_cast<std::ptrdiff_t>(begin),
+                     order.begin() + static_cast<std::ptrdiff_t>(end));
     begin = end;
   }
   return out;
@@ -114,7 +130,9 @@ Padded pad_rows(const std::vector<const std::vector<int64_t>*>& rows,
   auto pd = p.padding.accessor<bool, 2>();
   for (int64_t b = 0; b < B; ++b) {
     LENGEN_CHECK(static_cast<int64_t>(ids[b]->size()) == L,
-                 "make_batch: examples disagree on position levels ({} vs {})", ids[b]->size(), L);
+                 "make_batch: examples disagree on position levels ({} vs {})",
+                 ids[b]->size(),
+                 L);
     const int64_t n = static_cast<int64_t>(rows[b]->size()) - length_cut;
     for (int64_t t = 0; t < n; ++t) {
       tk[b][t] = (*rows[b])[t];
@@ -174,7 +192,8 @@ Batch make_batch(const std::vector<Example>& examples, int64_t pad_id) {
   return b;
 }
 
-Batch make_packed_batch(const std::vector<Example>& examples, int64_t pad_id,
+Batch make_packed_batch(const std::vector<Example>& examples,
+                        int64_t pad_id,
                         std::vector<std::vector<size_t>>* rows_out) {
   LENGEN_CHECK(!examples.empty(), "make_packed_batch: no examples");
   const size_t n = examples.size();
@@ -184,22 +203,29 @@ Batch make_packed_batch(const std::vector<Example>& examples, int64_t pad_id,
   int64_t T = 0;
   for (size_t i = 0; i < n; ++i) {
     const auto& e = examples[i];
-    LENGEN_CHECK(e.tokens.size() >= 2, "make_packed_batch: sample {} has {} token(s); a sample "
-                 "needs at least 2", i, e.tokens.size());
+    LENGEN_CHECK(e.tokens.size() >= 2,
+                 "make_packed_batch: sample {} has {} token(s); a sample "
+                 "needs at least 2",
+                 i,
+                 e.tokens.size());
     LENGEN_CHECK(static_cast<int64_t>(e.position_ids.size()) == L,
-                 "make_packed_batch: examples disagree on position levels ({} vs {})", e.position_ids.size(), L);
+                 "make_packed_batch: examples disagree on position levels ({} vs {})",
+                 e.position_ids.size(),
+                 L);
     len[i] = static_cast<int64_t>(e.tokens.size()) - 1;
     T = std::max(T, len[i]);
   }
   // First fit by decreasing length: rows of T positions.
   std::vector<size_t> order(n);
-  for (size_t i = 0; i < n; ++i) order[i] = i;
+  for (size_t i = 0; i < n; ++i)
+    order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return len[a] > len[b]; });
   std::vector<std::vector<size_t>> rows;
   std::vector<int64_t> used;
   for (size_t i : order) {
     size_t r = 0;
-    while (r < rows.size() && used[r] + len[i] > T) ++r;
+    while (r < rows.size() && used[r] + len[i] > T)
+      ++r;
     if (r == rows.size()) {
       rows.emplace_back();
       used.push_back(0);
@@ -248,7 +274,8 @@ Batch make_packed_batch(const std::vector<Example>& examples, int64_t pad_id,
     b.tokens += at;
   }
   b.first_scored = first < T ? first : 0;
-  if (rows_out) *rows_out = std::move(rows);
+  if (rows_out)
+    *rows_out = std::move(rows);
   return b;
 }
 
@@ -284,7 +311,9 @@ Batch make_labeled_batch(const std::vector<LabeledExample>& examples, int64_t pa
   for (const auto& e : examples) {
     LENGEN_CHECK(e.labels.size() == e.tokens.size() && e.label_mask.size() == e.tokens.size(),
                  "make_labeled_batch: {} tokens but {} labels and {} mask entries",
-                 e.tokens.size(), e.labels.size(), e.label_mask.size());
+                 e.tokens.size(),
+                 e.labels.size(),
+                 e.label_mask.size());
     rows.push_back(&e.tokens);
     labels.push_back(&e.labels);
     ids.push_back(&e.ids);

@@ -4,9 +4,7 @@
 namespace lengen {
 
 BlockImpl::BlockImpl(const ModelConfig& cfg, int64_t layer, AttentionKind self_kind, bool cross)
-    : pre_(cfg.norm_position != "post"),
-      post_(cfg.norm_position != "pre"),
-      dropout_(cfg.dropout) {
+    : pre_(cfg.norm_position != "post"), post_(cfg.norm_position != "pre"), dropout_(cfg.dropout) {
   auto norm = [&] { return Norm(cfg.norm, cfg.d_model, cfg.norm_eps); };
   attn_ = register_module("attn", Attention(cfg, layer, self_kind));
   if (cross) {

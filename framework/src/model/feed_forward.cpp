@@ -4,8 +4,10 @@
 namespace lengen {
 
 FeedForwardImpl::FeedForwardImpl(const ModelConfig& cfg) : act_(make_activation(cfg.activation)) {
-  up_ = register_module("up", torch::nn::Linear(torch::nn::LinearOptions(cfg.d_model, act_->inputs() * cfg.d_ff)
-                                                    .bias(cfg.ff_bias)));
+  up_ = register_module(
+      "up",
+      torch::nn::Linear(
+          torch::nn::LinearOptions(cfg.d_model, act_->inputs() * cfg.d_ff).bias(cfg.ff_bias)));
   down_ = register_module(
       "down", torch::nn::Linear(torch::nn::LinearOptions(cfg.d_ff, cfg.d_model).bias(cfg.ff_bias)));
 }

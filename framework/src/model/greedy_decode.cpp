@@ -1,14 +1,15 @@
 // Greedy KV-cached decoding for the autoregressive architectures (declared in architecture.h).
-#include "lengen/model/architecture.h"
-
 #include "lengen/core/error.h"
+#include "lengen/model/architecture.h"
 
 namespace lengen {
 
 namespace {
 
 // (last token's IDs) of a sequence, as [L] values.
-std::vector<int64_t> last_ids(const Task& task, const std::vector<int64_t>& tokens, int64_t prompt_len) {
+std::vector<int64_t> last_ids(const Task& task,
+                              const std::vector<int64_t>& tokens,
+                              int64_t prompt_len) {
   PositionIds ids = task.causal_position_ids(tokens, prompt_len);
   std::vector<int64_t> out;
   for (const auto& level : ids) {
@@ -86,15 +87,17 @@ std::vector<std::vector<int64_t>> greedy_decode(Transformer& model,
       const auto& pr = pairs[static_cast<size_t>(b)];
       for (int64_t t = 0; t < S; ++t) {
         source[b][t] = pr.source[static_cast<size_t>(t)];
-        for (int64_t l = 0; l < L; ++l) source_ids[l][b][t] = pr.source_ids[static_cast<size_t>(l)][static_cast<size_t>(t)];
+        for (int64_t l = 0; l < L; ++l)
+          source_ids[l][b][t] = pr.source_ids[static_cast<size_t>(l)][static_cast<size_t>(t)];
       }
       start[b][0] = pr.target.front();
-      for (int64_t l = 0; l < L; ++l) start_ids[l][b][0] = pr.target_ids[static_cast<size_t>(l)].front();
+      for (int64_t l = 0; l < L; ++l)
+        start_ids[l][b][0] = pr.target_ids[static_cast<size_t>(l)].front();
     }
     first.source = source.to(device);
     first.source_ids = source_ids.to(device);
-    first.tokens = start.to(device);     // [B, 1]
-    first.ids = start_ids.to(device);    // [L, B, 1]
+    first.tokens = start.to(device);   // [B, 1]
+    first.ids = start_ids.to(device);  // [L, B, 1]
   } else {
     first.tokens = tokens.to(device);
     first.ids = ids.to(device);
@@ -106,7 +109,8 @@ std::vector<std::vector<int64_t>> greedy_decode(Transformer& model,
   auto representable = [&](const std::vector<int64_t>& li) {
     const auto t = torch::tensor(li, torch::kInt64).view({L, 1, 1});
     try {
-      for (const auto& s : model->schemes()) s->check_ids(t);
+      for (const auto& s : model->schemes())
+        s->check_ids(t);
     } catch (const Error&) {
       return false;
     }

@@ -21,8 +21,11 @@ NormRegistry& norm_registry() {
 }
 
 NormImpl::NormImpl(const std::string& kind, int64_t dim, double eps)
-    : norm_(norm_registry().create(load_config_string(kind, "model.norm"), NormContext{dim, eps, this})) {}
+    : norm_(norm_registry().create(load_config_string(kind, "model.norm"),
+                                   NormContext{dim, eps, this})) {}
 
-torch::Tensor NormImpl::forward(const torch::Tensor& x) { return norm_->forward(x); }
+torch::Tensor NormImpl::forward(const torch::Tensor& x) {
+  return norm_->forward(x);
+}
 
 }  // namespace lengen

@@ -3,9 +3,8 @@
 // block.cpp, feed_forward.cpp and norm.cpp.
 #include "lengen/model/transformer.h"
 
-#include "lengen/model/architecture.h"
-
 #include "lengen/core/error.h"
+#include "lengen/model/architecture.h"
 
 namespace lengen {
 
@@ -53,7 +52,8 @@ TransformerImpl::TransformerImpl(ModelConfig cfg,
         torch::nn::Linear(torch::nn::LinearOptions(cfg_.d_model, vocab_size).bias(cfg_.head_bias)));
   }
   if (cfg_.embedding_norm) {
-    norm_embedding_ = register_module("norm_embedding", Norm(cfg_.norm, cfg_.d_model, cfg_.norm_eps));
+    norm_embedding_ =
+        register_module("norm_embedding", Norm(cfg_.norm, cfg_.d_model, cfg_.norm_eps));
   }
   emb_dropout_ = register_module("emb_dropout", torch::nn::Dropout(cfg_.dropout));
   if (stacks_.encoder && stacks_.decoder) {
@@ -99,7 +99,8 @@ void TransformerImpl::set_adaptive_loops(int64_t extra) {
   LENGEN_CHECK(extra >= 0, "adaptive loops: extra loops must be >= 0, got {}", extra);
   LENGEN_CHECK(extra == 0 || arch_->one_pass(),
                "adaptive looping picks among whole outputs of one forward pass (arch: encoder); "
-               "'{}' decodes token by token", arch_->name());
+               "'{}' decodes token by token",
+               arch_->name());
   adaptive_extra_ = extra;
 }
 
@@ -108,8 +109,8 @@ std::vector<std::string> TransformerImpl::attention_names() const {
   auto add = [&](const std::string& prefix, int64_t depth, const std::string& suffix) {
     for (int64_t loop = 0; loop < loops_; ++loop) {
       for (int64_t l = 0; l < depth; ++l) {
-        out.push_back(fmt::format("{}.{}{}{}", prefix, l, suffix,
-                                  loops_ > 1 ? fmt::format("@{}", loop) : ""));
+        out.push_back(fmt::format(
+            "{}.{}{}{}", prefix, l, suffix, loops_ > 1 ? fmt::format("@{}", loop) : ""));
       }
     }
   };
@@ -189,22 +190,23 @@ torch::Tensor TransformerImpl::run_stack(torch::nn::ModuleList& stack,
 }
 
 torch::Tensor TransformerImpl::run_encoder_per_sample(torch::Tensor x,
-                                                     const AttentionInputs& self,
-                                                     const torch::Tensor& host_loops,
-                                                     const torch::Tensor& labelled,
-                                                     bool adaptive,
-                                                     int64_t rows_from) {
+                                                      const AttentionInputs& self,
+                                                      const torch::Tensor& host_loops,
+                                                      const torch::Tensor& labelled,
+                                                      bool adaptive,
+                                                      int64_t rows_from) {
   const int64_t depth = cfg_.encoder_depth(), B = x.size(0), T = x.size(1);
   const int64_t most = host_loops.max().item<int64_t>();  // a host tensor: no device read
   const torch::Tensor loops = host_loops.to(x.device());  // [B]
-  const torch::Tensor x0 = x;  // [B, T, C]
+  const torch::Tensor x0 = x;                             // [B, T, C]
   // Per-loop logits are read on every loop, so only a non-adaptive pass narrows its last one.
   const int64_t last_rows_from = adaptive ? 0 : rows_from;
   torch::Tensor best, best_score;  // [B, T', V], [B]
   torch::Tensor scored;            // [B, T'] labelled rows of the logits
   if (adaptive) {
-    scored = labelled.defined() ? labelled.narrow(1, rows_from, T - rows_from).to(torch::kFloat32)
-                                : torch::ones({B, T - rows_from}, x.options().dtype(torch::kFloat32));
+    scored = labelled.defined()
+                 ? labelled.narrow(1, rows_from, T - rows_from).to(torch::kFloat32)
+                 : torch::ones({B, T - rows_from}, x.options().dtype(torch::kFloat32));
   }
   for (int64_t loop = 0; loop < most; ++loop) {
     const torch::Tensor start = x;  // [B, T, C]
@@ -220,14 +222,14 @@ torch::Tensor TransformerImpl::run_encoder_per_sample(torch::Tensor x,
     }
     // A sample past its own loop count keeps its state.
     const int64_t from = x.size(1) == T ? 0 : last_rows_from;
-    const auto running = (loops > loop).view({B, 1, 1});  // [B, 1, 1]
+    const auto running = (loops > loop).view({B, 1, 1});             // [B, 1, 1]
     x = torch::where(running, x, start.narrow(1, from, x.size(1)));  // [B, T', C]
     if (adaptive) {
       auto logits = head(x.narrow(1, rows_from, T - rows_from));  // [B, T - rows_from, V]
       // Cross-entropy of the output against its own argmax: -log p(argmax) = logsumexp - max.
       auto lf = logits.to(torch::kFloat32);
       auto surprise = torch::logsumexp(lf, -1) - std::get<0>(lf.max(-1));  // [B, T']
-      auto score = (surprise * scored).sum(1);                              // [B]
+      auto score = (surprise * scored).sum(1);                             // [B]
       if (!best.defined()) {
         best = logits;
         best_score = score;
@@ -271,7 +273,9 @@ torch::Tensor TransformerImpl::forward(const ModelInputs& in,
   const size_t n = schemes_.size();
   const int64_t rows_from = in.outputs_from;
   LENGEN_CHECK(rows_from >= 0 && rows_from < in.tokens.size(1),
-               "outputs_from must be in [0, {}), got {}", in.tokens.size(1), rows_from);
+               "outputs_from must be in [0, {}), got {}",
+               in.tokens.size(1),
+               rows_from);
   LENGEN_CHECK(rows_from == 0 || (cache == nullptr && attention == nullptr),
                "outputs_from needs a forward without a cache and without attention maps");
   auto embed = [&](const torch::Tensor& tokens, const std::vector<torch::Tensor>& ids) {
@@ -296,13 +300,15 @@ torch::Tensor TransformerImpl::forward(const ModelInputs& in,
   }
 
   const bool packed = in.segments.defined();
-  LENGEN_CHECK(!packed || (stacks_.decoder && !stacks_.encoder && cache == nullptr),
-               "packed rows (train.pack) need the decoder architecture and no KV cache; this model's "
-               "architecture is '{}'",
-               arch_->name());
+  LENGEN_CHECK(
+      !packed || (stacks_.decoder && !stacks_.encoder && cache == nullptr),
+      "packed rows (train.pack) need the decoder architecture and no KV cache; this model's "
+      "architecture is '{}'",
+      arch_->name());
   if (!stacks_.decoder) {
     // Encoder only: every position sees every real position; no incremental decoding.
-    LENGEN_CHECK(cache == nullptr, "the '{}' architecture has no incremental decoding", arch_->name());
+    LENGEN_CHECK(
+        cache == nullptr, "the '{}' architecture has no incremental decoding", arch_->name());
     std::vector<torch::Tensor> ids(n);
     for (size_t i = 0; i < n; ++i) {
       ids[i] = schemes_[i]->position_ids(in.ids, 0, train);  // [L', B, T]
@@ -325,11 +331,19 @@ torch::Tensor TransformerImpl::forward(const ModelInputs& in,
       if (adaptive) {
         loops = loops + adaptive_extra_;
       }
-      return run_encoder_per_sample(embed(in.tokens, ids), self, loops.cpu(), in.labelled,
-                                    adaptive, rows_from);
+      return run_encoder_per_sample(
+          embed(in.tokens, ids), self, loops.cpu(), in.labelled, adaptive, rows_from);
     }
-    auto x = run_stack(blocks_, enc_depth, embed(in.tokens, ids), self, {}, nullptr, false,
-                       attention, 0, rows_from);
+    auto x = run_stack(blocks_,
+                       enc_depth,
+                       embed(in.tokens, ids),
+                       self,
+                       {},
+                       nullptr,
+                       false,
+                       attention,
+                       0,
+                       rows_from);
     return head(x);  // [B, T - outputs_from, V]
   }
 
@@ -344,7 +358,8 @@ torch::Tensor TransformerImpl::forward(const ModelInputs& in,
       mem_ids = cache->memory_ids;
     } else {
       LENGEN_CHECK(in.source.defined() && in.source_ids.defined(),
-                   "the '{}' architecture needs a source (ModelInputs::source)", arch_->name());
+                   "the '{}' architecture needs a source (ModelInputs::source)",
+                   arch_->name());
       for (size_t i = 0; i < n; ++i) {
         if (cache == nullptr) {
           // One forward over whole sequences: randomness (offsets) shared by both sides.
@@ -360,8 +375,15 @@ torch::Tensor TransformerImpl::forward(const ModelInputs& in,
       self.schemes = &schemes_;
       self.query_ids = self.key_ids = &mem_ids;
       self.key_padding = in.source_padding;
-      memory = run_stack(encoder_, enc_depth, embed(in.source, mem_ids), self, {}, nullptr,
-                         false, attention, 0);  // [B, S, C]
+      memory = run_stack(encoder_,
+                         enc_depth,
+                         embed(in.source, mem_ids),
+                         self,
+                         {},
+                         nullptr,
+                         false,
+                         attention,
+                         0);  // [B, S, C]
       if (norm_encoder_) {
         memory = norm_encoder_(memory);
       }
@@ -378,14 +400,18 @@ torch::Tensor TransformerImpl::forward(const ModelInputs& in,
       (cache && cache->ids.defined()) ? torch::cat({cache->ids, in.ids}, 2) : in.ids;  // [L, B, S]
   if (!target_done) {
     for (size_t i = 0; i < n; ++i) {
-      q_ids[i] = schemes_[i]->position_ids(in.ids, offset, train, in.segments, in.sequence_index);  // [L', B, T]
-      k_ids[i] = offset == 0 ? q_ids[i] : schemes_[i]->position_ids(all_ids, 0, train);  // [L', B, S]
+      q_ids[i] = schemes_[i]->position_ids(
+          in.ids, offset, train, in.segments, in.sequence_index);  // [L', B, T]
+      k_ids[i] =
+          offset == 0 ? q_ids[i] : schemes_[i]->position_ids(all_ids, 0, train);  // [L', B, S]
     }
   }
   AttentionInputs self, cross;
   if (packed) {
-    // Block-diagonal: a position attends only within its own sample (the causal mask does the rest).
-    self.other_sample = (in.segments.unsqueeze(2) != in.segments.unsqueeze(1)).unsqueeze(1);  // [B, 1, T, T]
+    // Block-diagonal: a position attends only within its own sample (the causal mask does the
+    // rest).
+    self.other_sample =
+        (in.segments.unsqueeze(2) != in.segments.unsqueeze(1)).unsqueeze(1);  // [B, 1, T, T]
   }
   self.schemes = cross.schemes = &schemes_;
   self.query_ids = cross.query_ids = &q_ids;
@@ -394,10 +420,17 @@ torch::Tensor TransformerImpl::forward(const ModelInputs& in,
   cross.key_padding = memory_padding;
   cross.memory = memory;
   self.query_offset = cross.query_offset = offset;
-  const size_t attention_offset =
-      static_cast<size_t>(stacks_.encoder ? enc_depth * loops_ : 0);
-  auto x = run_stack(blocks_, dec_depth, embed(in.tokens, q_ids), self, cross, cache, stacks_.cross,
-                     attention, attention_offset, rows_from);
+  const size_t attention_offset = static_cast<size_t>(stacks_.encoder ? enc_depth * loops_ : 0);
+  auto x = run_stack(blocks_,
+                     dec_depth,
+                     embed(in.tokens, q_ids),
+                     self,
+                     cross,
+                     cache,
+                     stacks_.cross,
+                     attention,
+                     attention_offset,
+                     rows_from);
   if (cache) {
     cache->ids = all_ids;
   }

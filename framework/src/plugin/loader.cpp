@@ -8,13 +8,12 @@
 
 #include <torch/version.h>
 
-#include <dlfcn.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdlib>
+#include <dlfcn.h>
 #include <filesystem>
 #include <mutex>
+#include <unistd.h>
 
 namespace fs = std::filesystem;
 
@@ -41,7 +40,8 @@ std::string exe_dir() {
 }
 
 std::string kind_from_filename(const std::string& file) {
-  for (const char* k : {"position", "task", "stage", "optimizer", "decay", "norm", "activation", "architecture"}) {
+  for (const char* k :
+       {"position", "task", "stage", "optimizer", "decay", "norm", "activation", "architecture"}) {
     if (file.rfind(fmt::format("liblengen-{}-", k), 0) == 0) {
       return k;
     }
@@ -69,7 +69,8 @@ std::vector<std::string> plugin_search_path() {
     size_t start = 0;
     while (start <= s.size()) {
       size_t end = s.find(':', start);
-      std::string part = s.substr(start, end == std::string::npos ? std::string::npos : end - start);
+      std::string part =
+          s.substr(start, end == std::string::npos ? std::string::npos : end - start);
       if (!part.empty()) {
         out.push_back(part);
       }
@@ -84,7 +85,8 @@ std::vector<std::string> plugin_search_path() {
   }
   std::string exe = exe_dir();
   if (!exe.empty()) {
-    out.push_back((fs::path(exe) / ".." / "lib" / "lengen" / "plugins").lexically_normal().string());
+    out.push_back(
+        (fs::path(exe) / ".." / "lib" / "lengen" / "plugins").lexically_normal().string());
   }
   // Drop repeats (the build folder and <exe>/../lib/lengen/plugins coincide in a build tree).
   std::vector<std::string> unique;
@@ -119,15 +121,19 @@ const LoadedPlugin& load_plugin(const std::string& path_in) {
   // 2. dlopen: NOW surfaces missing symbols here, LOCAL keeps plugins apart.
   void* handle = ::dlopen(p.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) {
-    throw Error(fmt::format("plugin {}: cannot be loaded: {} (run `ldd {}`: a dependency may be "
-                            "missing)",
-                            p, ::dlerror(), p));
+    throw Error(
+        fmt::format("plugin {}: cannot be loaded: {} (run `ldd {}`: a dependency may be "
+                    "missing)",
+                    p,
+                    ::dlerror(),
+                    p));
   }
   // 3. The entry point. (The handle is never closed: plugin code owns live objects.)
-  auto entry = reinterpret_cast<lengen_plugin_entry_fn>(::dlsym(handle, LENGEN_PLUGIN_ENTRY_SYMBOL));
+  auto entry =
+      reinterpret_cast<lengen_plugin_entry_fn>(::dlsym(handle, LENGEN_PLUGIN_ENTRY_SYMBOL));
   if (!entry) {
-    throw Error(fmt::format("plugin {}: not a lengen plugin (no {} symbol)", p,
-                            LENGEN_PLUGIN_ENTRY_SYMBOL));
+    throw Error(fmt::format(
+        "plugin {}: not a lengen plugin (no {} symbol)", p, LENGEN_PLUGIN_ENTRY_SYMBOL));
   }
   const lengen_plugin_descriptor* d = entry();
   // 4. Handshake, before any C++ object crosses the boundary.
@@ -137,31 +143,50 @@ const LoadedPlugin& load_plugin(const std::string& path_in) {
     throw Error(fmt::format("plugin {}: invalid descriptor; {}", p, rebuild));
   }
   if (d->abi_version != LENGEN_PLUGIN_ABI) {
-    throw Error(fmt::format("plugin {}: incompatible plugin ABI version (plugin: {}, lengen: {}); {}",
-                            p, d->abi_version, LENGEN_PLUGIN_ABI, rebuild));
+    throw Error(
+        fmt::format("plugin {}: incompatible plugin ABI version (plugin: {}, lengen: {}); {}",
+                    p,
+                    d->abi_version,
+                    LENGEN_PLUGIN_ABI,
+                    rebuild));
   }
   if (d->descriptor_size != sizeof(lengen_plugin_descriptor)) {
-    throw Error(fmt::format("plugin {}: descriptor size {} differs from lengen's {}; {}", p,
-                            d->descriptor_size, sizeof(lengen_plugin_descriptor), rebuild));
+    throw Error(fmt::format("plugin {}: descriptor size {} differs from lengen's {}; {}",
+                            p,
+                            d->descriptor_size,
+                            sizeof(lengen_plugin_descriptor),
+                            rebuild));
   }
   if (d->api_version > LENGEN_PLUGIN_API) {
-    throw Error(fmt::format("plugin {}: needs plugin API {} but this lengen provides {}; upgrade "
-                            "lengen or {}",
-                            p, d->api_version, LENGEN_PLUGIN_API, rebuild));
+    throw Error(
+        fmt::format("plugin {}: needs plugin API {} but this lengen provides {}; upgrade "
+                    "lengen or {}",
+                    p,
+                    d->api_version,
+                    LENGEN_PLUGIN_API,
+                    rebuild));
   }
   if (d->torch_major != TORCH_VERSION_MAJOR || d->torch_minor != TORCH_VERSION_MINOR) {
-    throw Error(fmt::format("plugin {}: built against LibTorch {}.{} but lengen uses {}.{}; {}", p,
-                            d->torch_major, d->torch_minor, TORCH_VERSION_MAJOR,
-                            TORCH_VERSION_MINOR, rebuild));
+    throw Error(fmt::format("plugin {}: built against LibTorch {}.{} but lengen uses {}.{}; {}",
+                            p,
+                            d->torch_major,
+                            d->torch_minor,
+                            TORCH_VERSION_MAJOR,
+                            TORCH_VERSION_MINOR,
+                            rebuild));
   }
   if (d->cxx11_abi != static_cast<uint32_t>(_GLIBCXX_USE_CXX11_ABI)) {
-    throw Error(fmt::format("plugin {}: built with _GLIBCXX_USE_CXX11_ABI={} but lengen uses {}; {}",
-                            p, d->cxx11_abi, _GLIBCXX_USE_CXX11_ABI, rebuild));
+    throw Error(
+        fmt::format("plugin {}: built with _GLIBCXX_USE_CXX11_ABI={} but lengen uses {}; {}",
+                    p,
+                    d->cxx11_abi,
+                    _GLIBCXX_USE_CXX11_ABI,
+                    rebuild));
   }
   // 5. Registration, rolled back on failure.
   LoadedPlugin lp;
-  lp.origin = PluginOrigin{p, d->plugin_name ? d->plugin_name : "?",
-                           d->plugin_version ? d->plugin_version : "?"};
+  lp.origin = PluginOrigin{
+      p, d->plugin_name ? d->plugin_name : "?", d->plugin_version ? d->plugin_version : "?"};
   lp.kind_hint = kind_from_filename(fs::path(p).filename().string());
   lp.abi_version = d->abi_version;
   lp.api_version = d->api_version;
@@ -170,9 +195,10 @@ const LoadedPlugin& load_plugin(const std::string& path_in) {
   try {
     d->register_components(registrar);
   } catch (const std::exception& e) {
-    for (RegistryBase* r : all_registries()) r->remove_library(p);
-    throw Error(fmt::format("plugin '{}' ({}): registration failed: {}", lp.origin.plugin, p,
-                            e.what()));
+    for (RegistryBase* r : all_registries())
+      r->remove_library(p);
+    throw Error(
+        fmt::format("plugin '{}' ({}): registration failed: {}", lp.origin.plugin, p, e.what()));
   }
   // 6. Say what was loaded.
   logger("plugin")->debug("loaded plugin '{}' {} from {}", lp.origin.plugin, lp.origin.version, p);

@@ -26,7 +26,9 @@ RegistryBase::~RegistryBase() {
   all.erase(std::remove(all.begin(), all.end(), this), all.end());
 }
 
-std::vector<RegistryBase*> all_registries() { return registries(); }
+std::vector<RegistryBase*> all_registries() {
+  return registries();
+}
 
 Registrar::~Registrar() = default;
 

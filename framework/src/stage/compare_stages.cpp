@@ -24,13 +24,18 @@ namespace {
 class CompareStages : public Stage {
  public:
   static ComponentSpec spec() {
-    return {"stage", "compare_stages",
-            "earlier stages' evaluations side by side: stages.csv (stage, cell, accuracy) and plots/stages.png "
+    return {"stage",
+            "compare_stages",
+            "earlier stages' evaluations side by side: stages.csv (stage, cell, accuracy) and "
+            "plots/stages.png "
             "(accuracy along the first grid axis, a line per stage)",
-            {OptionSpec::string_list("stages", "earlier stages that evaluated (eval stages), in the legend's order")
+            {OptionSpec::string_list(
+                 "stages", "earlier stages that evaluated (eval stages), in the legend's order")
                  .at_least(1)}};
   }
+
   CompareStages(const Options& o, const StageInfo&) : stages_(o.get_string_list("stages")) {}
+
   bool reads_evaluations() const override { return true; }
 
   void run(StageContext& ctx) override {
@@ -38,23 +43,35 @@ class CompareStages : public Stage {
     std::string csv;
     for (const auto& name : stages_) {
       const fs::path summary = RunDir(ctx.stage_dir(name)).summary();
-      LENGEN_CHECK(fs::exists(summary), "compare_stages '{}': stage '{}' left no evaluation ({}); list eval stages",
-                   ctx.spec().name, name, summary.string());
+      LENGEN_CHECK(fs::exists(summary),
+                   "compare_stages '{}': stage '{}' left no evaluation ({}); list eval stages",
+                   ctx.spec().name,
+                   name,
+                   summary.string());
       std::ifstream in(summary);
       const auto j = nlohmann::json::parse(in);
       const auto these = j.at("axes").get<std::vector<std::string>>();
       if (axes.empty()) {
         axes = these;
         csv = "stage";
-        for (const auto& a : axes) csv += "," + csv_field(a);
+        for (const auto& a : axes)
+          csv += "," + csv_field(a);
         csv += ",samples,correct,accuracy\n";
       }
-      LENGEN_CHECK(these == axes, "compare_stages '{}': stage '{}' evaluated over ({}), '{}' over ({})",
-                   ctx.spec().name, name, join(these), stages_.front(), join(axes));
+      LENGEN_CHECK(these == axes,
+                   "compare_stages '{}': stage '{}' evaluated over ({}), '{}' over ({})",
+                   ctx.spec().name,
+                   name,
+                   join(these),
+                   stages_.front(),
+                   join(axes));
       for (const auto& c : j.at("cells")) {
         csv += csv_field(name);
-        for (const auto& a : axes) csv += fmt::format(",{}", c.at(a).get<int64_t>());
-        csv += fmt::format(",{},{},{:.6f}\n", c.at("samples").get<int64_t>(), c.at("correct").get<int64_t>(),
+        for (const auto& a : axes)
+          csv += fmt::format(",{}", c.at(a).get<int64_t>());
+        csv += fmt::format(",{},{},{:.6f}\n",
+                           c.at("samples").get<int64_t>(),
+                           c.at("correct").get<int64_t>(),
                            c.at("accuracy").get<double>());
       }
     }
@@ -62,9 +79,13 @@ class CompareStages : public Stage {
     write_file_atomic(out, csv);
     const std::string png = ctx.folder().plot("stages.png").string();
     run_plot("plot_stages.py",
-             fmt::format("{} {} --title {}", shell_quote(out), shell_quote(png),
-                         shell_quote(fmt::format("{} (seed {})", ctx.experiment().name, ctx.experiment().seed))),
-             png, out);
+             fmt::format("{} {} --title {}",
+                         shell_quote(out),
+                         shell_quote(png),
+                         shell_quote(fmt::format(
+                             "{} (seed {})", ctx.experiment().name, ctx.experiment().seed))),
+             png,
+             out);
     logger("stage")->info("{}: {} stages compared -> {}", ctx.spec().name, stages_.size(), out);
   }
 
@@ -74,6 +95,8 @@ class CompareStages : public Stage {
 
 }  // namespace
 
-void register_compare_stages_stage(StageRegistry& r) { add_builtin<CompareStages>(r); }
+void register_compare_stages_stage(StageRegistry& r) {
+  add_builtin<CompareStages>(r);
+}
 
 }  // namespace lengen

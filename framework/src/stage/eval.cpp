@@ -13,16 +13,23 @@ namespace {
 class EvalStage : public Stage {
  public:
   static ComponentSpec spec() {
-    return {"stage", "eval", "evaluate init_from's model (default: the previous stage's) on the stage's eval grid", {}};
+    return {"stage",
+            "eval",
+            "evaluate init_from's model (default: the previous stage's) on the stage's eval grid",
+            {}};
   }
+
   EvalStage(const Options&, const StageInfo&) {}
+
   bool evaluates() const override { return true; }
 
   void run(StageContext& ctx) override {
     const Experiment& exp = ctx.experiment();
     if (ctx.spec().init_from.empty()) {
-      ctx.spec().node.fail(fmt::format("eval stage '{}' has no model to evaluate: give init_from (an earlier stage "
-                                       "or a run directory)", ctx.spec().name));
+      ctx.spec().node.fail(
+          fmt::format("eval stage '{}' has no model to evaluate: give init_from (an earlier stage "
+                      "or a run directory)",
+                      ctx.spec().name));
     }
     Transformer model = ctx.load_model();
     model->eval();
@@ -32,6 +39,8 @@ class EvalStage : public Stage {
 
 }  // namespace
 
-void register_eval_stage(StageRegistry& r) { add_builtin<EvalStage>(r); }
+void register_eval_stage(StageRegistry& r) {
+  add_builtin<EvalStage>(r);
+}
 
 }  // namespace lengen

@@ -31,27 +31,36 @@ class SelfLabelStage : public Stage {
  public:
   static ComponentSpec spec() {
     using O = OptionSpec;
-    return {"stage", "self_label",
-            "self-improvement round (Lee et al. 2025): init_from's model (default: the previous stage's) labels "
-            "new queries by greedy decoding; the labels that pass the filters go to labels.jsonl for a later "
-            "stage's mixture source `from_stage: <this stage>`",
-            {O::int_list("lengths", "[lo, hi]: query lengths on the task's first grid axis (e.g. digits), each "
-                                    "query's uniform in the range")
-                 .at_least(1),
-             O::integer("samples", "queries to label").with_default(int64_t{1000}).at_least(1),
-             O::string_list("filters", "length: keep a label only if its response has exactly the length the "
-                                       "query fixes (padded formats; EOS included). A label that does not end "
-                                       "in EOS is always dropped")
-                 .with_default(std::vector<std::string>{"length"})
-                 .one_of({"length"}),
-             O::integer("batch_size", "queries decoded at once").with_default(int64_t{256}).at_least(1),
-             O::string_list("voters", "majority vote: more models (earlier stages or run directories) that answer "
-                                      "the same queries; a query keeps the most common answer among those that pass "
-                                      "the filters, if at least `agree` of the 1 + voters models gave it")
-                 .with_default(std::vector<std::string>{}),
-             O::integer("agree", "models that must give the kept answer (default: a majority of 1 + voters)")
-                 .with_default(int64_t{0})
-                 .at_least(0)}};
+    return {
+        "stage",
+        "self_label",
+        "self-improvement round (Lee et al. 2025): init_from's model (default: the previous "
+        "stage's) labels "
+        "new queries by greedy decoding; the labels that pass the filters go to labels.jsonl for a "
+        "later "
+        "stage's mixture source `from_stage: <this stage>`",
+        {O::int_list("lengths",
+                     "[lo, hi]: query lengths on the task's first grid axis (e.g. digits), each "
+                     "query's uniform in the range")
+             .at_least(1),
+         O::integer("samples", "queries to label").with_default(int64_t{1000}).at_least(1),
+         O::string_list("filters",
+                        "length: keep a label only if its response has exactly the length the "
+                        "query fixes (padded formats; EOS included). A label that does not end "
+                        "in EOS is always dropped")
+             .with_default(std::vector<std::string>{"length"})
+             .one_of({"length"}),
+         O::integer("batch_size", "queries decoded at once").with_default(int64_t{256}).at_least(1),
+         O::string_list(
+             "voters",
+             "majority vote: more models (earlier stages or run directories) that answer "
+             "the same queries; a query keeps the most common answer among those that pass "
+             "the filters, if at least `agree` of the 1 + voters models gave it")
+             .with_default(std::vector<std::string>{}),
+         O::integer("agree",
+                    "models that must give the kept answer (default: a majority of 1 + voters)")
+             .with_default(int64_t{0})
+             .at_least(0)}};
   }
 
   SelfLabelStage(const Options& o, const StageInfo& info)
@@ -65,9 +74,13 @@ class SelfLabelStage : public Stage {
       length_filter_ = length_filter_ || f == "length";
     }
     const int64_t models = 1 + static_cast<int64_t>(voters_.size());
-    if (agree_ == 0) agree_ = models / 2 + 1;
+    if (agree_ == 0)
+      agree_ = models / 2 + 1;
     if (agree_ > models) {
-      o.fail("agree", fmt::format("{} models cannot agree among {} (1 + {} voters)", agree_, models, voters_.size()));
+      o.fail(
+          "agree",
+          fmt::format(
+              "{} models cannot agree among {} (1 + {} voters)", agree_, models, voters_.size()));
     }
   }
 
@@ -75,22 +88,27 @@ class SelfLabelStage : public Stage {
     const Experiment& exp = ctx.experiment();
     const Task& task = ctx.task();
     if (ctx.spec().init_from.empty()) {
-      ctx.spec().node.fail(fmt::format("self_label stage '{}' has no model to label with: give init_from (an earlier "
-                                       "stage or a run directory)", name_));
+      ctx.spec().node.fail(fmt::format(
+          "self_label stage '{}' has no model to label with: give init_from (an earlier "
+          "stage or a run directory)",
+          name_));
     }
     const auto axes = task.grid_axes();
     LENGEN_CHECK(!axes.empty(), "self_label: the task has no grid axis to draw query lengths on");
     const std::string axis = axes.front().name;
     std::vector<Transformer> models{ctx.load_model()};
-    for (const auto& v : voters_) models.push_back(ctx.load_model_from(v));
-    for (auto& m : models) m->eval();
+    for (const auto& v : voters_)
+      models.push_back(ctx.load_model_from(v));
+    for (auto& m : models)
+      m->eval();
     const Architecture& objective = models.front()->arch();
     const torch::Device device = ctx.device();
     const int64_t eos = task.vocabulary().eos();
 
     // Queries: deterministic in (seed, stage name).
     uint64_t name_hash = 1469598103934665603ull;
-    for (char c : name_) name_hash = (name_hash ^ static_cast<uint8_t>(c)) * 1099511628211ull;
+    for (char c : name_)
+      name_hash = (name_hash ^ static_cast<uint8_t>(c)) * 1099511628211ull;
     Rng rng(mix_seed(exp.seed, {0x5E1F, name_hash}));
     std::vector<Example> queries;
     for (int64_t i = 0; i < samples_; ++i) {
@@ -101,8 +119,10 @@ class SelfLabelStage : public Stage {
     }
 
     struct Count {
-      int64_t generated = 0, kept = 0, correct = 0, kept_correct = 0, no_eos = 0, wrong_length = 0, vote = 0;
+      int64_t generated = 0, kept = 0, correct = 0, kept_correct = 0, no_eos = 0, wrong_length = 0,
+              vote = 0;
     };
+
     std::map<int64_t, Count> per_length;
     Count all;
     std::vector<Example> kept;
@@ -112,15 +132,18 @@ class SelfLabelStage : public Stage {
       const std::vector<Example> batch(queries.begin() + static_cast<std::ptrdiff_t>(from),
                                        queries.begin() + static_cast<std::ptrdiff_t>(to));
       std::vector<std::vector<std::vector<int64_t>>> answers;  // [model][query] -> response
-      for (auto& m : models) answers.push_back(objective.decode(m, task, batch, device));
+      for (auto& m : models)
+        answers.push_back(objective.decode(m, task, batch, device));
       fault::reached("label.batch");
       for (size_t i = 0; i < batch.size(); ++i) {
         const Example& q = batch[i];
         Count& c = per_length[q.meta.at(axis)];
         const std::vector<int64_t> prompt(q.tokens.begin(), q.tokens.begin() + q.prompt_length);
         auto passes = [&](const std::vector<int64_t>& r) {
-          if (r.empty() || r.back() != eos) return 1;  // no EOS
-          if (length_filter_ && static_cast<int64_t>(r.size()) != task.max_response_length(prompt)) return 2;
+          if (r.empty() || r.back() != eos)
+            return 1;  // no EOS
+          if (length_filter_ && static_cast<int64_t>(r.size()) != task.max_response_length(prompt))
+            return 2;
           return 0;
         };
         // The most common answer that passes the filters (the first model's on a tie).
@@ -128,9 +151,11 @@ class SelfLabelStage : public Stage {
         int64_t best_votes = 0;
         for (size_t a = 0; a < models.size(); ++a) {
           const auto& r = answers[a][i];
-          if (passes(r) != 0) continue;
+          if (passes(r) != 0)
+            continue;
           int64_t votes = 0;
-          for (size_t b = 0; b < models.size(); ++b) votes += answers[b][i] == r;
+          for (size_t b = 0; b < models.size(); ++b)
+            votes += answers[b][i] == r;
           if (votes > best_votes) {
             best = &r;
             best_votes = votes;
@@ -143,11 +168,13 @@ class SelfLabelStage : public Stage {
         }
         if (best == nullptr) {
           const int why = passes(answers[0][i]);  // every answer failed: the first model's reason
-          for (Count* k : {&c, &all}) (why == 1 ? k->no_eos : k->wrong_length) += 1;
+          for (Count* k : {&c, &all})
+            (why == 1 ? k->no_eos : k->wrong_length) += 1;
           continue;
         }
         if (best_votes < agree_) {
-          for (Count* k : {&c, &all}) ++k->vote;
+          for (Count* k : {&c, &all})
+            ++k->vote;
           continue;
         }
         const bool correct = task.exact_match(q, *best);
@@ -167,14 +194,19 @@ class SelfLabelStage : public Stage {
     const RunDir folder = ctx.folder();
     write_labelled_examples(folder.labels().string(), kept, task);
     auto counts = [](const Count& c) {
-      return nlohmann::json{{"generated", c.generated}, {"correct", c.correct}, {"kept", c.kept},
-                            {"kept_correct", c.kept_correct}, {"dropped_no_eos", c.no_eos},
-                            {"dropped_length", c.wrong_length}, {"dropped_vote", c.vote}};
+      return nlohmann::json{{"generated", c.generated},
+                            {"correct", c.correct},
+                            {"kept", c.kept},
+                            {"kept_correct", c.kept_correct},
+                            {"dropped_no_eos", c.no_eos},
+                            {"dropped_length", c.wrong_length},
+                            {"dropped_vote", c.vote}};
     };
     nlohmann::json summary = counts(all);
     summary["axis"] = axis;
     summary["lengths"] = {lengths_.first, lengths_.second};
-    summary["filters"] = length_filter_ ? std::vector<std::string>{"length"} : std::vector<std::string>{};
+    summary["filters"] =
+        length_filter_ ? std::vector<std::string>{"length"} : std::vector<std::string>{};
     summary["models"] = 1 + voters_.size();
     summary["agree"] = agree_;
     nlohmann::json by = nlohmann::json::array();
@@ -185,8 +217,15 @@ class SelfLabelStage : public Stage {
     }
     summary["per_length"] = by;
     write_file_atomic(folder.labels_summary().string(), summary.dump(2) + "\n");
-    log->info("{}: kept {} of {} labels ({} of the kept are right; the first model was right on {}) -> {}", name_,
-              all.kept, all.generated, all.kept_correct, all.correct, folder.labels().string());
+    log->info(
+        "{}: kept {} of {} labels ({} of the kept are right; the first model was right on {}) -> "
+        "{}",
+        name_,
+        all.kept,
+        all.generated,
+        all.kept_correct,
+        all.correct,
+        folder.labels().string());
   }
 
  private:
@@ -200,6 +239,8 @@ class SelfLabelStage : public Stage {
 
 }  // namespace
 
-void register_self_label_stage(StageRegistry& r) { add_builtin<SelfLabelStage>(r); }
+void register_self_label_stage(StageRegistry& r) {
+  add_builtin<SelfLabelStage>(r);
+}
 
 }  // namespace lengen

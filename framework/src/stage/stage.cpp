@@ -34,18 +34,36 @@ int64_t checkpoint_step(const std::string& path) {
 // ---------------------------------------------------------------------------------------
 // StageContext
 
-StageContext::StageContext(const std::vector<StageSpec>& stages, size_t index, std::string run_dir, bool resume,
+StageContext::StageContext(const std::vector<StageSpec>& stages,
+                           size_t index,
+                           std::string run_dir,
+                           bool resume,
                            bool implicit)
-    : stages_(stages), index_(index), run_dir_(std::move(run_dir)), resume_(resume), implicit_(implicit) {
+    : stages_(stages),
+      index_(index),
+      run_dir_(std::move(run_dir)),
+      resume_(resume),
+      implicit_(implicit) {
   LENGEN_CHECK(index_ < stages_.size(), "stage index {} out of range", index_);
   dir_ = implicit_ ? run_dir_ : RunDir(run_dir_).stage(stages_[index_].name).str();
   fs::create_directories(dir_);
 }
 
-const Experiment& StageContext::experiment() const { return *stages_[index_].experiment; }
-const Task& StageContext::task() const { return *experiment().task; }
-const StageSpec& StageContext::spec() const { return stages_[index_]; }
-torch::Device StageContext::device() const { return experiment().torch_device(); }
+const Experiment& StageContext::experiment() const {
+  return *stages_[index_].experiment;
+}
+
+const Task& StageContext::task() const {
+  return *experiment().task;
+}
+
+const StageSpec& StageContext::spec() const {
+  return stages_[index_];
+}
+
+torch::Device StageContext::device() const {
+  return experiment().torch_device();
+}
 
 std::string StageContext::stage_dir(const std::string& name) const {
   for (size_t i = 0; i < index_; ++i) {
@@ -53,25 +71,32 @@ std::string StageContext::stage_dir(const std::string& name) const {
       return implicit_ ? run_dir_ : RunDir(run_dir_).stage(name).str();
     }
   }
-  throw Error(fmt::format("stage '{}' asks for stage '{}', which does not run before it", spec().name, name));
+  throw Error(fmt::format(
+      "stage '{}' asks for stage '{}', which does not run before it", spec().name, name));
 }
 
 const Experiment& StageContext::stage_experiment(const std::string& name) const {
   for (size_t i = 0; i < index_; ++i) {
-    if (stages_[i].name == name) return *stages_[i].experiment;
+    if (stages_[i].name == name)
+      return *stages_[i].experiment;
   }
-  throw Error(fmt::format("stage '{}' asks for stage '{}', which does not run before it", spec().name, name));
+  throw Error(fmt::format(
+      "stage '{}' asks for stage '{}', which does not run before it", spec().name, name));
 }
 
-std::string StageContext::init_checkpoint() const { return checkpoint_of(spec().init_from); }
+std::string StageContext::init_checkpoint() const {
+  return checkpoint_of(spec().init_from);
+}
 
 std::string StageContext::checkpoint_of(const std::string& from_in) const {
   // Follow init_from through stages that leave no weights (eval, analysis) to one that does.
   std::string from = from_in;
   for (;;) {
-    if (from.empty()) return "";
+    if (from.empty())
+      return "";
     size_t j = 0;
-    while (j < index_ && stages_[j].name != from) ++j;
+    while (j < index_ && stages_[j].name != from)
+      ++j;
     if (j == index_) {
       if (!fs::is_directory(from)) {
         spec().node.fail(fmt::format("'{}' is neither an earlier stage nor a run directory", from));
@@ -82,20 +107,28 @@ std::string StageContext::checkpoint_of(const std::string& from_in) const {
     if (!ckpt.empty()) {
       const int64_t step = checkpoint_step(ckpt);
       const int64_t want = stages_[j].experiment->train.steps;
-      LENGEN_CHECK(!stages_[j].trains || step == want,
-                   "stage '{}' starts from stage '{}', whose newest checkpoint is step {} of {} (it has not "
-                   "finished)", spec().name, stages_[j].name, step, want);
+      LENGEN_CHECK(
+          !stages_[j].trains || step == want,
+          "stage '{}' starts from stage '{}', whose newest checkpoint is step {} of {} (it has not "
+          "finished)",
+          spec().name,
+          stages_[j].name,
+          step,
+          want);
       return ckpt;
     }
-    LENGEN_CHECK(!stages_[j].trains, "stage '{}' starts from stage '{}', which has no checkpoint yet",
-                 spec().name, stages_[j].name);
+    LENGEN_CHECK(!stages_[j].trains,
+                 "stage '{}' starts from stage '{}', which has no checkpoint yet",
+                 spec().name,
+                 stages_[j].name);
     from = stages_[j].init_from;
   }
 }
 
 Transformer StageContext::load_model_from(const std::string& from) const {
   bool is_stage = false;
-  for (size_t j = 0; j < index_; ++j) is_stage = is_stage || stages_[j].name == from;
+  for (size_t j = 0; j < index_; ++j)
+    is_stage = is_stage || stages_[j].name == from;
   Transformer model = (is_stage ? stage_experiment(from) : experiment()).build_model(device());
   const std::string ckpt = checkpoint_of(from);
   LENGEN_CHECK(!ckpt.empty(), "stage '{}': '{}' holds no model", spec().name, from);
@@ -110,15 +143,20 @@ Transformer StageContext::load_model() const {
   const std::string ckpt = init_checkpoint();
   if (!ckpt.empty()) {
     auto fresh = load_weights_by_name(model, ckpt, spec().init);
-    logger("stage")->info("{}: weights from {}{}", spec().name, ckpt,
-                          fresh.empty() ? "" : fmt::format(" ({} new parameters initialised fresh: {})", fresh.size(),
-                                                           join(fresh)));
+    logger("stage")->info(
+        "{}: weights from {}{}",
+        spec().name,
+        ckpt,
+        fresh.empty()
+            ? ""
+            : fmt::format(" ({} new parameters initialised fresh: {})", fresh.size(), join(fresh)));
   }
   return model;
 }
 
-std::string StageContext::write_tensors(const std::string& file,
-                                        const std::vector<std::pair<std::string, torch::Tensor>>& tensors) const {
+std::string StageContext::write_tensors(
+    const std::string& file,
+    const std::vector<std::pair<std::string, torch::Tensor>>& tensors) const {
   const std::string path = (fs::path(dir_) / file).string();
   save_safetensors(path, tensors, {{"format", "lengen-stage-output-1"}, {"stage", spec().name}});
   return path;
@@ -141,18 +179,19 @@ StageRegistry& stage_registry() {
   return r;
 }
 
-
 namespace {
 
 // Copies a folder's files to another atomically, file by file (summary.json last: the
 // sweep reads it as "done").
 void copy_results(const fs::path& from, const fs::path& to) {
   std::error_code ec;
-  if (!fs::is_directory(from, ec)) return;
+  if (!fs::is_directory(from, ec))
+    return;
   fs::create_directories(to);
   std::vector<fs::path> files;
   for (const auto& e : fs::directory_iterator(from, ec)) {
-    if (e.is_regular_file()) files.push_back(e.path());
+    if (e.is_regular_file())
+      files.push_back(e.path());
   }
   std::sort(files.begin(), files.end(), [](const fs::path& a, const fs::path& b) {
     return (a.filename() == "summary.json") < (b.filename() == "summary.json") ||
@@ -216,22 +255,35 @@ void run_experiment(const Experiment& exp, const RunOptions& options) {
   if (!implicit && !options.resume) {
     for (const auto& st : stages) {
       const fs::path marker = run.stage(st.name).stage_marker();
-      LENGEN_CHECK(!fs::exists(marker), "{} already holds finished stages ({}); pass --resume to continue that run "
-                   "or --fresh to discard it", dir, marker.string());
+      LENGEN_CHECK(!fs::exists(marker),
+                   "{} already holds finished stages ({}); pass --resume to continue that run "
+                   "or --fresh to discard it",
+                   dir,
+                   marker.string());
     }
   }
   std::string last_eval;
   for (size_t i = 0; i < stages.size(); ++i) {
     const StageSpec& st = stages[i];
-    if (options.no_eval && (st.evaluates || st.reads_evaluations)) continue;
+    if (options.no_eval && (st.evaluates || st.reads_evaluations))
+      continue;
     const RunDir sdir = implicit ? run : run.stage(st.name);
-    if (st.evaluates) last_eval = sdir.str();
+    if (st.evaluates)
+      last_eval = sdir.str();
     if (!implicit && fs::exists(sdir.stage_marker())) {
-      log->info("stage {}/{} '{}' ({}) finished earlier; skipped", i + 1, stages.size(), st.name, st.kind);
+      log->info("stage {}/{} '{}' ({}) finished earlier; skipped",
+                i + 1,
+                stages.size(),
+                st.name,
+                st.kind);
       continue;
     }
     if (!implicit) {
-      log->info("stage {}/{} '{}' ({}){}", i + 1, stages.size(), st.name, st.kind,
+      log->info("stage {}/{} '{}' ({}){}",
+                i + 1,
+                stages.size(),
+                st.name,
+                st.kind,
                 st.init_from.empty() ? "" : fmt::format(", from {}", st.init_from));
     }
     const auto& entry = stage_registry().lookup(st.kind, st.node);
@@ -240,7 +292,9 @@ void run_experiment(const Experiment& exp, const RunOptions& options) {
     fault::reached("stage.start:", st.name);
     stage->run(ctx);
     if (!implicit) {
-      nlohmann::json done{{"name", st.name}, {"kind", st.kind}, {"finished", static_cast<int64_t>(std::time(nullptr))}};
+      nlohmann::json done{{"name", st.name},
+                          {"kind", st.kind},
+                          {"finished", static_cast<int64_t>(std::time(nullptr))}};
       write_file_atomic(sdir.stage_marker().string(), done.dump() + "\n");
     }
     fault::reached("stage.done:", st.name);
@@ -254,7 +308,10 @@ void run_experiment(const Experiment& exp, const RunOptions& options) {
   if (!exp.paper.empty() && !options.no_eval && fs::exists(summary)) {
     std::vector<std::string> axes, cells;
     const ConfigFigures ours = figures_of_run(summary.string(), exp.name, axes, cells);
-    report_paper(exp.paper, compare_with_paper(exp.paper, {ours}, cells), axes, run.eval().string(),
+    report_paper(exp.paper,
+                 compare_with_paper(exp.paper, {ours}, cells),
+                 axes,
+                 run.eval().string(),
                  run.plot("paper.png").string());
   }
 }
@@ -273,25 +330,32 @@ std::string final_checkpoint(const std::string& run_dir) {
     if (root["stages"] && root["stages"].IsSequence()) {
       for (size_t i = root["stages"].size(); i-- > 0 && ckpt.empty();) {
         const YAML::Node name = root["stages"][i]["name"];
-        if (name) ckpt = run.stage(name.as<std::string>()).newest_checkpoint();
+        if (name)
+          ckpt = run.stage(name.as<std::string>()).newest_checkpoint();
       }
     }
   }
-  if (ckpt.empty()) ckpt = run.newest_checkpoint();
-  LENGEN_CHECK(!ckpt.empty(), "{}: no checkpoint found (train it first with `lengen run`)", run_dir);
+  if (ckpt.empty())
+    ckpt = run.newest_checkpoint();
+  LENGEN_CHECK(
+      !ckpt.empty(), "{}: no checkpoint found (train it first with `lengen run`)", run_dir);
   return ckpt;
 }
 
 Experiment final_experiment(const Experiment& exp) {
-  if (exp.stages.empty()) return exp;
+  if (exp.stages.empty())
+    return exp;
   const StageSpec* trained = nullptr;
   const StageSpec* evaluated = nullptr;
   for (const auto& st : exp.stages) {
-    if (st.trains) trained = &st;
-    if (st.evaluates) evaluated = &st;
+    if (st.trains)
+      trained = &st;
+    if (st.evaluates)
+      evaluated = &st;
   }
   Experiment out = trained ? *trained->experiment : exp;
-  if (evaluated) out.eval = evaluated->experiment->eval;
+  if (evaluated)
+    out.eval = evaluated->experiment->eval;
   out.stages.clear();
   return out;
 }

@@ -19,18 +19,25 @@ namespace {
 class TrainStage : public Stage {
  public:
   static ComponentSpec spec() {
-    return {"stage", "train",
-            "train the model: from scratch, or fine-tune from init_from (an earlier stage or a run directory)",
+    return {"stage",
+            "train",
+            "train the model: from scratch, or fine-tune from init_from (an earlier stage or a run "
+            "directory)",
             {}};
   }
+
   TrainStage(const Options&, const StageInfo&) {}
+
   bool trains() const override { return true; }
 
   void run(StageContext& ctx) override {
     const Experiment& exp = ctx.experiment();
     const torch::Device device = ctx.device();
     Transformer model = ctx.load_model();
-    logger()->info("{}: {} parameters, device {}, folder {}", exp.name, model->parameter_count(), device.str(),
+    logger()->info("{}: {} parameters, device {}, folder {}",
+                   exp.name,
+                   model->parameter_count(),
+                   device.str(),
                    ctx.dir());
     Trainer trainer(exp.train, exp.seed, *exp.task, model, device, ctx.dir());
     trainer.set_bf16_autocast(exp.bf16_autocast(device));
@@ -46,10 +53,12 @@ class TrainStage : public Stage {
           exp.train.eval_every,
           [&](int64_t step) {
             auto results = evaluate_grid(model, *exp.task, exp.curve_eval, device);
-            if (!tb) tb = std::make_unique<EventWriter>(folder.tensorboard().string());
+            if (!tb)
+              tb = std::make_unique<EventWriter>(folder.tensorboard().string());
             append_eval_curve(curve, step, results, tb.get());
             std::string cells;
-            for (const auto& c : results) cells += fmt::format(" {}:{:.0f}%", cell_text(c.cell, ","), 100 * c.accuracy);
+            for (const auto& c : results)
+              cells += fmt::format(" {}:{:.0f}%", cell_text(c.cell, ","), 100 * c.accuracy);
             logger("eval")->info("step {}:{}", step, cells);
           },
           [&](int64_t start) {
@@ -62,11 +71,15 @@ class TrainStage : public Stage {
     }
     TrainResult tr = trainer.run(ctx.resume());
     if (tr.seconds > 0) {
-      logger("train")->info("trained {} steps in {:.1f}s ({:.0f} tokens/s), final loss {:.4f}", tr.steps, tr.seconds,
-                            tr.tokens_per_second, tr.final_loss);
+      logger("train")->info("trained {} steps in {:.1f}s ({:.0f} tokens/s), final loss {:.4f}",
+                            tr.steps,
+                            tr.seconds,
+                            tr.tokens_per_second,
+                            tr.final_loss);
     }
     if (exp.train.eval_every > 0 && fs::exists(curve)) {
-      plot_eval_curve(curve, folder.plot("eval_curve.png").string(),
+      plot_eval_curve(curve,
+                      folder.plot("eval_curve.png").string(),
                       fmt::format("{} / {} (seed {})", exp.name, ctx.spec().name, exp.seed));
     }
   }
@@ -74,6 +87,8 @@ class TrainStage : public Stage {
 
 }  // namespace
 
-void register_train_stage(StageRegistry& r) { add_builtin<TrainStage>(r); }
+void register_train_stage(StageRegistry& r) {
+  add_builtin<TrainStage>(r);
+}
 
 }  // namespace lengen

@@ -1,14 +1,14 @@
-// Aggregating a sweep: median / quartiles / fraction of seeds per configuration and cell, heatmaps, the paper comparison; compare over run folders.
-#include "lengen/sweep/sweep.h"
-
+// Aggregating a sweep: median / quartiles / fraction of seeds per configuration and cell, heatmaps,
+// the paper comparison; compare over run folders.
 #include "util.h"
 
 #include "lengen/config/node.h"
-#include "lengen/core/run_dir.h"
 #include "lengen/core/error.h"
 #include "lengen/core/log.h"
+#include "lengen/core/run_dir.h"
 #include "lengen/report/paper.h"
 #include "lengen/report/report.h"
+#include "lengen/sweep/sweep.h"
 #include "lengen/train/checkpoint.h"
 
 #include <nlohmann/json.hpp>
@@ -39,55 +39,77 @@ namespace {
 // run's own), evals/<name>/eval (`lengen eval --out`) or stages/<name>/eval (an eval stage); where
 // its aggregate goes below <sweep>/aggregate (empty: there), and how to write a missing one.
 struct EvalSource {
-  RunDir folder;  // relative to the run directory: "" (the run's own), evals/<name> or stages/<name>
+  RunDir
+      folder;  // relative to the run directory: "" (the run's own), evals/<name> or stages/<name>
   std::string fix;
+
   bool variant() const { return !folder.root().empty(); }
+
   /// eval/, relative to the run directory, for messages.
   fs::path rel() const { return folder.eval(); }
+
   /// The summary.json of the run at `run_dir`.
-  fs::path summary(const fs::path& run_dir) const { return RunDir(run_dir / folder.root()).summary(); }
+  fs::path summary(const fs::path& run_dir) const {
+    return RunDir(run_dir / folder.root()).summary();
+  }
 };
 
 EvalSource eval_source(const std::string& eval_name, const std::string& stage_name) {
   LENGEN_CHECK(eval_name.empty() || stage_name.empty(),
-               "aggregate: --eval '{}' and --stage '{}' name two evaluations; give one", eval_name, stage_name);
+               "aggregate: --eval '{}' and --stage '{}' name two evaluations; give one",
+               eval_name,
+               stage_name);
   EvalSource s;
   if (!eval_name.empty()) {
-    LENGEN_CHECK(is_eval_name(eval_name), "aggregate --eval '{}': a name of RUN/evals/, not a path", eval_name);
+    LENGEN_CHECK(is_eval_name(eval_name),
+                 "aggregate --eval '{}': a name of RUN/evals/, not a path",
+                 eval_name);
     s.folder = RunDir().named_eval(eval_name);
-    s.fix = fmt::format("write it for each run with `lengen eval RUN --out {} --set ...`", eval_name);
+    s.fix =
+        fmt::format("write it for each run with `lengen eval RUN --out {} --set ...`", eval_name);
   } else if (!stage_name.empty()) {
-    LENGEN_CHECK(is_eval_name(stage_name), "aggregate --stage '{}': a name of RUN/stages/, not a path", stage_name);
+    LENGEN_CHECK(is_eval_name(stage_name),
+                 "aggregate --stage '{}': a name of RUN/stages/, not a path",
+                 stage_name);
     s.folder = RunDir().stage(stage_name);
-    s.fix = fmt::format("'{}' must be a stage of kind eval in the sweep's experiment (docs/stages.md)", stage_name);
+    s.fix = fmt::format(
+        "'{}' must be a stage of kind eval in the sweep's experiment (docs/stages.md)", stage_name);
   }
   return s;
 }
 
 }  // namespace
 
-std::string aggregate_dir(const std::string& sweep_dir, const std::string& eval_name, const std::string& stage_name) {
+std::string aggregate_dir(const std::string& sweep_dir,
+                          const std::string& eval_name,
+                          const std::string& stage_name) {
   const fs::path out = fs::path(sweep_dir) / "aggregate";
   const EvalSource source = eval_source(eval_name, stage_name);
   return (source.variant() ? out / source.folder.root() : out).string();
 }
 
-int64_t aggregate(const std::string& sweep_dir, double threshold, const std::string& eval_name,
+int64_t aggregate(const std::string& sweep_dir,
+                  double threshold,
+                  const std::string& eval_name,
                   const std::string& stage_name) {
   const fs::path manifest_path = fs::path(sweep_dir) / "sweep.json";
-  LENGEN_CHECK(fs::exists(manifest_path), "{}: not a sweep folder (no sweep.json; run `lengen sweep FILE` first)",
+  LENGEN_CHECK(fs::exists(manifest_path),
+               "{}: not a sweep folder (no sweep.json; run `lengen sweep FILE` first)",
                sweep_dir);
   const EvalSource source = eval_source(eval_name, stage_name);
   json m = json::parse(read_text(manifest_path.string()));
-  if (threshold < 0) threshold = m.value("threshold", 0.9);
+  if (threshold < 0)
+    threshold = m.value("threshold", 0.9);
   std::vector<std::string> axes = m["axes"].get<std::vector<std::string>>();
   std::vector<std::string> varied_keys;
   for (const auto& a : axes) {
-    if (a != "seed") varied_keys.push_back(a);
+    if (a != "seed")
+      varied_keys.push_back(a);
   }
   std::vector<std::string> cell_axes;
   std::string results = "point,config,seed";
-  for (const auto& k : varied_keys) results += "," + csv_field(k);
+  for (const auto& k : varied_keys)
+    results += "," + csv_field(k);
   bool header_done = false;
   // config -> cell key -> accuracies over seeds; config -> varied values; cell order.
   std::map<std::string, std::map<std::string, std::vector<double>>> acc;
@@ -102,16 +124,21 @@ int64_t aggregate(const std::string& sweep_dir, double threshold, const std::str
     const fs::path run_dir = fs::path(sweep_dir) / p["run_dir"].get<std::string>();
     const fs::path summary = source.summary(run_dir);
     if (!fs::exists(summary)) {
-      if (source.variant() && fs::exists(RunDir(run_dir).summary())) missing.push_back(p["name"].get<std::string>());
+      if (source.variant() && fs::exists(RunDir(run_dir).summary()))
+        missing.push_back(p["name"].get<std::string>());
       continue;
     }
     const std::string name = p["name"];
-    LENGEN_CHECK(seen_points.insert(name).second, "point {} appears twice in {}", name, manifest_path.string());
+    LENGEN_CHECK(seen_points.insert(name).second,
+                 "point {} appears twice in {}",
+                 name,
+                 manifest_path.string());
     json sj = json::parse(read_text(summary.string()));
     if (!header_done) {
       cell_axes = sj["axes"].get<std::vector<std::string>>();
       trained = sj.value("trained", json::object());
-      for (const auto& a : cell_axes) results += "," + a;
+      for (const auto& a : cell_axes)
+        results += "," + a;
       results += ",samples,correct,accuracy,ci_low,ci_high\n";
       header_done = true;
     }
@@ -119,11 +146,14 @@ int64_t aggregate(const std::string& sweep_dir, double threshold, const std::str
     if (!acc.count(config)) {
       config_order.push_back(config);
       std::vector<std::string> vals;
-      for (const auto& k : varied_keys) vals.push_back(p["varied"].value(k, std::string()));
+      for (const auto& k : varied_keys)
+        vals.push_back(p["varied"].value(k, std::string()));
       config_values[config] = vals;
     }
-    std::string prefix = fmt::format("{},{},{}", csv_field(name), csv_field(config), p["seed"].get<int64_t>());
-    for (const auto& k : varied_keys) prefix += "," + csv_field(p["varied"].value(k, std::string()));
+    std::string prefix =
+        fmt::format("{},{},{}", csv_field(name), csv_field(config), p["seed"].get<int64_t>());
+    for (const auto& k : varied_keys)
+      prefix += "," + csv_field(p["varied"].value(k, std::string()));
     for (const auto& c : sj["cells"]) {
       std::vector<int64_t> coords;
       std::string key;
@@ -137,15 +167,27 @@ int64_t aggregate(const std::string& sweep_dir, double threshold, const std::str
       }
       const double a = c["accuracy"].get<double>();
       acc[config][key].push_back(a);
-      results += fmt::format("{},{},{},{},{:.6f},{:.6f},{:.6f}\n", prefix, key, c["samples"].get<int64_t>(),
-                             c["correct"].get<int64_t>(), a, c["ci95"][0].get<double>(), c["ci95"][1].get<double>());
+      results += fmt::format("{},{},{},{},{:.6f},{:.6f},{:.6f}\n",
+                             prefix,
+                             key,
+                             c["samples"].get<int64_t>(),
+                             c["correct"].get<int64_t>(),
+                             a,
+                             c["ci95"][0].get<double>(),
+                             c["ci95"][1].get<double>());
     }
     ++read;
   }
   if (source.variant()) {
-    LENGEN_CHECK(read > 0, "{}: no point has {}/summary.json; {}", sweep_dir, source.rel().string(), source.fix);
+    LENGEN_CHECK(read > 0,
+                 "{}: no point has {}/summary.json; {}",
+                 sweep_dir,
+                 source.rel().string(),
+                 source.fix);
     if (!missing.empty()) {
-      logger("sweep")->warn("{} finished point(s) have no {} and are left out: {}", missing.size(), source.rel().string(),
+      logger("sweep")->warn("{} finished point(s) have no {} and are left out: {}",
+                            missing.size(),
+                            source.rel().string(),
                             fmt::format("{}", fmt::join(missing, "; ")));
     }
   }
@@ -156,41 +198,62 @@ int64_t aggregate(const std::string& sweep_dir, double threshold, const std::str
   }
   write_file_atomic((out / "results.csv").string(), results);
   std::string summary = "config";
-  for (const auto& k : varied_keys) summary += "," + csv_field(k);
-  for (const auto& a : cell_axes) summary += "," + a;
+  for (const auto& k : varied_keys)
+    summary += "," + csv_field(k);
+  for (const auto& a : cell_axes)
+    summary += "," + a;
   summary += ",seeds,median,q25,q75,iqr,frac_above,min,max\n";
   for (const auto& config : config_order) {
     for (const auto& key : cell_order) {
       auto it = acc[config].find(key);
-      if (it == acc[config].end()) continue;
+      if (it == acc[config].end())
+        continue;
       const auto& v = it->second;
-      const double above = static_cast<double>(std::count_if(v.begin(), v.end(), [&](double x) {
-                             return x >= threshold;
-                           })) / static_cast<double>(v.size());
+      const double above = static_cast<double>(std::count_if(
+                               v.begin(), v.end(), [&](double x) { return x >= threshold; })) /
+                           static_cast<double>(v.size());
       std::string row = csv_field(config);
-      for (const auto& val : config_values[config]) row += "," + csv_field(val);
-      summary += fmt::format("{},{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f}\n", row, key, v.size(),
-                             quantile(v, 0.5), quantile(v, 0.25), quantile(v, 0.75),
-                             quantile(v, 0.75) - quantile(v, 0.25), above, *std::min_element(v.begin(), v.end()),
+      for (const auto& val : config_values[config])
+        row += "," + csv_field(val);
+      summary += fmt::format("{},{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f}\n",
+                             row,
+                             key,
+                             v.size(),
+                             quantile(v, 0.5),
+                             quantile(v, 0.25),
+                             quantile(v, 0.75),
+                             quantile(v, 0.75) - quantile(v, 0.25),
+                             above,
+                             *std::min_element(v.begin(), v.end()),
                              *std::max_element(v.begin(), v.end()));
     }
   }
   write_file_atomic((out / "summary.csv").string(), summary);
   // The paper's rows for this evaluation: those of the named eval stage, or those without one.
-  const PaperReference paper =
-      m.contains("paper") ? PaperReference::from_json(m["paper"]).of_stage(stage_name) : PaperReference{};
+  const PaperReference paper = m.contains("paper")
+                                   ? PaperReference::from_json(m["paper"]).of_stage(stage_name)
+                                   : PaperReference{};
   if (!paper.empty() && read > 0) {
     std::vector<ConfigFigures> figures;
-    for (const auto& config : config_order) figures.push_back({config, acc[config]});
-    report_paper(paper, compare_with_paper(paper, figures, cell_order), cell_axes, out.string(), "");
+    for (const auto& config : config_order)
+      figures.push_back({config, acc[config]});
+    report_paper(
+        paper, compare_with_paper(paper, figures, cell_order), cell_axes, out.string(), "");
   }
-  json meta{{"threshold", threshold}, {"cell_axes", cell_axes}, {"varied", varied_keys},
-            {"configs", config_order}, {"trained", trained}, {"points_read", read}, {"points", m["points"].size()}};
+  json meta{{"threshold", threshold},
+            {"cell_axes", cell_axes},
+            {"varied", varied_keys},
+            {"configs", config_order},
+            {"trained", trained},
+            {"points_read", read},
+            {"points", m["points"].size()}};
   write_file_atomic((out / "aggregate.json").string(), meta.dump(2) + "\n");
   return read;
 }
 
-int64_t compare_runs(const std::vector<std::string>& run_dirs, const std::string& out_dir, double threshold) {
+int64_t compare_runs(const std::vector<std::string>& run_dirs,
+                     const std::string& out_dir,
+                     double threshold) {
   LENGEN_CHECK(!run_dirs.empty(), "compare: no run directories given");
   json points = json::array();
   std::set<std::string> names;
@@ -201,15 +264,23 @@ int64_t compare_runs(const std::vector<std::string>& run_dirs, const std::string
     const fs::path run = fs::absolute(dir).lexically_normal();
     const fs::path config = RunDir(run).config(), summary = RunDir(run).summary();
     LENGEN_CHECK(fs::exists(config), "{}: not a run directory (no config.yaml)", dir);
-    LENGEN_CHECK(fs::exists(summary), "{}: has not been evaluated (no eval/summary.json; run `lengen eval {}`)",
-                 dir, dir);
+    LENGEN_CHECK(fs::exists(summary),
+                 "{}: has not been evaluated (no eval/summary.json; run `lengen eval {}`)",
+                 dir,
+                 dir);
     YAML::Node c = YAML::LoadFile(config.string());
-    const std::string name = c["name"] ? c["name"].as<std::string>() : run.parent_path().filename().string();
+    const std::string name =
+        c["name"] ? c["name"].as<std::string>() : run.parent_path().filename().string();
     const int64_t seed = c["seed"] ? c["seed"].as<int64_t>() : 0;
-    const auto axes = json::parse(read_text(summary.string()))["axes"].get<std::vector<std::string>>();
-    if (first_axes.empty()) first_axes = axes;
-    LENGEN_CHECK(axes == first_axes, "{}: evaluated over ({}) but {} over ({}); compare runs of one grid", dir,
-                 fmt::format("{}", fmt::join(axes, ", ")), run_dirs.front(),
+    const auto axes =
+        json::parse(read_text(summary.string()))["axes"].get<std::vector<std::string>>();
+    if (first_axes.empty())
+      first_axes = axes;
+    LENGEN_CHECK(axes == first_axes,
+                 "{}: evaluated over ({}) but {} over ({}); compare runs of one grid",
+                 dir,
+                 fmt::format("{}", fmt::join(axes, ", ")),
+                 run_dirs.front(),
                  fmt::format("{}", fmt::join(first_axes, ", ")));
     if (c["paper"]) {
       const ConfigNode node = load_config_file(config.string()).child("paper");
@@ -220,8 +291,14 @@ int64_t compare_runs(const std::vector<std::string>& run_dirs, const std::string
         paper.note = theirs.note;
       }
       if (theirs.cite != paper.cite || theirs.table != paper.table) {
-        logger("sweep")->warn("{}: its paper: block cites '{}, {}', the first run's '{}, {}'; only the first's "
-                              "figures are compared", dir, theirs.cite, theirs.table, paper.cite, paper.table);
+        logger("sweep")->warn(
+            "{}: its paper: block cites '{}, {}', the first run's '{}, {}'; only the first's "
+            "figures are compared",
+            dir,
+            theirs.cite,
+            theirs.table,
+            paper.cite,
+            paper.table);
       } else if (paper_configs.insert(name).second) {
         PaperRow row = theirs.rows.front();
         row.label = row.label.empty() ? name : row.label;
@@ -230,7 +307,10 @@ int64_t compare_runs(const std::vector<std::string>& run_dirs, const std::string
       }
     }
     std::string point = fmt::format("{},seed={}", name, seed);
-    LENGEN_CHECK(names.insert(point).second, "{}: a second run of '{}' with seed {}; give each run once", dir, name,
+    LENGEN_CHECK(names.insert(point).second,
+                 "{}: a second run of '{}' with seed {}; give each run once",
+                 dir,
+                 name,
                  seed);
     points.push_back({{"index", points.size()},
                       {"name", point},
@@ -239,8 +319,10 @@ int64_t compare_runs(const std::vector<std::string>& run_dirs, const std::string
                       {"run_dir", run.string()},
                       {"varied", {{"run", name}}}});
   }
-  json manifest{{"name", "compare"}, {"axes", {"run", "seed"}}, {"threshold", threshold}, {"points", points}};
-  if (!paper.empty()) manifest["paper"] = paper.to_json();
+  json manifest{
+      {"name", "compare"}, {"axes", {"run", "seed"}}, {"threshold", threshold}, {"points", points}};
+  if (!paper.empty())
+    manifest["paper"] = paper.to_json();
   fs::create_directories(out_dir);
   write_file_atomic((fs::path(out_dir) / "sweep.json").string(), manifest.dump(2) + "\n");
   return aggregate(out_dir, threshold);

@@ -3,12 +3,11 @@
 
 #include "lengen/core/error.h"
 
-#include <sys/wait.h>
-
 #include <cctype>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <sys/wait.h>
 #include <vector>
 
 namespace lengen::sweep {
@@ -22,19 +21,23 @@ std::string flow(const YAML::Node& n) {
 }
 
 std::string label(const YAML::Node& n, bool detailed) {
-  if (n.IsScalar()) return n.as<std::string>();
+  if (n.IsScalar())
+    return n.as<std::string>();
   if (n.IsMap() && n["name"]) {
     std::string s = n["name"].as<std::string>();
-    if (!detailed) return s;
+    if (!detailed)
+      return s;
     for (const auto& kv : n) {
       const auto k = kv.first.as<std::string>();
-      if (k != "name") s += "_" + k + "=" + label(kv.second, true);
+      if (k != "name")
+        s += "_" + k + "=" + label(kv.second, true);
     }
     return s;
   }
   if (n.IsSequence()) {
     std::vector<std::string> parts;
-    for (const auto& e : n) parts.push_back(label(e, detailed));
+    for (const auto& e : n)
+      parts.push_back(label(e, detailed));
     return join(parts, "+");
   }
   return flow(n);
@@ -43,8 +46,8 @@ std::string label(const YAML::Node& n, bool detailed) {
 std::string sanitize(const std::string& s) {
   std::string out;
   for (char c : s) {
-    out += (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.' || c == '=' ||
-            c == '+' || c == ',')
+    out += (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.' ||
+            c == '=' || c == '+' || c == ',')
                ? c
                : '_';
   }
@@ -67,7 +70,8 @@ std::string capture(const std::string& cmd, int* status) {
   }
   char buf[4096];
   size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0)
+    out.append(buf, n);
   const int rc = ::pclose(p);
   *status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
   return out;

@@ -19,7 +19,8 @@ class Parser {
   Literal parse() {
     Literal v = value();
     skip();
-    if (i_ < s_.size()) fail("unexpected text after the program");
+    if (i_ < s_.size())
+      fail("unexpected text after the program");
     return v;
   }
 
@@ -43,7 +44,8 @@ class Parser {
       if (std::isspace(static_cast<unsigned char>(s_[i_]))) {
         advance();
       } else if (s_[i_] == '#') {
-        while (i_ < s_.size() && s_[i_] != '\n') advance();
+        while (i_ < s_.size() && s_[i_] != '\n')
+          advance();
       } else {
         break;
       }
@@ -61,7 +63,8 @@ class Parser {
 
   Literal value() {
     skip();
-    if (i_ >= s_.size()) fail("unexpected end of the program, expected a value");
+    if (i_ >= s_.size())
+      fail("unexpected end of the program, expected a value");
     Literal v;
     v.line = line_;
     v.column = column_;
@@ -71,12 +74,15 @@ class Parser {
       v.kind = Literal::kDict;
       while (!accept('}')) {
         skip();
-        if (i_ >= s_.size() || (s_[i_] != '"' && s_[i_] != '\'')) fail("expected a quoted key or '}'");
+        if (i_ >= s_.size() || (s_[i_] != '"' && s_[i_] != '\''))
+          fail("expected a quoted key or '}'");
         std::string key = string_body();
-        if (!accept(':')) fail(fmt::format("expected ':' after the key '{}'", key));
+        if (!accept(':'))
+          fail(fmt::format("expected ':' after the key '{}'", key));
         v.fields.emplace_back(key, value());
         if (!accept(',')) {
-          if (!accept('}')) fail("expected ',' or '}' in a dict");
+          if (!accept('}'))
+            fail("expected ',' or '}' in a dict");
           break;
         }
       }
@@ -87,7 +93,8 @@ class Parser {
       while (!accept(close)) {
         v.items.push_back(value());
         if (!accept(',')) {
-          if (!accept(close)) fail(fmt::format("expected ',' or '{}' in a list", close));
+          if (!accept(close))
+            fail(fmt::format("expected ',' or '{}' in a list", close));
           break;
         }
       }
@@ -96,7 +103,8 @@ class Parser {
       v.text = string_body();
     } else if (std::isalpha(static_cast<unsigned char>(c))) {
       std::string word;
-      while (i_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[i_])) || s_[i_] == '_')) {
+      while (i_ < s_.size() &&
+             (std::isalnum(static_cast<unsigned char>(s_[i_])) || s_[i_] == '_')) {
         word += s_[i_];
         advance();
       }
@@ -108,8 +116,10 @@ class Parser {
       } else {
         line_ = v.line;
         column_ = v.column;
-        fail(fmt::format("unexpected name '{}' (a program holds only numbers, lists, dicts and "
-                         "strings)", word));
+        fail(
+            fmt::format("unexpected name '{}' (a program holds only numbers, lists, dicts and "
+                        "strings)",
+                        word));
       }
     } else {
       v.kind = Literal::kNumber;
@@ -123,7 +133,8 @@ class Parser {
     advance();
     std::string out;
     while (i_ < s_.size() && s_[i_] != quote) {
-      if (s_[i_] == '\n') fail("unterminated string");
+      if (s_[i_] == '\n')
+        fail("unterminated string");
       if (s_[i_] == '\\' && i_ + 1 < s_.size()) {
         advance();
         const char e = s_[i_];
@@ -133,7 +144,8 @@ class Parser {
       }
       advance();
     }
-    if (i_ >= s_.size()) fail("unterminated string");
+    if (i_ >= s_.size())
+      fail("unterminated string");
     advance();
     return out;
   }
@@ -149,7 +161,8 @@ class Parser {
       }
       return n;
     };
-    if (s_[i_] == '+' || s_[i_] == '-') advance();
+    if (s_[i_] == '+' || s_[i_] == '-')
+      advance();
     size_t n = digits();
     if (i_ < s_.size() && s_[i_] == '.') {
       advance();
@@ -161,8 +174,10 @@ class Parser {
     }
     if (i_ < s_.size() && (s_[i_] == 'e' || s_[i_] == 'E')) {
       advance();
-      if (i_ < s_.size() && (s_[i_] == '+' || s_[i_] == '-')) advance();
-      if (digits() == 0) fail("expected digits after the exponent");
+      if (i_ < s_.size() && (s_[i_] == '+' || s_[i_] == '-'))
+        advance();
+      if (digits() == 0)
+        fail("expected digits after the exponent");
     }
     return std::strtod(s_.substr(start, i_ - start).c_str(), nullptr);
   }
@@ -174,12 +189,19 @@ class Parser {
 };
 
 // Shape of a rectangular nested list of numbers; fails on ragged or non-numeric entries.
-void collect(const Literal& v, size_t depth, std::vector<int64_t>& shape, std::vector<double>& out,
-             const std::string& name, const std::string& source) {
+void collect(const Literal& v,
+             size_t depth,
+             std::vector<int64_t>& shape,
+             std::vector<double>& out,
+             const std::string& name,
+             const std::string& source) {
   if (v.kind == Literal::kNumber || v.kind == Literal::kBool) {
     if (depth != shape.size()) {
       throw Error(fmt::format("{}: {}: a number where a list was expected (nesting depth {} of {})",
-                              where(source, v), name, depth, shape.size()));
+                              where(source, v),
+                              name,
+                              depth,
+                              shape.size()));
     }
     out.push_back(v.number);
     return;
@@ -189,13 +211,18 @@ void collect(const Literal& v, size_t depth, std::vector<int64_t>& shape, std::v
   }
   if (depth == shape.size()) {
     if (!out.empty()) {
-      throw Error(fmt::format("{}: {}: a list where a number was expected", where(source, v), name));
+      throw Error(
+          fmt::format("{}: {}: a list where a number was expected", where(source, v), name));
     }
     shape.push_back(static_cast<int64_t>(v.items.size()));
   } else if (shape[depth] != static_cast<int64_t>(v.items.size())) {
-    throw Error(fmt::format("{}: {}: a row of {} entries where the others have {} (arrays must be "
-                            "rectangular)",
-                            where(source, v), name, v.items.size(), shape[depth]));
+    throw Error(
+        fmt::format("{}: {}: a row of {} entries where the others have {} (arrays must be "
+                    "rectangular)",
+                    where(source, v),
+                    name,
+                    v.items.size(),
+                    shape[depth]));
   }
   for (const auto& item : v.items) {
     collect(item, depth + 1, shape, out, name, source);
@@ -214,7 +241,8 @@ torch::Tensor to_tensor(const Literal& v, const std::string& name, const std::st
   if (values.empty()) {
     // [] or [[], []]: the empty array of the listed outer sizes (the innermost is 0).
     std::vector<int64_t> sizes;
-    for (int64_t s : shape) sizes.push_back(s);
+    for (int64_t s : shape)
+      sizes.push_back(s);
     return torch::zeros(sizes, torch::kFloat64);
   }
   return torch::tensor(values, torch::kFloat64).view(shape).clone();
@@ -224,8 +252,12 @@ std::string where(const std::string& source, const Literal& v) {
   return fmt::format("{}:{}:{}", source, v.line, v.column);
 }
 
-std::string shape_str(const torch::Tensor& t) { return fmt::format("[{}]", fmt::join(t.sizes(), ", ")); }
+std::string shape_str(const torch::Tensor& t) {
+  return fmt::format("[{}]", fmt::join(t.sizes(), ", "));
+}
 
-Literal parse_literal(const std::string& text, const std::string& source) { return Parser(text, source).parse(); }
+Literal parse_literal(const std::string& text, const std::string& source) {
+  return Parser(text, source).parse();
+}
 
 }  // namespace lengen::taotp

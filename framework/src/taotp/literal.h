@@ -14,15 +14,17 @@ namespace lengen::taotp {
 
 struct Literal {
   enum Kind { kDict, kList, kNumber, kString, kBool, kNone } kind = kNone;
+
   double number = 0;
   std::string text;
-  std::vector<Literal> items;                              // kList
-  std::vector<std::pair<std::string, Literal>> fields;     // kDict, in file order
+  std::vector<Literal> items;                           // kList
+  std::vector<std::pair<std::string, Literal>> fields;  // kDict, in file order
   int line = 0, column = 0;
 
   const Literal* field(const std::string& key) const {
     for (const auto& [k, v] : fields) {
-      if (k == key) return &v;
+      if (k == key)
+        return &v;
     }
     return nullptr;
   }

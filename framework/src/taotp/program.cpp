@@ -16,37 +16,52 @@ namespace lengen::taotp {
 
 namespace {
 
-void expect_shape(const torch::Tensor& t, const std::vector<int64_t>& shape, const std::string& name,
-                  const std::string& source, const Literal* at) {
+void expect_shape(const torch::Tensor& t,
+                  const std::vector<int64_t>& shape,
+                  const std::string& name,
+                  const std::string& source,
+                  const Literal* at) {
   if (t.sizes() != torch::IntArrayRef(shape)) {
     throw Error(fmt::format("{}: {} has shape {}, expected [{}]",
-                            at ? where(source, *at) : source, name, shape_str(t),
+                            at ? where(source, *at) : source,
+                            name,
+                            shape_str(t),
                             fmt::join(shape, ", ")));
   }
 }
 
-LayerNormParams layer_norm_params(const Literal* v, const std::string& name, int64_t C,
+LayerNormParams layer_norm_params(const Literal* v,
+                                  const std::string& name,
+                                  int64_t C,
                                   const std::string& source) {
   LayerNormParams p{torch::tensor(1.0, torch::kFloat64), torch::tensor(0.0, torch::kFloat64)};
-  if (!v) return p;
+  if (!v)
+    return p;
   if (v->kind != Literal::kDict) {
-    throw Error(fmt::format("{}: {} must be a dict {{\"gamma\": ..., \"beta\": ...}}", where(source, *v), name));
+    throw Error(fmt::format(
+        "{}: {} must be a dict {{\"gamma\": ..., \"beta\": ...}}", where(source, *v), name));
   }
   for (const auto& [key, value] : v->fields) {
     if (key != "gamma" && key != "beta") {
       throw Error(fmt::format("{}: {}: unknown key '{}'{}; expected gamma and beta",
-                              where(source, value), name, key, did_you_mean(key, {"gamma", "beta"})));
+                              where(source, value),
+                              name,
+                              key,
+                              did_you_mean(key, {"gamma", "beta"})));
     }
     auto t = to_tensor(value, name + "." + key, source);
     if (t.dim() > 1 || (t.dim() == 1 && t.size(0) != C)) {
-      throw Error(fmt::format("{}: {}.{} has shape {}, expected a scalar or [{}]", where(source, value),
-                              name, key, shape_str(t), C));
+      throw Error(fmt::format("{}: {}.{} has shape {}, expected a scalar or [{}]",
+                              where(source, value),
+                              name,
+                              key,
+                              shape_str(t),
+                              C));
     }
     (key == "gamma" ? p.gamma : p.beta) = t;
   }
   return p;
 }
-
 
 }  // namespace
 
@@ -59,28 +74,37 @@ Program parse_program(const std::string& text, const std::string& source) {
   const std::vector<std::string> known{"tok_emb", "pos_emb", "out_emb", "layers", "lnf"};
   for (const auto& [key, value] : root.fields) {
     if (std::find(known.begin(), known.end(), key) == known.end()) {
-      throw Error(fmt::format("{}: unknown key '{}'{}; a program has {}", where(source, value), key,
-                              did_you_mean(key, known), join(known)));
+      throw Error(fmt::format("{}: unknown key '{}'{}; a program has {}",
+                              where(source, value),
+                              key,
+                              did_you_mean(key, known),
+                              join(known)));
     }
   }
   auto required = [&](const char* key) -> const Literal& {
     const Literal* v = root.field(key);
-    if (!v) throw Error(fmt::format("{}: the program has no '{}'", source, key));
+    if (!v)
+      throw Error(fmt::format("{}: the program has no '{}'", source, key));
     return *v;
   };
   Program p;
   const Literal& tok = required("tok_emb");
   p.tok_emb = to_tensor(tok, "tok_emb", source);
   if (p.tok_emb.dim() != 2 || p.tok_emb.size(0) < 1 || p.tok_emb.size(1) < 1) {
-    throw Error(fmt::format("{}: tok_emb has shape {}, expected [vocab_size, d_model] with both >= 1",
-                            where(source, tok), shape_str(p.tok_emb)));
+    throw Error(
+        fmt::format("{}: tok_emb has shape {}, expected [vocab_size, d_model] with both >= 1",
+                    where(source, tok),
+                    shape_str(p.tok_emb)));
   }
   const int64_t V = p.vocab_size(), C = p.d_model();
   const Literal& pos = required("pos_emb");
   p.pos_emb = to_tensor(pos, "pos_emb", source);
   if (p.pos_emb.dim() != 2 || p.pos_emb.size(1) != C || p.pos_emb.size(0) < 1) {
-    throw Error(fmt::format("{}: pos_emb has shape {}, expected [block_size, {}] (d_model from tok_emb)",
-                            where(source, pos), shape_str(p.pos_emb), C));
+    throw Error(
+        fmt::format("{}: pos_emb has shape {}, expected [block_size, {}] (d_model from tok_emb)",
+                    where(source, pos),
+                    shape_str(p.pos_emb),
+                    C));
   }
   if (const Literal* out = root.field("out_emb")) {
     p.out_emb = to_tensor(*out, "out_emb", source);
@@ -92,7 +116,8 @@ Program parse_program(const std::string& text, const std::string& source) {
     if (layers->kind != Literal::kList) {
       throw Error(fmt::format("{}: layers must be a list of dicts", where(source, *layers)));
     }
-    const std::vector<std::string> layer_keys{"Q", "K", "V", "P", "M1", "b1", "M2", "b2", "ln1", "ln2"};
+    const std::vector<std::string> layer_keys{
+        "Q", "K", "V", "P", "M1", "b1", "M2", "b2", "ln1", "ln2"};
     for (size_t l = 0; l < layers->items.size(); ++l) {
       const Literal& lv = layers->items[l];
       const std::string lname = fmt::format("layers[{}]", l);
@@ -101,13 +126,18 @@ Program parse_program(const std::string& text, const std::string& source) {
       }
       for (const auto& [key, value] : lv.fields) {
         if (std::find(layer_keys.begin(), layer_keys.end(), key) == layer_keys.end()) {
-          throw Error(fmt::format("{}: {}: unknown key '{}'{}; a layer has {}", where(source, value), lname,
-                                  key, did_you_mean(key, layer_keys), join(layer_keys)));
+          throw Error(fmt::format("{}: {}: unknown key '{}'{}; a layer has {}",
+                                  where(source, value),
+                                  lname,
+                                  key,
+                                  did_you_mean(key, layer_keys),
+                                  join(layer_keys)));
         }
       }
       auto array = [&](const char* key) -> std::pair<torch::Tensor, const Literal*> {
         const Literal* v = lv.field(key);
-        if (!v) return {torch::Tensor(), nullptr};
+        if (!v)
+          return {torch::Tensor(), nullptr};
         return {to_tensor(*v, lname + "." + key, source), v};
       };
       Layer layer;
@@ -116,14 +146,18 @@ Program parse_program(const std::string& text, const std::string& source) {
         throw Error(fmt::format("{}: {} has no 'Q'", where(source, lv), lname));
       }
       if (q.dim() != 3 || q.size(1) != C || q.size(0) < 1 || q.size(2) < 1) {
-        throw Error(fmt::format("{}: {}.Q has shape {}, expected [n_heads, {}, d_head]", where(source, *q_at),
-                                lname, shape_str(q), C));
+        throw Error(fmt::format("{}: {}.Q has shape {}, expected [n_heads, {}, d_head]",
+                                where(source, *q_at),
+                                lname,
+                                shape_str(q),
+                                C));
       }
       layer.Q = q;
       const int64_t H = q.size(0), D = q.size(2);
       for (const char* key : {"K", "V", "P"}) {
         auto [t, at] = array(key);
-        if (!t.defined()) throw Error(fmt::format("{}: {} has no '{}'", where(source, lv), lname, key));
+        if (!t.defined())
+          throw Error(fmt::format("{}: {} has no '{}'", where(source, lv), lname, key));
         expect_shape(t, {H, C, D}, lname + "." + key, source, at);
         (key[0] == 'K' ? layer.K : key[0] == 'V' ? layer.V : layer.P) = t;
       }
@@ -135,16 +169,21 @@ Program parse_program(const std::string& text, const std::string& source) {
       const bool no_mlp = (!m1.defined() || m1.numel() == 0) && (!m2.defined() || m2.numel() == 0);
       const int64_t F = no_mlp ? 0 : (m1.defined() && m1.dim() == 2 ? m1.size(1) : -1);
       if (F < 0) {
-        throw Error(fmt::format("{}: {}.M1 has shape {}, expected [{}, d_ff]", m1_at ? where(source, *m1_at) : source,
-                                lname, m1.defined() ? shape_str(m1) : "none", C));
+        throw Error(fmt::format("{}: {}.M1 has shape {}, expected [{}, d_ff]",
+                                m1_at ? where(source, *m1_at) : source,
+                                lname,
+                                m1.defined() ? shape_str(m1) : "none",
+                                C));
       }
       layer.M1 = F == 0 ? torch::zeros({C, 0}, torch::kFloat64) : m1;
       expect_shape(layer.M1, {C, F}, lname + ".M1", source, m1_at);
       layer.b1 = (F == 0 || !b1.defined()) ? torch::zeros({F}, torch::kFloat64) : b1;
-      if (F > 0) expect_shape(layer.b1, {F}, lname + ".b1", source, b1_at);
+      if (F > 0)
+        expect_shape(layer.b1, {F}, lname + ".b1", source, b1_at);
       layer.M2 = F == 0 ? torch::zeros({0, C}, torch::kFloat64) : m2;
       if (F > 0) {
-        if (!m2.defined()) throw Error(fmt::format("{}: {} has M1 but no 'M2'", where(source, lv), lname));
+        if (!m2.defined())
+          throw Error(fmt::format("{}: {} has M1 but no 'M2'", where(source, lv), lname));
         expect_shape(layer.M2, {F, C}, lname + ".M2", source, m2_at);
       }
       layer.b2 = (!b2.defined() || b2.numel() == 0) ? torch::zeros({C}, torch::kFloat64) : b2;
@@ -152,9 +191,13 @@ Program parse_program(const std::string& text, const std::string& source) {
       layer.ln1 = layer_norm_params(lv.field("ln1"), lname + ".ln1", C, source);
       layer.ln2 = layer_norm_params(lv.field("ln2"), lname + ".ln2", C, source);
       if (!p.layers.empty() && p.layers.front().Q.size(2) != D) {
-        throw Error(fmt::format("{}: {}.Q has d_head {} but layers[0] has {}; lengen's layers share one "
-                                "head width (heads and d_ff may differ: they are zero-padded)",
-                                where(source, *q_at), lname, D, p.layers.front().Q.size(2)));
+        throw Error(
+            fmt::format("{}: {}.Q has d_head {} but layers[0] has {}; lengen's layers share one "
+                        "head width (heads and d_ff may differ: they are zero-padded)",
+                        where(source, *q_at),
+                        lname,
+                        D,
+                        p.layers.front().Q.size(2)));
       }
       p.layers.push_back(std::move(layer));
     }
@@ -185,7 +228,8 @@ void write_array(std::ostream& os, const torch::Tensor& t) {
     os << '[';
     const int64_t stride = c.stride(dim);
     for (int64_t i = 0; i < c.size(dim); ++i) {
-      if (i) os << ", ";
+      if (i)
+        os << ", ";
       rec(dim + 1, offset + i * stride);
     }
     os << ']';
@@ -221,9 +265,14 @@ std::string program_to_json(const Program& p) {
   for (size_t l = 0; l < p.layers.size(); ++l) {
     const Layer& L = p.layers[l];
     os << (l ? ",\n    {" : "\n    {");
-    const std::pair<const char*, const torch::Tensor*> arrays[] = {
-        {"Q", &L.Q}, {"K", &L.K}, {"V", &L.V}, {"P", &L.P},
-        {"M1", &L.M1}, {"b1", &L.b1}, {"M2", &L.M2}, {"b2", &L.b2}};
+    const std::pair<const char*, const torch::Tensor*> arrays[] = {{"Q", &L.Q},
+                                                                   {"K", &L.K},
+                                                                   {"V", &L.V},
+                                                                   {"P", &L.P},
+                                                                   {"M1", &L.M1},
+                                                                   {"b1", &L.b1},
+                                                                   {"M2", &L.M2},
+                                                                   {"b2", &L.b2}};
     for (const auto& [key, t] : arrays) {
       os << "\"" << key << "\": ";
       write_array(os, *t);
@@ -259,6 +308,7 @@ ParameterCount count_parameters(const Program& p) {
   }
   return c;
 }
+
 std::vector<std::string> parse_vocabulary(const std::string& text, const std::string& source) {
   std::vector<std::string> tokens;
   // A list when the first character outside blank and `#` comment lines is '['.
@@ -285,15 +335,20 @@ std::vector<std::string> parse_vocabulary(const std::string& text, const std::st
     std::string line;
     std::istringstream in(text);
     while (std::getline(in, line)) {
-      if (!line.empty() && line.back() == '\r') line.pop_back();
+      if (!line.empty() && line.back() == '\r')
+        line.pop_back();
       tokens.push_back(line);
     }
   }
   LENGEN_CHECK(!tokens.empty(), "{}: the vocabulary is empty", source);
   for (size_t i = 0; i < tokens.size(); ++i) {
     for (size_t j = 0; j < i; ++j) {
-      LENGEN_CHECK(tokens[i] != tokens[j], "{}: token '{}' appears twice (entries {} and {})", source,
-                   tokens[i], j, i);
+      LENGEN_CHECK(tokens[i] != tokens[j],
+                   "{}: token '{}' appears twice (entries {} and {})",
+                   source,
+                   tokens[i],
+                   j,
+                   i);
     }
   }
   return tokens;

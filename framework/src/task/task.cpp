@@ -17,7 +17,8 @@ Vocabulary::Vocabulary(std::vector<std::string> tokens,
     : tokens_(std::move(tokens)) {
   for (size_t i = 0; i < tokens_.size(); ++i) {
     LENGEN_CHECK(index_.emplace(tokens_[i], static_cast<int64_t>(i)).second,
-                 "vocabulary: token '{}' appears twice", tokens_[i]);
+                 "vocabulary: token '{}' appears twice",
+                 tokens_[i]);
   }
   pad_ = id(pad);
   bos_ = id(bos);
@@ -25,15 +26,17 @@ Vocabulary::Vocabulary(std::vector<std::string> tokens,
 }
 
 const std::string& Vocabulary::token(int64_t id) const {
-  LENGEN_CHECK(id >= 0 && id < size(), "token id {} is outside the vocabulary (size {})", id,
-               size());
+  LENGEN_CHECK(
+      id >= 0 && id < size(), "token id {} is outside the vocabulary (size {})", id, size());
   return tokens_[static_cast<size_t>(id)];
 }
 
 int64_t Vocabulary::id(const std::string& token) const {
   auto it = index_.find(token);
   if (it == index_.end()) {
-    throw Error(fmt::format("token '{}' is not in the vocabulary ({}){}", token, join(tokens_),
+    throw Error(fmt::format("token '{}' is not in the vocabulary ({}){}",
+                            token,
+                            join(tokens_),
                             did_you_mean(token, tokens_)));
   }
   return it->second;
@@ -57,9 +60,13 @@ std::vector<int64_t> Vocabulary::encode(const std::string& text) const {
       }
     }
     if (best < 0) {
-      throw Error(fmt::format("'{}': character '{}' at column {} is not a token of this task "
-                              "(tokens: {})",
-                              text, text[i], i + 1, join(tokens_, " ")));
+      throw Error(
+          fmt::format("'{}': character '{}' at column {} is not a token of this task "
+                      "(tokens: {})",
+                      text,
+                      text[i],
+                      i + 1,
+                      join(tokens_, " ")));
     }
     out.push_back(best);
     i += best_len;
@@ -123,7 +130,9 @@ LabeledExample Task::to_labeled(const Example& ex) const {
         "the per-position (encoder) layout needs a response whose length the query fixes: the "
         "response of '{}' has {} tokens where the query allows {} (its output slots would "
         "reveal the answer's length); use a padded format (e.g. zero_pad: true)",
-        render(ex.tokens), T - P, R));
+        render(ex.tokens),
+        T - P,
+        R));
   }
   const int64_t pad = vocabulary().pad();
   LabeledExample out;
@@ -141,7 +150,9 @@ LabeledExample Task::to_labeled(const Example& ex) const {
 std::vector<int64_t> Task::from_labeled(const LabeledExample& lx,
                                         const std::vector<int64_t>& predicted) const {
   LENGEN_CHECK(static_cast<int64_t>(predicted.size()) == lx.length(),
-               "from_labeled: {} predictions for {} positions", predicted.size(), lx.length());
+               "from_labeled: {} predictions for {} positions",
+               predicted.size(),
+               lx.length());
   return labeled_response({predicted.begin() + lx.slot_begin, predicted.end()}, vocabulary().pad());
 }
 

@@ -6,13 +6,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <cerrno>
 #include <cstring>
+#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
+#include <unistd.h>
 
 namespace fs = std::filesystem;
 
@@ -53,14 +52,22 @@ const char* dtype_code(torch::Dtype d) {
 }
 
 torch::Dtype dtype_from_code(const std::string& c, const std::string& path) {
-  if (c == "F32") return torch::kFloat32;
-  if (c == "F64") return torch::kFloat64;
-  if (c == "BF16") return torch::kBFloat16;
-  if (c == "F16") return torch::kFloat16;
-  if (c == "I64") return torch::kInt64;
-  if (c == "I32") return torch::kInt32;
-  if (c == "U8") return torch::kUInt8;
-  if (c == "BOOL") return torch::kBool;
+  if (c == "F32")
+    return torch::kFloat32;
+  if (c == "F64")
+    return torch::kFloat64;
+  if (c == "BF16")
+    return torch::kBFloat16;
+  if (c == "F16")
+    return torch::kFloat16;
+  if (c == "I64")
+    return torch::kInt64;
+  if (c == "I32")
+    return torch::kInt32;
+  if (c == "U8")
+    return torch::kUInt8;
+  if (c == "BOOL")
+    return torch::kBool;
   throw Error(fmt::format("{}: unsupported safetensors dtype '{}'", path, c));
 }
 
@@ -194,8 +201,10 @@ TensorFile load_safetensors(const std::string& path) {
     throw Error(fmt::format("{}: malformed safetensors header: {}", path, e.what()));
   }
   if (!header.is_object()) {
-    throw Error(fmt::format("{}: the safetensors header is a JSON {}, expected an object of tensors", path,
-                            header.type_name()));
+    throw Error(
+        fmt::format("{}: the safetensors header is a JSON {}, expected an object of tensors",
+                    path,
+                    header.type_name()));
   }
   TensorFile out;
   const uint64_t data_start = 8 + n;
@@ -205,11 +214,14 @@ TensorFile load_safetensors(const std::string& path) {
     const auto& e = *it;
     if (name == "__metadata__") {
       if (!e.is_object()) {
-        throw Error(fmt::format("{}: __metadata__ is a JSON {}, expected an object of strings", path, e.type_name()));
+        throw Error(fmt::format(
+            "{}: __metadata__ is a JSON {}, expected an object of strings", path, e.type_name()));
       }
       for (auto m = e.begin(); m != e.end(); ++m) {
         if (!m->is_string()) {
-          throw Error(fmt::format("{}: __metadata__.{} is a JSON {}, expected a string", path, m.key(),
+          throw Error(fmt::format("{}: __metadata__.{} is a JSON {}, expected a string",
+                                  path,
+                                  m.key(),
                                   m->type_name()));
         }
         out.metadata[m.key()] = m->get<std::string>();
@@ -220,19 +232,25 @@ TensorFile load_safetensors(const std::string& path) {
     auto bad = [&](const std::string& what) {
       return Error(fmt::format("{}: tensor '{}': {}", path, name, what));
     };
-    if (!e.is_object()) throw bad(fmt::format("a JSON {}, expected {{dtype, shape, data_offsets}}", e.type_name()));
+    if (!e.is_object())
+      throw bad(fmt::format("a JSON {}, expected {{dtype, shape, data_offsets}}", e.type_name()));
     for (const char* key : {"dtype", "shape", "data_offsets"}) {
-      if (!e.contains(key)) throw bad(fmt::format("no '{}'", key));
+      if (!e.contains(key))
+        throw bad(fmt::format("no '{}'", key));
     }
-    if (!e["dtype"].is_string()) throw bad("dtype is not a string");
-    const torch::Dtype dt = dtype_from_code(e["dtype"].get<std::string>(), path + ": tensor '" + name + "'");
+    if (!e["dtype"].is_string())
+      throw bad("dtype is not a string");
+    const torch::Dtype dt =
+        dtype_from_code(e["dtype"].get<std::string>(), path + ": tensor '" + name + "'");
     const auto& shape_j = e["shape"];
-    if (!shape_j.is_array()) throw bad("shape is not a list");
+    if (!shape_j.is_array())
+      throw bad("shape is not a list");
     std::vector<int64_t> shape;
     uint64_t numel = 1;
     for (const auto& d : shape_j) {
       if (!d.is_number_unsigned() && !(d.is_number_integer() && d.get<int64_t>() >= 0)) {
-        throw bad(fmt::format("shape {}: every size must be a non-negative integer", shape_j.dump()));
+        throw bad(
+            fmt::format("shape {}: every size must be a non-negative integer", shape_j.dump()));
       }
       const uint64_t v = d.get<uint64_t>();
       if (v > static_cast<uint64_t>(INT64_MAX) || __builtin_mul_overflow(numel, v, &numel)) {
@@ -243,24 +261,38 @@ TensorFile load_safetensors(const std::string& path) {
     const uint64_t element = static_cast<uint64_t>(c10::elementSize(dt));
     uint64_t bytes = 0;
     if (__builtin_mul_overflow(numel, element, &bytes) || bytes > data_size) {
-      throw bad(fmt::format("shape {} of {} needs {} elements, more than the {} bytes of data the file holds",
-                            shape_j.dump(), e["dtype"].get<std::string>(), numel, data_size));
+      throw bad(fmt::format(
+          "shape {} of {} needs {} elements, more than the {} bytes of data the file holds",
+          shape_j.dump(),
+          e["dtype"].get<std::string>(),
+          numel,
+          data_size));
     }
     const auto& offs_j = e["data_offsets"];
     if (!offs_j.is_array() || offs_j.size() != 2 || !offs_j[0].is_number_unsigned() ||
         !offs_j[1].is_number_unsigned()) {
-      throw bad(fmt::format("data_offsets {}: expected [begin, end], two non-negative integers", offs_j.dump()));
+      throw bad(fmt::format("data_offsets {}: expected [begin, end], two non-negative integers",
+                            offs_j.dump()));
     }
     const uint64_t begin = offs_j[0].get<uint64_t>(), end = offs_j[1].get<uint64_t>();
     if (begin > end || end > data_size || end - begin != bytes) {
-      throw bad(fmt::format("data_offsets [{}, {}] (bytes {} to {} of the file) do not hold its {} bytes within the {} "
-                            "bytes of data (file truncated?)",
-                            begin, end, data_start + begin, data_start + end, bytes, data_size));
+      throw bad(
+          fmt::format("data_offsets [{}, {}] (bytes {} to {} of the file) do not hold its {} bytes "
+                      "within the {} "
+                      "bytes of data (file truncated?)",
+                      begin,
+                      end,
+                      data_start + begin,
+                      data_start + end,
+                      bytes,
+                      data_size));
     }
     auto t = torch::empty(shape, torch::TensorOptions().dtype(dt));
     in.seekg(static_cast<std::streamoff>(data_start + begin));
-    if (bytes > 0 && !in.read(static_cast<char*>(t.data_ptr()), static_cast<std::streamsize>(bytes))) {
-      throw bad(fmt::format("bytes {} to {} could not be read", data_start + begin, data_start + end));
+    if (bytes > 0 &&
+        !in.read(static_cast<char*>(t.data_ptr()), static_cast<std::streamsize>(bytes))) {
+      throw bad(
+          fmt::format("bytes {} to {} could not be read", data_start + begin, data_start + end));
     }
     out.tensors.emplace_back(name, t);
   }
@@ -272,7 +304,9 @@ int64_t training_step_of(const TensorFile& file, const std::string& path) {
   LENGEN_CHECK(it != file.metadata.end(), "{}: not a lengen training checkpoint (no step)", path);
   const auto step = leading_integer(it->second);
   LENGEN_CHECK(step && step->used == it->second.size() && step->value >= 0,
-               "{}: the checkpoint's step is \"{}\", expected a step count", path, it->second);
+               "{}: the checkpoint's step is \"{}\", expected a step count",
+               path,
+               it->second);
   return step->value;
 }
 

@@ -17,7 +17,6 @@ namespace lengen {
 
 #if LENGEN_CUDA_GRAPHS
 
-
 struct CudaGraph::Impl {
   // Made at capture: LibTorch's constructor asks for the current CUDA stream, which fails in a
   // CUDA build on a machine (or under CUDA_VISIBLE_DEVICES=) with no device.
@@ -25,9 +24,12 @@ struct CudaGraph::Impl {
   bool captured = false;
 };
 
-bool CudaGraph::supported() { return true; }
+bool CudaGraph::supported() {
+  return true;
+}
 
 CudaGraph::CudaGraph() : impl_(std::make_unique<Impl>()) {}
+
 CudaGraph::~CudaGraph() = default;
 
 void CudaGraph::capture(const std::function<void()>& body) {
@@ -74,25 +76,34 @@ void CudaGraph::replay() {
   impl_->graph->replay();
 }
 
-bool CudaGraph::captured() const { return impl_->captured; }
+bool CudaGraph::captured() const {
+  return impl_->captured;
+}
 
 #else  // no CUDA graphs in this build
 
 struct CudaGraph::Impl {};
 
-bool CudaGraph::supported() { return false; }
+bool CudaGraph::supported() {
+  return false;
+}
 
 CudaGraph::CudaGraph() = default;
 CudaGraph::~CudaGraph() = default;
 
 void CudaGraph::capture(const std::function<void()>&) {
-  throw Error("CUDA graphs are not in this build: it needs a CUDA build of LibTorch "
-              "(configure with LENGEN_CUDA_GRAPHS=ON, the default where one is found)");
+  throw Error(
+      "CUDA graphs are not in this build: it needs a CUDA build of LibTorch "
+      "(configure with LENGEN_CUDA_GRAPHS=ON, the default where one is found)");
 }
 
-void CudaGraph::replay() { throw Error("internal: replay of a CUDA graph in a build without them"); }
+void CudaGraph::replay() {
+  throw Error("internal: replay of a CUDA graph in a build without them");
+}
 
-bool CudaGraph::captured() const { return false; }
+bool CudaGraph::captured() const {
+  return false;
+}
 
 #endif
 

@@ -2,14 +2,14 @@
 // the final answer) and counts it.
 #include "lengen/train/evaluator.h"
 
-#include "lengen/core/torch_compat.h"
+#include "batch_plan.h"
 
 #include "lengen/core/error.h"
 #include "lengen/core/fault.h"
 #include "lengen/core/rng.h"
+#include "lengen/core/torch_compat.h"
 #include "lengen/model/architecture.h"
 #include "lengen/model/batch.h"
-#include "batch_plan.h"
 
 #include <algorithm>
 #include <chrono>
@@ -18,8 +18,10 @@ namespace lengen {
 
 Example answer_only(const Example& ex) {
   LENGEN_CHECK(ex.answer_begin >= ex.prompt_length && ex.answer_begin < ex.length(),
-               "answer_only: answer_begin {} is outside the response [{}, {})", ex.answer_begin,
-               ex.prompt_length, ex.length());
+               "answer_only: answer_begin {} is outside the response [{}, {})",
+               ex.answer_begin,
+               ex.prompt_length,
+               ex.length());
   Example out = ex;
   std::fill(out.loss_mask.begin(), out.loss_mask.end(), 0);
   for (int64_t t = ex.answer_begin; t + 1 < ex.length(); ++t) {
@@ -28,13 +30,17 @@ Example answer_only(const Example& ex) {
   return out;
 }
 
-bool answer_match(const Example& ex, const std::vector<int64_t>& response, int64_t eos, int64_t separator) {
+bool answer_match(const Example& ex,
+                  const std::vector<int64_t>& response,
+                  int64_t eos,
+                  int64_t separator) {
   auto end = std::find(response.begin(), response.end(), eos);
   if (end == response.end()) {
     return false;
   }
   const auto n = static_cast<std::ptrdiff_t>(ex.length() - 1 - ex.answer_begin);
-  if (end - response.begin() < n || !std::equal(end - n, end, ex.tokens.begin() + ex.answer_begin)) {
+  if (end - response.begin() < n ||
+      !std::equal(end - n, end, ex.tokens.begin() + ex.answer_begin)) {
     return false;
   }
   // With a separator: nothing but the answer between the last separator and EOS.
@@ -59,9 +65,8 @@ static bool decodes(const EvalConfig& cfg) {
 }
 
 std::string metric_description(const EvalConfig& cfg) {
-  const char* how = decodes(cfg)
-                        ? "under greedy decoding"
-                        : "teacher-forced (equal to greedy decoding)";
+  const char* how =
+      decodes(cfg) ? "under greedy decoding" : "teacher-forced (equal to greedy decoding)";
   if (cfg.metric == "answer") {
     return "exact match of the final answer (tokens before EOS) under greedy decoding";
   }
@@ -117,16 +122,19 @@ std::vector<CellResult> evaluate_grid(
     const std::function<void(const CellResult&, size_t, size_t)>& progress) {
   std::vector<GridCell> cells = cfg.cells();
   std::vector<CellResult> results;
+
   // eval.loops: a looped model applied more (or fewer) times than in training;
   // eval.adaptive_loops: up to that many more, keeping each sample's most confident loop.
   struct LoopsGuard {
     Transformer& m;
     int64_t saved, saved_adaptive;
+
     ~LoopsGuard() {
       m->set_loops(saved);
       m->set_adaptive_loops(saved_adaptive);
     }
   } loops_guard{model, model->loops(), model->adaptive_loops()};
+
   if (cfg.loops > 0) {
     model->set_loops(cfg.loops);
   }
@@ -159,9 +167,11 @@ std::vector<CellResult> evaluate_grid(
         for (size_t i = 0; i < chunk.size(); ++i) {
           const Example& ex = chunk[i];
           const auto& resp = responses[i];
-          const bool ok = answer ? answer_match(ex, resp, task.vocabulary().eos(),
-                                                answer_separator(ex, task.vocabulary()))
-                                 : task.exact_match(ex, resp);
+          const bool ok =
+              answer
+                  ? answer_match(
+                        ex, resp, task.vocabulary().eos(), answer_separator(ex, task.vocabulary()))
+                  : task.exact_match(ex, resp);
           if (breakdown) {
             analysis.add(ex.meta, cfg.breakdown, ok, ex.response(), resp);
           }
@@ -182,7 +192,8 @@ std::vector<CellResult> evaluate_grid(
           ex = answer_only(ex);
         }
       }
-      auto errors = teacher_forced_first_errors(model, task, examples, device, cfg.batch_size, cfg.batch_tokens);
+      auto errors = teacher_forced_first_errors(
+          model, task, examples, device, cfg.batch_size, cfg.batch_tokens);
       for (const auto& err : errors) {
         if (err.position < 0) {
           ++correct;
@@ -204,8 +215,11 @@ std::vector<CellResult> evaluate_grid(
         }
         const Example& ex = examples[i];
         const std::vector<int64_t> prompt(ex.tokens.begin(), ex.tokens.begin() + ex.prompt_length);
-        r.examples.push_back({task.render(prompt), task.render(ex.response()),
-                              task.render(decoded[i].second), want, ex.meta});
+        r.examples.push_back({task.render(prompt),
+                              task.render(ex.response()),
+                              task.render(decoded[i].second),
+                              want,
+                              ex.meta});
       }
     }
     for (const auto& [tokens, n] : first_errors) {

@@ -1,18 +1,17 @@
 // The Trainer's step as one CUDA graph per padded shape (train.cuda_graphs): capture, replay and
 // the eager fallback; the rest of the Trainer is trainer.cpp.
-#include "lengen/train/trainer.h"
-
 #include "cuda_graph.h"
 
 #include "lengen/core/error.h"
 #include "lengen/core/log.h"
 #include "lengen/model/architecture.h"
+#include "lengen/train/trainer.h"
 #include "lengen/train/weights.h"
 
 namespace lengen {
 
 struct Trainer::GraphedStep {
-  Batch batch;         // static inputs: each step's batch is copied into these tensors
+  Batch batch;  // static inputs: each step's batch is copied into these tensors
   CudaGraph graph;
   torch::Tensor loss;  // static output, rewritten by every replay
   int64_t seen = 0;    // steps of this shape so far (the first runs eagerly, as a warm-up)
@@ -84,7 +83,8 @@ torch::Tensor Trainer::graphed_step(const Batch& batch, int64_t step_index) {
     // remembered result for it (PositionMemo matches the same view of the same memory).
     if (!g->batch.inputs.defined()) {
       g->batch = padded;
-      for (torch::Tensor* t : {&g->batch.inputs, &g->batch.targets, &g->batch.mask, &g->batch.ids}) {
+      for (torch::Tensor* t :
+           {&g->batch.inputs, &g->batch.targets, &g->batch.mask, &g->batch.ids}) {
         *t = t->clone();
       }
     } else {
@@ -96,12 +96,17 @@ torch::Tensor Trainer::graphed_step(const Batch& batch, int64_t step_index) {
     if (!g->graph.captured()) {
       try {
         g->graph.capture([&] { g->loss = graph_body(g->batch); });
-        logger("train")->info("step {}: captured the training step as a CUDA graph for batches of "
-                              "{} x {} (scored from {}); {} shape(s) so far",
-                              step_index, key[0], key[1], key[2], graphs_.size());
+        logger("train")->info(
+            "step {}: captured the training step as a CUDA graph for batches of "
+            "{} x {} (scored from {}); {} shape(s) so far",
+            step_index,
+            key[0],
+            key[1],
+            key[2],
+            graphs_.size());
       } catch (const Error& e) {
-        logger("train")->warn("step {}: {}; training without CUDA graphs from here on",
-                              step_index, e.what());
+        logger("train")->warn(
+            "step {}: {}; training without CUDA graphs from here on", step_index, e.what());
         graphs_off_ = true;
         optimizer_->zero_grad();
       }

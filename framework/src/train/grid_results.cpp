@@ -35,7 +35,8 @@ void CellAnalysis::add(const std::map<std::string, int64_t>& features,
                        const std::vector<int64_t>& response) {
   for (const auto& f : wanted) {
     auto it = features.find(f);
-    LENGEN_CHECK(it != features.end(), "eval.breakdown: the task wrote no feature '{}' for this example", f);
+    LENGEN_CHECK(
+        it != features.end(), "eval.breakdown: the task wrote no feature '{}' for this example", f);
     auto& [n, k] = by_feature[f][it->second];
     ++n;
     k += correct ? 1 : 0;
@@ -71,8 +72,11 @@ static nlohmann::json analysis_json(const CellAnalysis& a) {
   for (const auto& [feature, values] : a.by_feature) {
     nlohmann::json rows = nlohmann::json::array();
     for (const auto& [value, nk] : values) {
-      rows.push_back({{"value", value}, {"samples", nk.first}, {"correct", nk.second},
-                      {"accuracy", static_cast<double>(nk.second) / static_cast<double>(nk.first)}});
+      rows.push_back(
+          {{"value", value},
+           {"samples", nk.first},
+           {"correct", nk.second},
+           {"accuracy", static_cast<double>(nk.second) / static_cast<double>(nk.first)}});
     }
     j["by_feature"][feature] = rows;
   }
@@ -119,8 +123,8 @@ void write_grid_results(const RunDir& run,
       csv += fmt::format("{},", r.cell.at(a));
       c[a] = r.cell.at(a);
     }
-    csv += fmt::format("{},{},{:.6f},{:.6f},{:.6f}\n", r.samples, r.correct, r.accuracy, r.ci_low,
-                       r.ci_high);
+    csv += fmt::format(
+        "{},{},{:.6f},{:.6f},{:.6f}\n", r.samples, r.correct, r.accuracy, r.ci_low, r.ci_high);
     c["samples"] = r.samples;
     c["correct"] = r.correct;
     c["accuracy"] = r.accuracy;
@@ -132,8 +136,8 @@ void write_grid_results(const RunDir& run,
     for (const auto& [tokens, n] : r.first_errors) {
       errs.emplace_back(n, tokens);
     }
-    std::stable_sort(errs.begin(), errs.end(),
-                     [](const auto& a, const auto& b) { return a.first > b.first; });
+    std::stable_sort(
+        errs.begin(), errs.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
     c["first_errors"] = nlohmann::json::array();
     for (size_t i = 0; i < std::min<size_t>(errs.size(), 5); ++i) {
       c["first_errors"].push_back({{"expected", errs[i].second.first},
@@ -147,8 +151,13 @@ void write_grid_results(const RunDir& run,
           for (const auto& a : axes) {
             breakdown_csv += fmt::format("{},", r.cell.at(a));
           }
-          breakdown_csv += fmt::format("{},{},{},{},{:.6f}\n", feature, value, nk.first, nk.second,
-                                       static_cast<double>(nk.second) / static_cast<double>(nk.first));
+          breakdown_csv +=
+              fmt::format("{},{},{},{},{:.6f}\n",
+                          feature,
+                          value,
+                          nk.first,
+                          nk.second,
+                          static_cast<double>(nk.second) / static_cast<double>(nk.first));
         }
       }
     }
@@ -156,11 +165,12 @@ void write_grid_results(const RunDir& run,
     total += r.samples;
     total_correct += r.correct;
   }
-  nlohmann::json summary{{"axes", axes},
-                         {"cells", cells},
-                         {"samples", total},
-                         {"mean_accuracy", total ? static_cast<double>(total_correct) / total : 0.0},
-                         {"metric", metric}};
+  nlohmann::json summary{
+      {"axes", axes},
+      {"cells", cells},
+      {"samples", total},
+      {"mean_accuracy", total ? static_cast<double>(total_correct) / total : 0.0},
+      {"metric", metric}};
   summary["trained"] = nlohmann::json::object();
   for (const auto& [axis, range] : trained) {
     summary["trained"][axis] = {range.first, range.second};
@@ -173,16 +183,20 @@ void write_grid_results(const RunDir& run,
       for (const auto& a : axes) {
         cell[a] = r.cell.at(a);
       }
-      nlohmann::json line{{"cell", cell},           {"correct", e.correct},
-                          {"prompt", e.prompt},     {"reference", e.reference},
-                          {"response", e.response}, {"features", e.features}};
+      nlohmann::json line{{"cell", cell},
+                          {"correct", e.correct},
+                          {"prompt", e.prompt},
+                          {"reference", e.reference},
+                          {"response", e.response},
+                          {"features", e.features}};
       examples += line.dump() + "\n";
     }
   }
   write_file_atomic(run.grid().string(), csv);
   // The optional files: written when this evaluation has them, else an earlier one's removed.
-  for (const auto& [file, text] : {std::pair{run.breakdown(), any_analysis ? breakdown_csv : std::string()},
-                                   std::pair{run.examples(), examples}}) {
+  for (const auto& [file, text] :
+       {std::pair{run.breakdown(), any_analysis ? breakdown_csv : std::string()},
+        std::pair{run.examples(), examples}}) {
     if (!text.empty()) {
       write_file_atomic(file.string(), text);
     } else {

@@ -20,13 +20,13 @@ namespace {
 // Callbacks are plain function pointers, so their state is global: one counter at a time.
 std::atomic<bool> g_active{false};
 std::mutex g_mutex;
-std::map<std::string, int64_t> g_counts;             // guarded by g_mutex
+std::map<std::string, int64_t> g_counts;  // guarded by g_mutex
 std::atomic<int64_t> g_reads{0};
 std::atomic<bool> g_trace_reads{false};  // LENGEN_TRACE_READS=1: print where each read happens
 std::atomic<uint64_t> g_generation{0};   // one per counter: a thread's older stack is stale
-std::unordered_map<std::string, bool> g_is_kernel;   // guarded by g_mutex: per operator
-thread_local std::vector<bool> t_inside;             // per open operator: inside a counted one
-thread_local uint64_t t_generation = 0;              // the counter t_inside belongs to
+std::unordered_map<std::string, bool> g_is_kernel;  // guarded by g_mutex: per operator
+thread_local std::vector<bool> t_inside;            // per open operator: inside a counted one
+thread_local uint64_t t_generation = 0;             // the counter t_inside belongs to
 
 // This thread's stack of open operators, emptied if it was left by an earlier counter (an
 // operator still open on this thread when that counter was removed).
@@ -47,8 +47,8 @@ bool is_kernel_locked(const c10::OperatorName& op) {
   if (it != g_is_kernel.end()) {
     return it->second;
   }
-  static const std::set<std::string> kAllocation = {"aten::empty", "aten::empty_strided",
-                                                    "aten::resize_"};
+  static const std::set<std::string> kAllocation = {
+      "aten::empty", "aten::empty_strided", "aten::resize_"};
   // Multi-tensor and fused operators are one launch (a few, by chunk) on CUDA; a CPU-only
   // LibTorch registers no CUDA kernels and runs some of them as a loop of per-tensor ones.
   const bool multi_tensor =
@@ -119,9 +119,9 @@ OpCounter::OpCounter() {
   ++g_generation;
   const char* trace = std::getenv("LENGEN_TRACE_READS");
   g_trace_reads = trace != nullptr && std::string(trace) == "1";
-  handle_ = at::addGlobalCallback(at::RecordFunctionCallback(on_start, on_end)
-                                      .scopes({at::RecordScope::FUNCTION,
-                                               at::RecordScope::BACKWARD_FUNCTION}));
+  handle_ = at::addGlobalCallback(
+      at::RecordFunctionCallback(on_start, on_end)
+          .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION}));
 }
 
 OpCounter::~OpCounter() {
@@ -138,7 +138,9 @@ int64_t OpCounter::kernels() const {
   return n;
 }
 
-int64_t OpCounter::host_reads() const { return g_reads; }
+int64_t OpCounter::host_reads() const {
+  return g_reads;
+}
 
 std::map<std::string, int64_t> OpCounter::by_name() const {
   std::lock_guard<std::mutex> lock(g_mutex);

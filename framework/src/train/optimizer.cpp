@@ -28,10 +28,11 @@ OptimizerRegistry& optimizer_registry() {
 }
 
 ComponentSpec with_learning_rate(ComponentSpec spec) {
-  spec.options.insert(spec.options.begin(),
-                      OptionSpec::number("lr", "peak learning rate (> 0); train.schedule scales it each step")
-                          .with_default(1e-3)
-                          .at_least(0));
+  spec.options.insert(
+      spec.options.begin(),
+      OptionSpec::number("lr", "peak learning rate (> 0); train.schedule scales it each step")
+          .with_default(1e-3)
+          .at_least(0));
   return spec;
 }
 
@@ -40,17 +41,19 @@ void add_optimizer(ComponentSpec spec, PluginOrigin origin, OptimizerRegistry::F
 }
 
 std::string optimizer_name(const ConfigNode& node) {
-  if (!node.defined()) return "adam";
-  if (node.is_scalar()) return node.as_string();
+  if (!node.defined())
+    return "adam";
+  if (node.is_scalar())
+    return node.as_string();
   ConfigNode n = node.child("name");
   return n.defined() ? n.as_string() : "adam";
 }
 
-std::shared_ptr<Optimizer> make_optimizer(const ConfigNode& node,
-                                          std::vector<std::pair<std::string, torch::Tensor>> params) {
+std::shared_ptr<Optimizer> make_optimizer(
+    const ConfigNode& node, std::vector<std::pair<std::string, torch::Tensor>> params) {
   const ConfigNode options = node.defined() && node.is_map() ? node : ConfigNode();
-  return optimizer_registry().create_named(optimizer_name(node), options, OptimizerContext{std::move(params)},
-                                           node);
+  return optimizer_registry().create_named(
+      optimizer_name(node), options, OptimizerContext{std::move(params)}, node);
 }
 
 Optimizer::Optimizer(const OptimizerContext& ctx) : params_(ctx.params) {}
@@ -60,7 +63,8 @@ Optimizer::~Optimizer() = default;
 void Optimizer::add_state(const std::string& name) {
   state_names_.push_back(name);
   std::vector<torch::Tensor> tensors;
-  for (const auto& [param, p] : params_) tensors.push_back(torch::zeros_like(p));
+  for (const auto& [param, p] : params_)
+    tensors.push_back(torch::zeros_like(p));
   state_.push_back(std::move(tensors));
 }
 
@@ -81,7 +85,8 @@ Optimizer::Lists Optimizer::with_gradients() const {
     if (p.grad().defined()) {
       out.params.push_back(p);
       out.grads.push_back(p.grad());
-      for (size_t k = 0; k < state_.size(); ++k) out.state[k].push_back(state_[k][i]);
+      for (size_t k = 0; k < state_.size(); ++k)
+        out.state[k].push_back(state_[k][i]);
     }
   }
   return out;
@@ -91,18 +96,21 @@ void Optimizer::step(double lr) {
   torch::NoGradGuard no_grad;
   ++t_;
   Lists lists = with_gradients();
-  if (!lists.params.empty()) update(lists, lr);
+  if (!lists.params.empty())
+    update(lists, lr);
 }
 
 void Optimizer::step(const torch::Tensor& lr, const torch::Tensor& count) {
   torch::NoGradGuard no_grad;
   Lists lists = with_gradients();
-  if (!lists.params.empty()) update(lists, lr, count);
+  if (!lists.params.empty())
+    update(lists, lr, count);
 }
 
 void Optimizer::update(Lists&, const torch::Tensor&, const torch::Tensor&) {
-  LENGEN_FAIL("this optimizer has no device-scalar step, so train.cuda_graphs cannot record it; use "
-              "adam or adamw, or set train.cuda_graphs: false");
+  LENGEN_FAIL(
+      "this optimizer has no device-scalar step, so train.cuda_graphs cannot record it; use "
+      "adam or adamw, or set train.cuda_graphs: false");
 }
 
 std::vector<std::pair<std::string, torch::Tensor>> Optimizer::state() const {
@@ -115,7 +123,8 @@ std::vector<std::pair<std::string, torch::Tensor>> Optimizer::state() const {
   return out;
 }
 
-void Optimizer::load_state(const std::vector<std::pair<std::string, torch::Tensor>>& tensors, int64_t step) {
+void Optimizer::load_state(const std::vector<std::pair<std::string, torch::Tensor>>& tensors,
+                           int64_t step) {
   std::map<std::string, torch::Tensor> by_name(tensors.begin(), tensors.end());
   torch::NoGradGuard no_grad;
   for (size_t i = 0; i < params_.size(); ++i) {
@@ -125,8 +134,10 @@ void Optimizer::load_state(const std::vector<std::pair<std::string, torch::Tenso
       auto it = by_name.find(name);
       LENGEN_CHECK(it != by_name.end(), "checkpoint has no optimizer state '{}'", name);
       LENGEN_CHECK(it->second.sizes() == dst.sizes(),
-                   "checkpoint optimizer state '{}' has shape {} but the model needs {}", it->first,
-                   shape(it->second), shape(dst));
+                   "checkpoint optimizer state '{}' has shape {} but the model needs {}",
+                   it->first,
+                   shape(it->second),
+                   shape(dst));
       dst.copy_(it->second);
     }
   }

@@ -22,8 +22,8 @@ DecayRegistry& decay_registry() {
 }
 
 std::shared_ptr<const Decay> make_decay(const std::string& name, const ConfigNode& where) {
-  return decay_registry().create(where.defined() ? where : load_config_string(name, "train.schedule.decay"),
-                                 DecayContext{});
+  return decay_registry().create(
+      where.defined() ? where : load_config_string(name, "train.schedule.decay"), DecayContext{});
 }
 
 double LearningRateSchedule::at(int64_t step) const {
@@ -31,7 +31,8 @@ double LearningRateSchedule::at(int64_t step) const {
     return lr * static_cast<double>(step + 1) / static_cast<double>(warmup_steps);
   }
   const int64_t span = std::max<int64_t>(1, steps - warmup_steps);
-  const double t = std::min(1.0, static_cast<double>(step - warmup_steps) / static_cast<double>(span));
+  const double t =
+      std::min(1.0, static_cast<double>(step - warmup_steps) / static_cast<double>(span));
   return lr * (min_lr_ratio + (1.0 - min_lr_ratio) * decay->shape(t));
 }
 

@@ -11,7 +11,6 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-
 #include <unistd.h>
 
 namespace fs = std::filesystem;
@@ -43,12 +42,17 @@ void varint(std::string& out, uint64_t v) {
   }
   out.push_back(static_cast<char>(v));
 }
-void key(std::string& out, int field, int wire) { varint(out, static_cast<uint64_t>(field << 3 | wire)); }
+
+void key(std::string& out, int field, int wire) {
+  varint(out, static_cast<uint64_t>(field << 3 | wire));
+}
+
 void bytes_field(std::string& out, int field, const std::string& b) {
   key(out, field, 2);
   varint(out, b.size());
   out += b;
 }
+
 template <class T>
 void fixed(std::string& out, int field, T v) {
   key(out, field, sizeof(T) == 8 ? 1 : 5);
@@ -59,10 +63,10 @@ void fixed(std::string& out, int field, T v) {
 
 std::string event(int64_t step, const std::string& summary_or_version, bool version) {
   std::string e;
-  const double wall = std::chrono::duration<double>(
-                          std::chrono::system_clock::now().time_since_epoch()).count();
-  fixed(e, 1, wall);                           // wall_time
-  key(e, 2, 0);                                // step
+  const double wall =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  fixed(e, 1, wall);  // wall_time
+  key(e, 2, 0);       // step
   varint(e, static_cast<uint64_t>(step));
   bytes_field(e, version ? 3 : 5, summary_or_version);  // file_version | summary
   return e;
@@ -73,6 +77,7 @@ std::string le64(uint64_t v) {
   std::memcpy(s.data(), &v, 8);
   return s;
 }
+
 std::string le32(uint32_t v) {
   std::string s(4, '\0');
   std::memcpy(s.data(), &v, 4);
@@ -99,10 +104,12 @@ EventWriter::EventWriter(const std::string& dir) {
   char host[256] = "host";
   ::gethostname(host, sizeof(host) - 1);
   const auto now = std::chrono::system_clock::now().time_since_epoch();
-  path_ = (fs::path(dir) / fmt::format("events.out.tfevents.{}.{}.{}",
-                                       std::chrono::duration_cast<std::chrono::seconds>(now).count(),
-                                       host, ::getpid()))
-              .string();
+  path_ =
+      (fs::path(dir) / fmt::format("events.out.tfevents.{}.{}.{}",
+                                   std::chrono::duration_cast<std::chrono::seconds>(now).count(),
+                                   host,
+                                   ::getpid()))
+          .string();
   out_.open(path_, std::ios::binary | std::ios::app);
   LENGEN_CHECK(out_.good(), "{}: cannot open for writing", path_);
   write_event(event(0, "brain.Event:2", true));
@@ -117,10 +124,10 @@ void EventWriter::write_event(const std::string& e) {
 
 void EventWriter::scalar(const std::string& tag, int64_t step, double v) {
   std::string value;
-  bytes_field(value, 1, tag);                     // tag
-  fixed(value, 2, static_cast<float>(v));         // simple_value
+  bytes_field(value, 1, tag);              // tag
+  fixed(value, 2, static_cast<float>(v));  // simple_value
   std::string summary;
-  bytes_field(summary, 1, value);                 // repeated Value value = 1
+  bytes_field(summary, 1, value);  // repeated Value value = 1
   write_event(event(step, summary, false));
 }
 
@@ -138,7 +145,7 @@ void EventWriter::image(const std::string& tag, int64_t step, const std::string&
   key(img, 2, 0);
   varint(img, be32(16));  // width
   key(img, 3, 0);
-  varint(img, 4);         // colorspace RGBA
+  varint(img, 4);  // colorspace RGBA
   bytes_field(img, 4, png);
   std::string value;
   bytes_field(value, 1, tag);
@@ -160,7 +167,8 @@ std::vector<std::string> read_event_records(const std::string& path) {
     uint32_t crc = 0;
     std::memcpy(&len, data.data() + at, 8);
     std::memcpy(&crc, data.data() + at + 8, 4);
-    LENGEN_CHECK(crc == masked_crc32c(data.substr(at, 8)), "{}: bad length CRC at byte {}", path, at);
+    LENGEN_CHECK(
+        crc == masked_crc32c(data.substr(at, 8)), "{}: bad length CRC at byte {}", path, at);
     LENGEN_CHECK(at + 12 + len + 4 <= data.size(), "{}: torn record at byte {}", path, at);
     std::string rec = data.substr(at + 12, len);
     std::memcpy(&crc, data.data() + at + 12 + len, 4);

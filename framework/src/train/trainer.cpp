@@ -1,12 +1,13 @@
 #include "lengen/train/trainer.h"
+
 #include "cuda_graph.h"
 
 #include "lengen/config/section.h"
-#include "lengen/core/run_dir.h"
 #include "lengen/core/error.h"
 #include "lengen/core/fault.h"
 #include "lengen/core/log.h"
 #include "lengen/core/rng.h"
+#include "lengen/core/run_dir.h"
 #include "lengen/core/torch_compat.h"
 #include "lengen/core/version.h"
 #include "lengen/model/architecture.h"
@@ -37,9 +38,17 @@ namespace {
 std::atomic<bool> g_stop{false};
 }  // namespace
 
-void request_stop() { g_stop.store(true); }
-bool stop_requested() { return g_stop.load(); }
-void clear_stop() { g_stop.store(false); }
+void request_stop() {
+  g_stop.store(true);
+}
+
+bool stop_requested() {
+  return g_stop.load();
+}
+
+void clear_stop() {
+  g_stop.store(false);
+}
 
 torch::Tensor clip_grad_norm(const std::vector<torch::Tensor>& params, double max_norm) {
   torch::NoGradGuard no_grad;
@@ -65,7 +74,6 @@ torch::Tensor clip_grad_norm(const std::vector<torch::Tensor>& params, double ma
   return total;
 }
 
-
 Trainer::Trainer(TrainConfig cfg,
                  uint64_t seed,
                  const Task& task,
@@ -84,29 +92,32 @@ Trainer::Trainer(TrainConfig cfg,
       // Not owned: the caller keeps the task alive for the trainer's lifetime.
       data_(std::shared_ptr<const Task>(&task_, [](const Task*) {}), cfg_.dataset_size, seed_) {
   if (cfg_.pack) {
-    LENGEN_CHECK(objective_->layout() == Layout::kSequence && objective_->stacks().decoder &&
-                     !objective_->stacks().encoder,
-                 "train.pack: packed rows need the decoder architecture (one-sequence layout, causal "
-                 "attention); model.arch is '{}'; set train.pack: false (train.buckets also cuts "
-                 "padding, for every architecture)",
-                 objective_->name());
+    LENGEN_CHECK(
+        objective_->layout() == Layout::kSequence && objective_->stacks().decoder &&
+            !objective_->stacks().encoder,
+        "train.pack: packed rows need the decoder architecture (one-sequence layout, causal "
+        "attention); model.arch is '{}'; set train.pack: false (train.buckets also cuts "
+        "padding, for every architecture)",
+        objective_->name());
   }
   if (cfg_.cuda_graphs) {
     LENGEN_CHECK(objective_->layout() == Layout::kSequence,
                  "train.cuda_graphs: only the decoder's one-sequence layout pads to a fixed shape "
                  "without changing the loss; this model's layout is {}",
                  layout_name(objective_->layout()));
-    LENGEN_CHECK(optimizer_->capturable(),
-                 "train.cuda_graphs: optimizer '{}' has no device-scalar step to record; use adam or "
-                 "adamw, or set cuda_graphs: false",
-                 optimizer_name(cfg_.optimizer));
+    LENGEN_CHECK(
+        optimizer_->capturable(),
+        "train.cuda_graphs: optimizer '{}' has no device-scalar step to record; use adam or "
+        "adamw, or set cuda_graphs: false",
+        optimizer_name(cfg_.optimizer));
     LENGEN_CHECK(!device_.is_cuda() || CudaGraph::supported(),
                  "train.cuda_graphs: this build of lengen has no CUDA graphs (it was configured "
                  "against a LibTorch without CUDA, or with LENGEN_CUDA_GRAPHS=OFF)");
   }
 }
 
-void Trainer::set_periodic(int64_t every, std::function<void(int64_t)> fn,
+void Trainer::set_periodic(int64_t every,
+                           std::function<void(int64_t)> fn,
                            std::function<void(int64_t)> started) {
   periodic_every_ = every;
   periodic_ = std::move(fn);
@@ -192,7 +203,8 @@ torch::Tensor Trainer::backward(const std::vector<Batch>& batches) {
 
 torch::Tensor Trainer::step(const std::vector<Batch>& batches, int64_t step_index) {
   if (cfg_.cuda_graphs) {
-    LENGEN_CHECK(batches.size() == 1, "internal: train.cuda_graphs with {} length groups", batches.size());
+    LENGEN_CHECK(
+        batches.size() == 1, "internal: train.cuda_graphs with {} length groups", batches.size());
     return graphed_step(batches[0], step_index);
   }
   // Dropout and scheme-side randomness (random offsets) draw from torch's generator, which
@@ -230,10 +242,13 @@ void Trainer::check_finite() const {
   if (bad < 0) {
     return;
   }
-  throw Error(fmt::format("training diverged: loss is {} at step {} (lr {:.3g}); the last "
-                          "checkpoint is kept. Lower train.optimizer.lr, raise the warm-up or "
-                          "set train.grad_clip",
-                          first_bad_loss_.item<double>(), bad, schedule_.at(bad)));
+  throw Error(
+      fmt::format("training diverged: loss is {} at step {} (lr {:.3g}); the last "
+                  "checkpoint is kept. Lower train.optimizer.lr, raise the warm-up or "
+                  "set train.grad_clip",
+                  first_bad_loss_.item<double>(),
+                  bad,
+                  schedule_.at(bad)));
 }
 
 std::string Trainer::latest_checkpoint() const {
@@ -309,9 +324,11 @@ TrainResult Trainer::run(bool resume) {
     log->info("resumed from {} (step {})", latest, start);
     truncate_jsonl(metrics_path, start);
   } else if (!latest.empty()) {
-    throw Error(fmt::format("{} already holds checkpoints ({}); pass --resume to continue that "
-                            "run or --fresh to discard it",
-                            run_dir_, latest));
+    throw Error(
+        fmt::format("{} already holds checkpoints ({}); pass --resume to continue that "
+                    "run or --fresh to discard it",
+                    run_dir_,
+                    latest));
   } else {
     fs::remove(metrics_path);
   }
@@ -357,7 +374,8 @@ TrainResult Trainer::run(bool resume) {
     if (s + 1 < cfg_.steps && capturing) {
       next = prefetch(s + 1);
     }
-    window_loss = window_loss.defined() ? window_loss + loss.to(torch::kFloat64) : loss.to(torch::kFloat64);
+    window_loss =
+        window_loss.defined() ? window_loss + loss.to(torch::kFloat64) : loss.to(torch::kFloat64);
     ++window_steps;
     for (const auto& b : batches) {
       window_tokens += b.tokens;
@@ -367,9 +385,12 @@ TrainResult Trainer::run(bool resume) {
     result.steps = s + 1;
     const bool last = s + 1 == cfg_.steps;
     const bool log_now = (s + 1) % cfg_.log_every == 0 || last;
-    const bool periodic_now = periodic_ && periodic_every_ > 0 && ((s + 1) % periodic_every_ == 0 || last);
-    const bool stop = stop_requested();  // read once: a signal between two reads would skip the save
-    const bool checkpoint_now = (cfg_.checkpoint_every > 0 && (s + 1) % cfg_.checkpoint_every == 0) || last || stop;
+    const bool periodic_now =
+        periodic_ && periodic_every_ > 0 && ((s + 1) % periodic_every_ == 0 || last);
+    const bool stop =
+        stop_requested();  // read once: a signal between two reads would skip the save
+    const bool checkpoint_now =
+        (cfg_.checkpoint_every > 0 && (s + 1) % cfg_.checkpoint_every == 0) || last || stop;
     if (log_now || periodic_now || checkpoint_now) {
       check_finite();  // before anything reports, evaluates or saves these weights
     }
@@ -381,16 +402,30 @@ TrainResult Trainer::run(bool resume) {
       const double per_step = elapsed / static_cast<double>(s + 1 - start);
       const double eta = per_step * static_cast<double>(cfg_.steps - s - 1);
       const double mean_loss = window_loss.item<double>() / static_cast<double>(window_steps);
-      const double real = static_cast<double>(window_tokens) / static_cast<double>(std::max<int64_t>(window_padded, 1));
-      log->info("step {:>6}/{} loss {:.4f} lr {:.2e} {:>7.0f} tok/s ({:.0f}% real) {:.1f} ms/step ETA {}", s + 1,
-                cfg_.steps, mean_loss, schedule_.at(s), tps, 100.0 * real, 1000.0 * dt / window_steps,
-                format_duration(eta));
-      nlohmann::json rec{{"step", s + 1},         {"loss", mean_loss},
-                         {"lr", schedule_.at(s)},   {"tokens_per_s", tps},
+      const double real = static_cast<double>(window_tokens) /
+                          static_cast<double>(std::max<int64_t>(window_padded, 1));
+      log->info(
+          "step {:>6}/{} loss {:.4f} lr {:.2e} {:>7.0f} tok/s ({:.0f}% real) {:.1f} ms/step ETA {}",
+          s + 1,
+          cfg_.steps,
+          mean_loss,
+          schedule_.at(s),
+          tps,
+          100.0 * real,
+          1000.0 * dt / window_steps,
+          format_duration(eta));
+      nlohmann::json rec{{"step", s + 1},
+                         {"loss", mean_loss},
+                         {"lr", schedule_.at(s)},
+                         {"tokens_per_s", tps},
                          {"real_token_fraction", real},
-                         {"elapsed_s", elapsed},  {"ms_per_step", 1000.0 * dt / window_steps}};
+                         {"elapsed_s", elapsed},
+                         {"ms_per_step", 1000.0 * dt / window_steps}};
       metrics << rec.dump() << "\n" << std::flush;
-      LENGEN_CHECK(metrics.good(), "{}: write failed at step {}: {}", metrics_path, s + 1,
+      LENGEN_CHECK(metrics.good(),
+                   "{}: write failed at step {}: {}",
+                   metrics_path,
+                   s + 1,
                    std::strerror(errno));
       if (!tb) {
         tb = std::make_unique<EventWriter>(RunDir(run_dir_).tensorboard().string());
@@ -410,9 +445,11 @@ TrainResult Trainer::run(bool resume) {
       save_checkpoint(s + 1);
     }
     if (stop && !last) {
-      throw Interrupted(fmt::format("interrupted at step {}; checkpoint saved in {}/checkpoints; run "
-                              "again with --resume to continue",
-                              s + 1, run_dir_));
+      throw Interrupted(
+          fmt::format("interrupted at step {}; checkpoint saved in {}/checkpoints; run "
+                      "again with --resume to continue",
+                      s + 1,
+                      run_dir_));
     }
   }
   result.final_loss = loss.item<double>();
@@ -422,4 +459,3 @@ TrainResult Trainer::run(bool resume) {
 }
 
 }  // namespace lengen
-

@@ -1,5 +1,6 @@
 // Config: errors name file, line, key and the nearest valid alternative; overrides apply.
 #include "helpers.h"
+
 #include "lengen/config/section.h"
 #include "lengen/core/parse.h"
 #include "lengen/experiment/experiment.h"
@@ -57,7 +58,9 @@ TEST_CASE("config: model.bias sets both bias kinds; the specific keys win", "[co
   CHECK(!load("d_ff=32").ff_bias);
   CHECK(load("bias=true").attention_bias);
   CHECK(load("bias=true").ff_bias);
-  auto only_ff = Experiment::load(dir.file("exp.yaml"), {"model.bias=true", "model.attention_bias=false"}).model;
+  auto only_ff =
+      Experiment::load(dir.file("exp.yaml"), {"model.bias=true", "model.attention_bias=false"})
+          .model;
   CHECK(!only_ff.attention_bias);
   CHECK(only_ff.ff_bias);
   CHECK(load("layers=0").layers == 0);
@@ -68,8 +71,8 @@ TEST_CASE("config: model.bias sets both bias kinds; the specific keys win", "[co
 TEST_CASE("config: an experiment extends another file", "[config]") {
   test::TempDir dir;
   std::filesystem::create_directories(dir.path / "sub");
-  test::write_text(dir.file("base.yaml"), std::string(kGood) +
-                                              "paper: {cite: X, table: T, values: {3: 100, 4: 90}}\n");
+  test::write_text(dir.file("base.yaml"),
+                   std::string(kGood) + "paper: {cite: X, table: T, values: {3: 100, 4: 90}}\n");
   SECTION("maps merge key by key, lists and scalars replace, the name is the file's own") {
     test::write_text((dir.path / "sub" / "child.yaml").string(), R"(extends: ../base.yaml
 model: {d_model: 32}
@@ -89,7 +92,8 @@ train: {optimizer: {lr: 0.01}}
     REQUIRE(e.paper.rows.size() == 1);
     CHECK(e.paper.rows.front().values.size() == 2);  // inherited whole
     // --set applies on top of the merged tree.
-    CHECK(Experiment::load((dir.path / "sub" / "child.yaml").string(), {"model.layers=2"}).model.layers == 2);
+    CHECK(Experiment::load((dir.path / "sub" / "child.yaml").string(), {"model.layers=2"})
+              .model.layers == 2);
   }
   SECTION("chains of bases, another task and another paper block replace whole") {
     test::write_text(dir.file("mid.yaml"), "extends: base.yaml\nseed: 5\n");
@@ -107,7 +111,8 @@ paper: {cite: Y, table: U, values: {4: 50}}
     CHECK(e.paper.rows.front().values.size() == 1);
   }
   SECTION("a key set to null removes the base's") {
-    test::write_text(dir.file("plain.yaml"), "extends: base.yaml\npaper: ~\ntrain: {batch_size: ~}\n");
+    test::write_text(dir.file("plain.yaml"),
+                     "extends: base.yaml\npaper: ~\ntrain: {batch_size: ~}\n");
     Experiment e = Experiment::load(dir.file("plain.yaml"));
     CHECK(e.paper.empty());
     CHECK(e.train.steps == 10);
@@ -174,14 +179,14 @@ TEST_CASE("config: errors name file, line and key", "[config]") {
                       Contains("model.norm") && Contains("did you mean 'rmsnorm'"));
   }
   SECTION("an evaluation length the scheme cannot represent fails before training") {
-    CHECK_THROWS_WITH(load(with_line(kGood, "eval: {samples: 5}",
-                                     "eval: {samples: 5, grid: {digits: [1, 30]}}")),
-                      Contains("exp.yaml:6:5, key 'position[0]'") && Contains("digits=19") &&
-                          Contains("max_position is 20"));
+    CHECK_THROWS_WITH(
+        load(with_line(kGood, "eval: {samples: 5}", "eval: {samples: 5, grid: {digits: [1, 30]}}")),
+        Contains("exp.yaml:6:5, key 'position[0]'") && Contains("digits=19") &&
+            Contains("max_position is 20"));
   }
   SECTION("malformed YAML") {
-    CHECK_THROWS_WITH(load("name: x\ntask: {name: addition\n"), Contains("exp.yaml:3") &&
-                                                                     Contains("malformed YAML"));
+    CHECK_THROWS_WITH(load("name: x\ntask: {name: addition\n"),
+                      Contains("exp.yaml:3") && Contains("malformed YAML"));
   }
   SECTION("missing file") {
     CHECK_THROWS_WITH(Experiment::load(dir.file("nope.yaml")), Contains("nope.yaml: cannot open"));
@@ -195,8 +200,10 @@ TEST_CASE("config: --set overrides", "[config]") {
   test::TempDir dir;
   test::write_text(dir.file("exp.yaml"), kGood);
   Experiment e = Experiment::load(dir.file("exp.yaml"),
-                                  {"train.steps=77", "position[0].max_position=33",
-                                   "model.norm=rmsnorm", "eval.grid.digits=[2, 3]"});
+                                  {"train.steps=77",
+                                   "position[0].max_position=33",
+                                   "model.norm=rmsnorm",
+                                   "eval.grid.digits=[2, 3]"});
   CHECK(e.train.steps == 77);
   CHECK(e.model.norm == "rmsnorm");
   CHECK(e.eval.grid.at("digits") == std::vector<int64_t>{2, 3});
@@ -217,16 +224,28 @@ TEST_CASE("config: closest_match", "[config]") {
   CHECK(closest_match("xyz", {"coupling", "sinusoidal"}).empty());
 }
 
-TEST_CASE("config: map and list-of-map options, and sections bound to structs", "[config][schema]") {
+TEST_CASE("config: map and list-of-map options, and sections bound to structs",
+          "[config][schema]") {
   using O = OptionSpec;
-  const ComponentSpec spec{"section", "demo", "", {
-      O::integer("steps", "").with_default(int64_t{10}).at_least(1),
-      O::map("optimizer", "", {O::string("name", "").with_default(std::string("adam")).one_of({"adam", "adamw"}),
-                               O::number("lr", "").with_default(0.5)}).scalar_means("name"),
-      O::map_list("sources", "", {O::string("source", ""), O::number("weight", "").with_default(1.0).at_least(0)}),
-      O::map("grid", "").any_keys(),
-      O::integer("warmup", "").may_be_absent()}};
-  auto validate = [&](const std::string& yaml) { return Options::validate(spec, load_config_string(yaml, "s.yaml"), {}); };
+  const ComponentSpec spec{
+      "section",
+      "demo",
+      "",
+      {O::integer("steps", "").with_default(int64_t{10}).at_least(1),
+       O::map("optimizer",
+              "",
+              {O::string("name", "").with_default(std::string("adam")).one_of({"adam", "adamw"}),
+               O::number("lr", "").with_default(0.5)})
+           .scalar_means("name"),
+       O::map_list(
+           "sources",
+           "",
+           {O::string("source", ""), O::number("weight", "").with_default(1.0).at_least(0)}),
+       O::map("grid", "").any_keys(),
+       O::integer("warmup", "").may_be_absent()}};
+  auto validate = [&](const std::string& yaml) {
+    return Options::validate(spec, load_config_string(yaml, "s.yaml"), {});
+  };
 
   // Defaults fill nested maps; an optional key is absent; an open map is left to its owner.
   Options d = validate("{}");
@@ -237,7 +256,8 @@ TEST_CASE("config: map and list-of-map options, and sections bound to structs", 
   CHECK(to_yaml(d.to_yaml()) == "steps: 10\noptimizer:\n  name: adam\n  lr: 0.5\nsources:\n  []\n");
 
   // A scalar is the shorthand key; lists validate every element.
-  Options o = validate("{optimizer: adamw, sources: [{source: a}, {source: b, weight: 3}], grid: {digits: [1, 5]}}");
+  Options o = validate(
+      "{optimizer: adamw, sources: [{source: a}, {source: b, weight: 3}], grid: {digits: [1, 5]}}");
   CHECK(o.get_map("optimizer").get_string("name") == "adamw");
   auto sources = o.get_map_list("sources");
   REQUIRE(sources.size() == 2);
@@ -246,12 +266,15 @@ TEST_CASE("config: map and list-of-map options, and sections bound to structs", 
   CHECK(o.node("grid").child("digits").as_int_list() == std::vector<int64_t>{1, 5});
 
   // Errors name the file, the line and the nested key path.
-  CHECK_THROWS_WITH(validate("{optimizer: {name: adam, lrr: 1}}"),
-                    Contains("s.yaml:1:26") && Contains("unknown key 'lrr'") && Contains("did you mean 'lr'"));
-  CHECK_THROWS_WITH(validate("{optimizer: sgd}"), Contains("demo.optimizer.name must be one of adam, adamw"));
+  CHECK_THROWS_WITH(
+      validate("{optimizer: {name: adam, lrr: 1}}"),
+      Contains("s.yaml:1:26") && Contains("unknown key 'lrr'") && Contains("did you mean 'lr'"));
+  CHECK_THROWS_WITH(validate("{optimizer: sgd}"),
+                    Contains("demo.optimizer.name must be one of adam, adamw"));
   CHECK_THROWS_WITH(validate("{sources: [{source: a}, {source: b, weight: -1}]}"),
                     Contains("demo.sources[1].weight must be >= 0"));
-  CHECK_THROWS_WITH(validate("{sources: [{source: a}, {weight: 2}]}"), Contains("needs option 'source'"));
+  CHECK_THROWS_WITH(validate("{sources: [{source: a}, {weight: 2}]}"),
+                    Contains("needs option 'source'"));
   CHECK_THROWS_WITH(validate("{sources: {source: a}}"), Contains("expected a list of maps"));
   CHECK_THROWS_WITH(validate("{steps: 0}"), Contains("demo.steps must be >= 1, got 0"));
 
@@ -263,13 +286,15 @@ TEST_CASE("config: map and list-of-map options, and sections bound to structs", 
     double lr = 0.5;
     int64_t warmup = 0;
   };
-  const Section<Cfg> section = Section<Cfg>("demo", "a demo section")
-                                   .field(&Cfg::steps, O::integer("steps", "").at_least(1))
-                                   .option(O::map("optimizer", "").scalar_means("name"))
-                                   .field("optimizer", &Cfg::opt, O::string("name", "").one_of({"adam", "adamw"}))
-                                   .field("optimizer", &Cfg::lr, O::number("lr", ""))
-                                   .option(O::map("grid", "").any_keys())
-                                   .field(&Cfg::warmup, O::integer("warmup", "").may_be_absent());
+
+  const Section<Cfg> section =
+      Section<Cfg>("demo", "a demo section")
+          .field(&Cfg::steps, O::integer("steps", "").at_least(1))
+          .option(O::map("optimizer", "").scalar_means("name"))
+          .field("optimizer", &Cfg::opt, O::string("name", "").one_of({"adam", "adamw"}))
+          .field("optimizer", &Cfg::lr, O::number("lr", ""))
+          .option(O::map("grid", "").any_keys())
+          .field(&Cfg::warmup, O::integer("warmup", "").may_be_absent());
   const ComponentSpec& declared = section.spec();
   CHECK(declared.name == "demo");
   REQUIRE(declared.options.size() == 4);
@@ -278,7 +303,8 @@ TEST_CASE("config: map and list-of-map options, and sections bound to structs", 
   CHECK(declared.options[1].fields[0].default_value->as<std::string>() == "adam");
   CHECK(declared.options[1].fields[1].default_value->as<double>() == 0.5);
   CHECK_FALSE(declared.options[3].default_value);  // may be absent: no default of its own
-  CHECK_THROWS_AS(Section<Cfg>("bad", "").field("schedule", &Cfg::lr, O::number("lr", "")), std::logic_error);
+  CHECK_THROWS_AS(Section<Cfg>("bad", "").field("schedule", &Cfg::lr, O::number("lr", "")),
+                  std::logic_error);
   Cfg c;
   section.read(load_config_string("{steps: 7, optimizer: {lr: 0.25}}", "s.yaml"), c);
   CHECK(c.steps == 7);
@@ -286,7 +312,8 @@ TEST_CASE("config: map and list-of-map options, and sections bound to structs", 
   CHECK(c.lr == 0.25);
   CHECK(c.warmup == 0);
   CHECK(to_yaml(section.write(c)) == "steps: 7\noptimizer:\n  name: adam\n  lr: 0.25\nwarmup: 0\n");
-  CHECK_THROWS_WITH(section.read(load_config_string("{steps: 0}", "s.yaml"), c), Contains("demo.steps must be >= 1"));
+  CHECK_THROWS_WITH(section.read(load_config_string("{steps: 0}", "s.yaml"), c),
+                    Contains("demo.steps must be >= 1"));
   CHECK_THROWS_WITH(section.read(load_config_string("{optimizer: sgd}", "s.yaml"), c),
                     Contains("demo.optimizer.name must be one of adam, adamw"));
   // Round trip: what write() gives, read() takes back to the same struct.
@@ -296,7 +323,8 @@ TEST_CASE("config: map and list-of-map options, and sections bound to structs", 
   CHECK((back.steps == c.steps && back.opt == c.opt && back.lr == c.lr));
   // The framework's sections are documented from their schemas.
   std::vector<std::string> names;
-  for (const auto& s : framework_sections()) names.push_back(s.name);
+  for (const auto& s : framework_sections())
+    names.push_back(s.name);
   CHECK(names == std::vector<std::string>{"model", "train", "eval", "stages[i]"});
 }
 
@@ -316,7 +344,8 @@ TEST_CASE("config: leading_integer reads what std::stoll reads, without throwing
   CHECK_FALSE(li("9223372036854775808"));  // out of range
 }
 
-TEST_CASE("config: integers are read exactly, integral floats accepted, others refused", "[config]") {
+TEST_CASE("config: integers are read exactly, integral floats accepted, others refused",
+          "[config]") {
   auto int_of = [](const std::string& text) {
     return ConfigNode(YAML::Load("v: " + text)["v"], nullptr, "v").as_int();
   };
@@ -331,12 +360,14 @@ TEST_CASE("config: integers are read exactly, integral floats accepted, others r
   }
 }
 
-TEST_CASE("config: a key written as a list, a map or nothing is refused where it is written", "[config]") {
+TEST_CASE("config: a key written as a list, a map or nothing is refused where it is written",
+          "[config]") {
   // Found by the sweep loader's fuzz target (test/fuzz/fuzz_sweep.cpp): `grid: {[...]: ~}` reached
   // yaml-cpp's conversion of a key to a string, which threw a bare "bad conversion".
   test::TempDir dir;
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"name: s\ngrid: {[{label: a, values: {0: 50}}]}\n", "bad.yaml:2:8: a key must be a name, found a list"},
+      {"name: s\ngrid: {[{label: a, values: {0: 50}}]}\n",
+       "bad.yaml:2:8: a key must be a name, found a list"},
       {"task:\n  ? {x: 1}\n  : 2\n", "bad.yaml:2:5: a key must be a name, found a map"},
       {"model: {~: 3}\n", "a key must be a name, found a null"},
   };
@@ -348,23 +379,28 @@ TEST_CASE("config: a key written as a list, a map or nothing is refused where it
   CHECK_THROWS_WITH(apply_overrides(load_config_string("a: 1", "<t>"), {"a={[1]: 2}"}),
                     Contains("--set a={[1]: 2}:1:2: a key must be a name, found a list"));
   std::string nested;
-  for (int i = 0; i < 300; ++i) nested += "[";
+  for (int i = 0; i < 300; ++i)
+    nested += "[";
   test::write_text(dir.file("deep.yaml"), "a: " + nested + std::string(300, ']') + "\n");
-  CHECK_THROWS_WITH(load_config_file(dir.file("deep.yaml")), Contains("nested more than 200 levels deep"));
+  CHECK_THROWS_WITH(load_config_file(dir.file("deep.yaml")),
+                    Contains("nested more than 200 levels deep"));
 }
 
 TEST_CASE("config: --set below a value is refused, naming the value", "[config]") {
   // Found by the sweep loader's fuzz target: a grid key "name.x" set below the scalar `name`
   // reached yaml-cpp's "operator[] call on a scalar".
   const ConfigNode root = load_config_string("name: s\nmodel: {layers: 2}\n", "<t>");
-  CHECK_THROWS_WITH(apply_overrides(root, {"name.x=1"}), Contains("--set name.x=1: 'name' is a value (s), not a map"));
-  CHECK_THROWS_WITH(apply_overrides(root, {"model.layers.deep=1"}),
-                    Contains("--set model.layers.deep=1: 'model.layers' is a value (2), not a map"));
+  CHECK_THROWS_WITH(apply_overrides(root, {"name.x=1"}),
+                    Contains("--set name.x=1: 'name' is a value (s), not a map"));
+  CHECK_THROWS_WITH(
+      apply_overrides(root, {"model.layers.deep=1"}),
+      Contains("--set model.layers.deep=1: 'model.layers' is a value (2), not a map"));
   // Found by the experiment loader's fuzz target (30-minute campaign): a key path of dots or
   // brackets alone left no part to set, and the last part was read from an empty list (UB).
   for (const std::string bad : {".=1", "[]=1", "..[.]=2"}) {
     CAPTURE(bad);
-    CHECK_THROWS_WITH(apply_overrides(root, {bad}), Contains("--set " + bad + ": '") && Contains("names no key"));
+    CHECK_THROWS_WITH(apply_overrides(root, {bad}),
+                      Contains("--set " + bad + ": '") && Contains("names no key"));
   }
 }
 

@@ -1,5 +1,6 @@
 // Thread settings: the default count (affinity mask, OMP_NUM_THREADS) and `threads:`.
 #include "helpers.h"
+
 #include "lengen/experiment/threads.h"
 
 #include <torch/torch.h>
@@ -21,7 +22,8 @@ TEST_CASE("threads: the default thread count is the CPUs the affinity mask allow
   REQUIRE(sched_getaffinity(0, sizeof(old), &old) == 0);
   CHECK(usable_cores() == CPU_COUNT(&old));
   int first = 0;
-  while (!CPU_ISSET(first, &old)) ++first;
+  while (!CPU_ISSET(first, &old))
+    ++first;
   cpu_set_t one;
   CPU_ZERO(&one);
   CPU_SET(first, &one);
@@ -33,15 +35,18 @@ TEST_CASE("threads: the default thread count is the CPUs the affinity mask allow
   CHECK(usable_cores() >= 1);
 }
 
-TEST_CASE("threads: OMP_NUM_THREADS sets the default thread count; threads: N overrides it", "[train]") {
+TEST_CASE("threads: OMP_NUM_THREADS sets the default thread count; threads: N overrides it",
+          "[train]") {
   // What the environment says is restored afterwards, whatever the checks find.
   const char* before = std::getenv("OMP_NUM_THREADS");
   const std::string saved = before != nullptr ? before : "";
   const int torch_threads = torch::get_num_threads();
+
   struct Restore {
     bool had;
     std::string value;
     int threads;
+
     ~Restore() {
       if (had) {
         ::setenv("OMP_NUM_THREADS", value.c_str(), 1);

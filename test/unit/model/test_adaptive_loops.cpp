@@ -2,6 +2,7 @@
 // its own number of times, as it would alone; at test time each sample keeps the loop whose
 // output is most confident; the labeled batch counts each sample's input; config errors.
 #include "helpers.h"
+
 #include "lengen/experiment/experiment.h"
 #include "lengen/model/batch.h"
 #include "lengen/model/transformer.h"
@@ -37,11 +38,17 @@ Pair make_pair_of_models(const ModelConfig& rule_cfg) {
   SchemeContext sc{rule_cfg.d_model, rule_cfg.heads, rule_cfg.head_dim(), rule_cfg.layers, 1, ""};
   torch::manual_seed(11);
   Pair p;
-  p.rule = Transformer(rule_cfg, kVocab, std::vector<std::shared_ptr<PositionScheme>>{test::make_scheme("{name: rpe_k, k: 16}", sc)});
+  p.rule = Transformer(
+      rule_cfg,
+      kVocab,
+      std::vector<std::shared_ptr<PositionScheme>>{test::make_scheme("{name: rpe_k, k: 16}", sc)});
   ModelConfig fixed_cfg = rule_cfg;
   fixed_cfg.loops_per_length = 0;
   fixed_cfg.loops_offset = 0;
-  p.fixed = Transformer(fixed_cfg, kVocab, std::vector<std::shared_ptr<PositionScheme>>{test::make_scheme("{name: rpe_k, k: 16}", sc)});
+  p.fixed = Transformer(
+      fixed_cfg,
+      kVocab,
+      std::vector<std::shared_ptr<PositionScheme>>{test::make_scheme("{name: rpe_k, k: 16}", sc)});
   torch::NoGradGuard ng;
   auto dst = p.fixed->named_parameters();
   for (const auto& item : p.rule->named_parameters()) {
@@ -73,7 +80,8 @@ Samples make_samples() {
 // The samples from `from` to `to` padded into one input (lengths = unlabelled real tokens).
 ModelInputs inputs_of(const Samples& s, size_t from, size_t to) {
   int64_t T = 0;
-  for (size_t i = from; i < to; ++i) T = std::max<int64_t>(T, static_cast<int64_t>(s.tokens[i].size()));
+  for (size_t i = from; i < to; ++i)
+    T = std::max<int64_t>(T, static_cast<int64_t>(s.tokens[i].size()));
   const int64_t B = static_cast<int64_t>(to - from);
   auto tokens = torch::full({B, T}, kPad, torch::kInt64);
   auto padding = torch::ones({B, T}, torch::kBool);
@@ -90,7 +98,8 @@ ModelInputs inputs_of(const Samples& s, size_t from, size_t to) {
   }
   ModelInputs in;
   in.tokens = tokens;
-  in.ids = torch::arange(T).add(1).view({1, 1, T}).expand({1, B, T}).clone().masked_fill(padding.unsqueeze(0), 0);
+  in.ids = torch::arange(T).add(1).view({1, 1, T}).expand({1, B, T}).clone().masked_fill(
+      padding.unsqueeze(0), 0);
   in.padding = padding;
   in.labelled = labelled;
   in.lengths = torch::tensor(lengths, torch::kInt64);
@@ -105,7 +114,8 @@ double surprise(const torch::Tensor& logits, int64_t n, int64_t outputs) {
 
 }  // namespace
 
-TEST_CASE("looping: each sample of a batch loops its own count, as it would alone", "[model][loops]") {
+TEST_CASE("looping: each sample of a batch loops its own count, as it would alone",
+          "[model][loops]") {
   // loops = round(0.5 n + 1), half up: the samples' unlabelled lengths 3, 7, 1, 5, 4, 2 give
   // 3 (2.5), 5 (4.5), 2 (1.5), 4 (3.5), 3, 2 loops.
   auto models = make_pair_of_models(looped_encoder(0.5, 1));
@@ -129,7 +139,8 @@ TEST_CASE("looping: each sample of a batch loops its own count, as it would alon
   // The rows the loss reads (outputs_from) equal those rows of the full pass.
   ModelInputs tail = batch;
   tail.outputs_from = 2;
-  CHECK(test::max_abs_diff(models.rule->forward(tail), together.narrow(1, 2, together.size(1) - 2)) < 1e-9);
+  CHECK(test::max_abs_diff(models.rule->forward(tail),
+                           together.narrow(1, 2, together.size(1) - 2)) < 1e-9);
 }
 
 TEST_CASE("looping: adaptive looping keeps each sample's most confident loop", "[model][loops]") {
@@ -162,7 +173,8 @@ TEST_CASE("looping: adaptive looping keeps each sample's most confident loop", "
       }
     }
     chosen_steps.insert(best_k);
-    CHECK(test::max_abs_diff(adaptive[static_cast<int64_t>(i)].narrow(0, 0, n), best_logits) < 1e-9);
+    CHECK(test::max_abs_diff(adaptive[static_cast<int64_t>(i)].narrow(0, 0, n), best_logits) <
+          1e-9);
   }
   // The choice is not always the last loop nor always the sample's own count: it was made.
   CHECK(chosen_steps.size() > 1);
@@ -172,7 +184,8 @@ TEST_CASE("looping: adaptive looping keeps each sample's most confident loop", "
   CHECK(test::max_abs_diff(models.rule->forward(batch), plain) < 1e-9);
 }
 
-TEST_CASE("looping: the labeled batch counts each sample's unlabelled input tokens", "[model][loops]") {
+TEST_CASE("looping: the labeled batch counts each sample's unlabelled input tokens",
+          "[model][loops]") {
   LabeledExample a, b;
   a.tokens = {3, 4, 5, 6, 0, 0};  // 4 real tokens, the last 2 positions slots
   a.labels = {0, 0, 0, 0, 7, 8};
@@ -191,11 +204,15 @@ TEST_CASE("looping: the labeled batch counts each sample's unlabelled input toke
 }
 
 TEST_CASE("looping: config errors name the key", "[model][loops][config]") {
-  auto parse = [](const std::string& y) { return ModelConfig::from_config(load_config_string(y, "m.yaml")); };
+  auto parse = [](const std::string& y) {
+    return ModelConfig::from_config(load_config_string(y, "m.yaml"));
+  };
   CHECK(parse("{arch: encoder, loops_per_length: 1.0, loops_offset: 1}").loops_per_length == 1.0);
-  CHECK_THROWS_WITH(parse("{arch: decoder, loops_per_length: 1.0}"),
-                    Contains("m.yaml") && Contains("model.loops_per_length needs the whole output"));
-  CHECK_THROWS_WITH(parse("{arch: encoder, loops_offset: 2}"), Contains("set loops_per_length > 0"));
+  CHECK_THROWS_WITH(
+      parse("{arch: decoder, loops_per_length: 1.0}"),
+      Contains("m.yaml") && Contains("model.loops_per_length needs the whole output"));
+  CHECK_THROWS_WITH(parse("{arch: encoder, loops_offset: 2}"),
+                    Contains("set loops_per_length > 0"));
   CHECK_THROWS_WITH(parse("{arch: encoder, loops_per_length: -1}"), Contains("loops_per_length"));
 
   test::TempDir dir;
@@ -204,16 +221,24 @@ task: {name: parity, train_bits: [1, 4], eval_bits: [1, 6]}
 position: [nope]
 train: {steps: 1, batch_size: 2, optimizer: {name: adam, lr: 0.001}}
 )";
-  test::write_text(dir.file("dec.yaml"), base + "model: {layers: 1, heads: 2, d_model: 16, d_ff: 16}\n"
-                                                 "eval: {samples: 2, adaptive_loops: 3}\n");
-  CHECK_THROWS_WITH(Experiment::load(dir.file("dec.yaml")),
-                    Contains("dec.yaml") && Contains("eval.adaptive_loops picks among whole outputs"));
+  test::write_text(dir.file("dec.yaml"),
+                   base +
+                       "model: {layers: 1, heads: 2, d_model: 16, d_ff: 16}\n"
+                       "eval: {samples: 2, adaptive_loops: 3}\n");
+  CHECK_THROWS_WITH(
+      Experiment::load(dir.file("dec.yaml")),
+      Contains("dec.yaml") && Contains("eval.adaptive_loops picks among whole outputs"));
   test::write_text(dir.file("enc.yaml"),
-                   base + "model: {arch: encoder, layers: 1, heads: 2, d_model: 16, d_ff: 16, loops_per_length: 1}\n"
-                          "eval: {samples: 2, loops: 3}\n");
-  CHECK_THROWS_WITH(Experiment::load(dir.file("enc.yaml")), Contains("eval.loops fixes one loop count"));
-  auto ok = base + "model: {arch: encoder, layers: 1, heads: 2, d_model: 16, d_ff: 16, loops_per_length: 1}\n"
-                   "eval: {samples: 2, adaptive_loops: 3}\n";
+                   base +
+                       "model: {arch: encoder, layers: 1, heads: 2, d_model: 16, d_ff: 16, "
+                       "loops_per_length: 1}\n"
+                       "eval: {samples: 2, loops: 3}\n");
+  CHECK_THROWS_WITH(Experiment::load(dir.file("enc.yaml")),
+                    Contains("eval.loops fixes one loop count"));
+  auto ok =
+      base +
+      "model: {arch: encoder, layers: 1, heads: 2, d_model: 16, d_ff: 16, loops_per_length: 1}\n"
+      "eval: {samples: 2, adaptive_loops: 3}\n";
   test::write_text(dir.file("ok.yaml"), ok);
   CHECK(Experiment::load(dir.file("ok.yaml")).eval.adaptive_loops == 3);
 }

@@ -3,6 +3,7 @@
 // batches, loss, decoding) and names no architecture anywhere, and a broken or unknown one
 // is refused with the reason.
 #include "helpers.h"
+
 #include "lengen/experiment/experiment.h"
 #include "lengen/model/architecture.h"
 #include "lengen/registry/registry.h"
@@ -19,11 +20,17 @@ class RenamedDecoder final : public Architecture {
   static ComponentSpec spec() {
     return {"architecture", "test_renamed_decoder", "the decoder under another name (test)", {}};
   }
+
   RenamedDecoder(const Options&, const ArchitectureContext&) {}
+
   const char* name() const override { return "test_renamed_decoder"; }
+
   Stacks stacks() const override { return {/*encoder=*/false, /*decoder=*/true, /*cross=*/false}; }
+
   Layout layout() const override { return Layout::kSequence; }
+
   const char* objective() const override { return "next_token"; }
+
   Batch make_batch(const Task& task, const std::vector<Example>& examples) const override {
     return lengen::make_batch(examples, task.vocabulary().pad());
   }
@@ -32,12 +39,20 @@ class RenamedDecoder final : public Architecture {
 // An architecture that declares no stack: refused when it is asked for.
 class NoStack final : public Architecture {
  public:
-  static ComponentSpec spec() { return {"architecture", "test_no_stack", "declares no stack (test)", {}}; }
+  static ComponentSpec spec() {
+    return {"architecture", "test_no_stack", "declares no stack (test)", {}};
+  }
+
   NoStack(const Options&, const ArchitectureContext&) {}
+
   const char* name() const override { return "test_no_stack"; }
+
   Stacks stacks() const override { return {}; }
+
   Layout layout() const override { return Layout::kSequence; }
+
   const char* objective() const override { return "next_token"; }
+
   Batch make_batch(const Task& task, const std::vector<Example>& examples) const override {
     return lengen::make_batch(examples, task.vocabulary().pad());
   }
@@ -65,9 +80,11 @@ ModelConfig tiny(const std::string& arch) {
 
 Transformer build(const std::string& arch, const Task& task) {
   const ModelConfig cfg = tiny(arch);
-  SchemeContext sc{cfg.d_model, cfg.heads, cfg.head_dim(), cfg.attention_layers(), task.position_levels(), ""};
+  SchemeContext sc{
+      cfg.d_model, cfg.heads, cfg.head_dim(), cfg.attention_layers(), task.position_levels(), ""};
   torch::manual_seed(3);
-  std::vector<std::shared_ptr<PositionScheme>> schemes{test::make_scheme("{name: coupling, max_position: 32}", sc)};
+  std::vector<std::shared_ptr<PositionScheme>> schemes{
+      test::make_scheme("{name: coupling, max_position: 32}", sc)};
   Transformer m(cfg, task.vocabulary().size(), schemes);
   m->to(torch::kFloat64);
   m->eval();  // no random offsets: both see the same IDs
@@ -85,7 +102,8 @@ TEST_CASE("architecture: a registered one is taken by name everywhere", "[arch]"
   auto task = test::make_task("{name: addition, position_ids: coupled}");
   Rng rng(1);
   std::vector<Example> exs;
-  for (int d = 1; d <= 4; ++d) exs.push_back(task->sample_eval({{"digits", d}}, rng));
+  for (int d = 1; d <= 4; ++d)
+    exs.push_back(task->sample_eval({{"digits", d}}, rng));
 
   // Same stacks, same parameters (same seed), same layout: the same function as the decoder.
   Transformer reference = build("decoder", *task);
@@ -96,7 +114,8 @@ TEST_CASE("architecture: a registered one is taken by name everywhere", "[arch]"
   const auto a = renamed->arch().logits(renamed, batch);
   const auto b = reference->arch().logits(reference, batch);
   CHECK(test::max_abs_diff(a, b) == 0.0);
-  CHECK(renamed->arch().loss(a, batch).item<double>() == reference->arch().loss(b, batch).item<double>());
+  CHECK(renamed->arch().loss(a, batch).item<double>() ==
+        reference->arch().loss(b, batch).item<double>());
   CHECK(renamed->arch().decode(renamed, *task, exs, torch::kCPU) ==
         reference->arch().decode(reference, *task, exs, torch::kCPU));
 
@@ -122,7 +141,8 @@ model: {arch: test_renamed_decodr}
 position: [nope]
 )");
   CHECK_THROWS_WITH(Experiment::load(dir.file("x.yaml")),
-                    Catch::Contains("x.yaml") && Catch::Contains("unknown architecture 'test_renamed_decodr'") &&
+                    Catch::Contains("x.yaml") &&
+                        Catch::Contains("unknown architecture 'test_renamed_decodr'") &&
                         Catch::Contains("did you mean 'test_renamed_decoder'"));
 
   // Registered for this check only: an architecture without a stack cannot be built.
@@ -133,12 +153,15 @@ position: [nope]
   CHECK(architecture_registry().find("test_no_stack") == nullptr);
 }
 
-TEST_CASE("architecture: label smoothing is cross-entropy against (1 - e) one-hot + e / V on the scored targets",
-          "[arch]") {
+TEST_CASE(
+    "architecture: label smoothing is cross-entropy against (1 - e) one-hot + e / V on the scored "
+    "targets",
+    "[arch]") {
   auto task = test::make_task("{name: addition}");
   Rng rng(3);
   std::vector<Example> exs;
-  for (int d = 1; d <= 3; ++d) exs.push_back(task->sample_eval({{"digits", d}}, rng));
+  for (int d = 1; d <= 3; ++d)
+    exs.push_back(task->sample_eval({{"digits", d}}, rng));
   Transformer model = build("decoder", *task);
   const auto& arch = model->arch();
   const Batch batch = arch.make_batch(*task, exs);
@@ -159,7 +182,10 @@ TEST_CASE("architecture: label smoothing is cross-entropy against (1 - e) one-ho
 
   // The property it is for: plain cross-entropy keeps falling as a right answer's margin grows,
   // the smoothed loss turns back up, so it stops rewarding ever larger margins.
-  const auto right = torch::nn::functional::one_hot(batch.targets, logits.size(-1)).to(torch::kFloat64);
-  CHECK(arch.loss(right * 40, batch, 0.0).item<double>() < arch.loss(right * 10, batch, 0.0).item<double>());
-  CHECK(arch.loss(right * 40, batch, 0.1).item<double>() > arch.loss(right * 10, batch, 0.1).item<double>());
+  const auto right =
+      torch::nn::functional::one_hot(batch.targets, logits.size(-1)).to(torch::kFloat64);
+  CHECK(arch.loss(right * 40, batch, 0.0).item<double>() <
+        arch.loss(right * 10, batch, 0.0).item<double>());
+  CHECK(arch.loss(right * 40, batch, 0.1).item<double>() >
+        arch.loss(right * 10, batch, 0.1).item<double>());
 }

@@ -1,5 +1,6 @@
 // Model: norms, activations, feed-forward variants, head dimension, weight tying, parameter names.
 #include "helpers.h"
+
 #include "lengen/model/transformer.h"
 #include "lengen/plugin/loader.h"
 #include "lengen/train/op_count.h"
@@ -63,9 +64,10 @@ TEST_CASE("model: norm none is the identity and the activations are their formul
   CHECK(test::max_abs_diff(gelu->forward(x), 0.5 * x * (1 + torch::erf(x / r2))) < 1e-12);
   // Gated: the first half of the input is the gate, the second the linear part.
   auto gate = x.narrow(-1, 0, 4), lin = x.narrow(-1, 4, 4);
-  CHECK(test::max_abs_diff(make_activation("geglu")->forward(x), 0.5 * gate * (1 + torch::erf(gate / r2)) * lin) <
-        1e-12);
-  CHECK(test::max_abs_diff(make_activation("swiglu")->forward(x), gate * torch::sigmoid(gate) * lin) < 1e-12);
+  CHECK(test::max_abs_diff(make_activation("geglu")->forward(x),
+                           0.5 * gate * (1 + torch::erf(gate / r2)) * lin) < 1e-12);
+  CHECK(test::max_abs_diff(make_activation("swiglu")->forward(x),
+                           gate * torch::sigmoid(gate) * lin) < 1e-12);
   CHECK(make_activation("geglu")->inputs() == 2);
   CHECK(make_activation("gelu")->inputs() == 1);
 }
@@ -95,17 +97,19 @@ TEST_CASE("model: RMSNorm's written-out gradient equals autograd's", "[model]") 
   };
   torch::Tensor y, y_ref;
   const int64_t ours = kernels([&] { return y = rms(x); });
-  const int64_t autograd = kernels([&] {
-    return y_ref = x_ref * torch::rsqrt(x_ref.pow(2).mean(-1, true) + eps) * w_ref;
-  });
+  const int64_t autograd = kernels(
+      [&] { return y_ref = x_ref * torch::rsqrt(x_ref.pow(2).mean(-1, true) + eps) * w_ref; });
   INFO("kernels: written-out " << ours << ", autograd " << autograd);
   CHECK(ours <= 13);
   CHECK(ours < autograd);
   CHECK(test::max_abs_diff(y, y_ref) < 1e-12);
-  INFO("|dx| " << x.grad().abs().max().item<double>() << ", |dw| " << w.grad().abs().max().item<double>());
+  INFO("|dx| " << x.grad().abs().max().item<double>() << ", |dw| "
+               << w.grad().abs().max().item<double>());
   CHECK(x.grad().abs().max().item<double>() > 1e-3);
-  CHECK(test::max_abs_diff(x.grad(), x_ref.grad()) < 1e-9 * x_ref.grad().abs().max().item<double>());
-  CHECK(test::max_abs_diff(w.grad(), w_ref.grad()) < 1e-12 * (1 + w_ref.grad().abs().max().item<double>()));
+  CHECK(test::max_abs_diff(x.grad(), x_ref.grad()) <
+        1e-9 * x_ref.grad().abs().max().item<double>());
+  CHECK(test::max_abs_diff(w.grad(), w_ref.grad()) <
+        1e-12 * (1 + w_ref.grad().abs().max().item<double>()));
 }
 
 TEST_CASE("model: parameter names and shapes follow the documented layout", "[model]") {
@@ -195,8 +199,9 @@ TEST_CASE("model: config validation", "[model]") {
   CHECK(parse("{init: normal, init_std: 0.05}").init_std == 0.05);
 }
 
-TEST_CASE("model: init normal draws the core's weights from N(0, init_std) and leaves the schemes' alone",
-          "[model]") {
+TEST_CASE(
+    "model: init normal draws the core's weights from N(0, init_std) and leaves the schemes' alone",
+    "[model]") {
   ModelConfig c = base();
   c.d_model = 128;
   c.d_ff = 512;
@@ -213,8 +218,11 @@ TEST_CASE("model: init normal draws the core's weights from N(0, init_std) and l
   auto normal = build("normal")->named_parameters();
   // The scheme is built before the core from the same seed: its table is the same either way.
   CHECK(torch::equal(pytorch["position.0.level0"], normal["position.0.level0"]));
-  for (const char* w : {"tok_emb.weight", "blocks.0.attn.qkv.weight", "blocks.1.ff.up.weight",
-                        "blocks.1.ff.down.weight", "lm_head.weight"}) {
+  for (const char* w : {"tok_emb.weight",
+                        "blocks.0.attn.qkv.weight",
+                        "blocks.1.ff.up.weight",
+                        "blocks.1.ff.down.weight",
+                        "lm_head.weight"}) {
     INFO(w);
     const double std = normal[w].std().item<double>();
     CHECK(std == Approx(0.3).epsilon(0.1));
@@ -222,7 +230,8 @@ TEST_CASE("model: init normal draws the core's weights from N(0, init_std) and l
   }
   // PyTorch's defaults differ: Embedding N(0, 1), Linear U(+-1/sqrt(fan_in)).
   CHECK(pytorch["tok_emb.weight"].std().item<double>() > 0.5);
-  CHECK(pytorch["blocks.1.ff.down.weight"].abs().max().item<double>() <= 1.0 / std::sqrt(512.0) + 1e-7);
+  CHECK(pytorch["blocks.1.ff.down.weight"].abs().max().item<double>() <=
+        1.0 / std::sqrt(512.0) + 1e-7);
   for (const char* b : {"blocks.0.attn.qkv.bias", "blocks.0.ff.up.bias", "lm_head.bias"}) {
     INFO(b);
     CHECK(normal[b].abs().max().item<double>() == 0.0);
@@ -263,8 +272,9 @@ TEST_CASE("model: the embedding norm makes the model blind to the embeddings' sc
   }
 }
 
-TEST_CASE("model: scale_embedding multiplies the token embedding by sqrt(d_model), not the positions",
-          "[model]") {
+TEST_CASE(
+    "model: scale_embedding multiplies the token embedding by sqrt(d_model), not the positions",
+    "[model]") {
   // A model with the scale equals the same model (same seed, same weights) without it whose
   // token table was multiplied by sqrt(d_model): the position table is left as it is, so the
   // identity fails if the scale reached the positions or the output head.
@@ -331,14 +341,16 @@ TEST_CASE("model: PositionMemo reuses positions-only work until the positions ch
   CHECK(computed == 1);
   // Different content, shape or variant: recomputed.
   CHECK(memo.get(ctx_for(fresh + 1, fresh + 1), compute).item<int64_t>() == 2);
-  CHECK(memo.get(ctx_for(torch::arange(6).view({1, 1, 6}), torch::arange(6).view({1, 1, 6})), compute)
-            .item<int64_t>() == 3);
+  CHECK(
+      memo.get(ctx_for(torch::arange(6).view({1, 1, 6}), torch::arange(6).view({1, 1, 6})), compute)
+          .item<int64_t>() == 3);
   auto six = torch::arange(6).view({1, 1, 6});
   CHECK(memo.get(ctx_for(six, six), compute, /*variant=*/1).item<int64_t>() == 4);
   CHECK(computed == 4);
 }
 
-TEST_CASE("model: long sequences without gradients attend block by block, with equal results", "[model]") {
+TEST_CASE("model: long sequences without gradients attend block by block, with equal results",
+          "[model]") {
   // T > 256 query rows takes the blocked evaluation path under NoGradGuard; with gradients on,
   // the full-matrix path. Both with and without an additive bias (ALiBi), and with a KV cache
   // prefix (the blocked path's causal offset).
@@ -390,7 +402,8 @@ TEST_CASE("model: a float64 sinusoidal encoding is computed in float64", "[model
   CHECK(worst < 1e-9);
 }
 
-TEST_CASE("model: a UTransformer encoder is one block applied `layers` times", "[model][universal]") {
+TEST_CASE("model: a UTransformer encoder is one block applied `layers` times",
+          "[model][universal]") {
   // Jelassi et al.'s UTransformer (ALBERT: every layer shares one set of weights): with
   // shared_layers the encoder has one block, and 4 layers of it equal the one-layer encoder
   // looped 4 times with the same weights.

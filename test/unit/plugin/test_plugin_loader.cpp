@@ -1,5 +1,6 @@
 // Plugin loader: ABI handshake refusals, discovery, duplicate names.
 #include "helpers.h"
+
 #include "lengen/plugin/abi.h"
 #include "lengen/plugin/loader.h"
 
@@ -18,10 +19,12 @@ std::string bad(const std::string& name) {
 
 TEST_CASE("plugin loader: refusals", "[plugin]") {
   SECTION("ABI mismatch names both versions and how to fix it") {
-    CHECK_THROWS_WITH(load_plugin(bad("abi_mismatch")),
-                      Contains(fmt::format("incompatible plugin ABI version (plugin: {}, lengen: {})", LENGEN_PLUGIN_ABI + 41,
-                                               LENGEN_PLUGIN_ABI)) &&
-                          Contains("rebuild the plugin"));
+    CHECK_THROWS_WITH(
+        load_plugin(bad("abi_mismatch")),
+        Contains(fmt::format("incompatible plugin ABI version (plugin: {}, lengen: {})",
+                             LENGEN_PLUGIN_ABI + 41,
+                             LENGEN_PLUGIN_ABI)) &&
+            Contains("rebuild the plugin"));
     CHECK(position_registry().find("bad_abi") == nullptr);
   }
   SECTION("a library without the entry point") {
@@ -29,7 +32,8 @@ TEST_CASE("plugin loader: refusals", "[plugin]") {
                       Contains("not a lengen plugin (no lengen_plugin_v1 symbol)"));
   }
   SECTION("a missing file") {
-    CHECK_THROWS_WITH(load_plugin("/nonexistent/liblengen-position-x.so"), Contains("no such file"));
+    CHECK_THROWS_WITH(load_plugin("/nonexistent/liblengen-position-x.so"),
+                      Contains("no such file"));
   }
   SECTION("a file that is not a shared library") {
     test::TempDir dir;
@@ -62,15 +66,16 @@ TEST_CASE("plugin loader: the same name from two libraries is an error naming bo
   test::TempDir dir;
   const std::string copy = dir.file("liblengen-position-nope2.so");
   fs::copy_file(original, copy);
-  CHECK_THROWS_WITH(load_plugin(copy), Contains("registered twice") && Contains(original) &&
-                                           Contains("nope2.so"));
+  CHECK_THROWS_WITH(load_plugin(copy),
+                    Contains("registered twice") && Contains(original) && Contains("nope2.so"));
   // The original registration survives the failed load.
   CHECK(position_registry().find("nope")->origin.library == original);
 }
 
 TEST_CASE("build: translation units see the fmt lengen was configured with", "[build]") {
   // PyTorch's LibTorch bundles its own fmt headers; cmake/LengenTorch.cmake puts the fmt that
-  // spdlog and lengen link against ahead of them. A mismatch here crashed PyTorch's LibTorch builds once.
+  // spdlog and lengen link against ahead of them. A mismatch here crashed PyTorch's LibTorch builds
+  // once.
   std::string configured = LENGEN_FMT_VERSION_CONFIGURED;  // "9.1.0"
   int major = 0, minor = 0, patch = 0;
   REQUIRE(std::sscanf(configured.c_str(), "%d.%d.%d", &major, &minor, &patch) >= 2);

@@ -1,6 +1,7 @@
 // The ID transforms every position scheme shares (PositionScheme::position_ids): randomized
 // positions (Ruoss et al. 2023) and cyclic indexing.
 #include "helpers.h"
+
 #include "lengen/plugin/loader.h"
 #include "lengen/position/scheme.h"
 
@@ -8,11 +9,16 @@ using namespace lengen;
 
 namespace {
 
-SchemeContext ctx() { return SchemeContext{16, 2, 8, 1, 1, ""}; }
+SchemeContext ctx() {
+  return SchemeContext{16, 2, 8, 1, 1, ""};
+}
 
 // Coupled-looking IDs for 3 samples: repeated values and a gap, [1, 3, 9].
 torch::Tensor coupled_ids() {
-  return torch::tensor({0, 3, 2, 1, 0, 3, 2, 1, 0, 5, 4}, torch::kInt64).view({1, 1, 11}).expand({1, 3, 11}).contiguous();
+  return torch::tensor({0, 3, 2, 1, 0, 3, 2, 1, 0, 5, 4}, torch::kInt64)
+      .view({1, 1, 11})
+      .expand({1, 3, 11})
+      .contiguous();
 }
 
 }  // namespace
@@ -48,15 +54,17 @@ TEST_CASE("randomized positions: each sample's IDs map in order onto distinct va
   std::vector<bool> seen(64, false);
   for (int r = 0; r < 200; ++r) {
     auto o = s->position_ids(ids, 0, true);
-    for (int64_t v : std::vector<int64_t>(o.data_ptr<int64_t>(), o.data_ptr<int64_t>() + o.numel())) {
+    for (int64_t v :
+         std::vector<int64_t>(o.data_ptr<int64_t>(), o.data_ptr<int64_t>() + o.numel())) {
       seen[static_cast<size_t>(v)] = true;
     }
   }
   CHECK(std::all_of(seen.begin(), seen.end(), [](bool b) { return b; }));
 }
 
-TEST_CASE("randomized positions: absent at evaluation, before cyclic, and refused when out of range",
-          "[position]") {
+TEST_CASE(
+    "randomized positions: absent at evaluation, before cyclic, and refused when out of range",
+    "[position]") {
   load_all_plugins();
   const auto ids = coupled_ids();
   auto s = test::make_scheme("{name: sinusoidal, ids: task, randomized: 64}", ctx());
@@ -67,12 +75,16 @@ TEST_CASE("randomized positions: absent at evaluation, before cyclic, and refuse
   CHECK(torch::equal(both->position_ids(ids, 0, false), torch::remainder(ids, 3)));
   // IDs up to 5 need a range of at least 6.
   auto small = test::make_scheme("{name: sinusoidal, ids: task, randomized: 5}", ctx());
-  CHECK_THROWS_WITH(small->position_ids(ids, 0, true), Catch::Contains("raise the scheme's `randomized:`"));
-  CHECK_NOTHROW(test::make_scheme("{name: sinusoidal, ids: task, randomized: 6}", ctx())->position_ids(ids, 0, true));
-  CHECK_THROWS_WITH(test::make_scheme("{name: sinusoidal, randomized: -1}", ctx()), Catch::Contains("randomized"));
+  CHECK_THROWS_WITH(small->position_ids(ids, 0, true),
+                    Catch::Contains("raise the scheme's `randomized:`"));
+  CHECK_NOTHROW(test::make_scheme("{name: sinusoidal, ids: task, randomized: 6}", ctx())
+                    ->position_ids(ids, 0, true));
+  CHECK_THROWS_WITH(test::make_scheme("{name: sinusoidal, randomized: -1}", ctx()),
+                    Catch::Contains("randomized"));
 }
 
-TEST_CASE("randomized positions: an encoder-decoder's two sides share each sample's map", "[position]") {
+TEST_CASE("randomized positions: an encoder-decoder's two sides share each sample's map",
+          "[position]") {
   load_all_plugins();
   torch::manual_seed(2);
   auto s = test::make_scheme("{name: sinusoidal, ids: task, randomized: 100}", ctx());
@@ -84,8 +96,9 @@ TEST_CASE("randomized positions: an encoder-decoder's two sides share each sampl
   CHECK((tgt.slice(2, 1) > tgt.slice(2, 0, 7)).all().item<bool>());
 }
 
-TEST_CASE("randomized positions: a range the scheme's table cannot hold is refused when it is built",
-          "[position]") {
+TEST_CASE(
+    "randomized positions: a range the scheme's table cannot hold is refused when it is built",
+    "[position]") {
   load_all_plugins();
   CHECK_NOTHROW(test::make_scheme("{name: ape, max_position: 40, randomized: 41}", ctx()));
   CHECK_THROWS_WITH(test::make_scheme("{name: ape, max_position: 40, randomized: 42}", ctx()),

@@ -2,6 +2,7 @@
 // exact union of fixed sets), `stages:` parsing and resolution, init_from's weight and
 // optimizer rules, the attention analysis library (pre- and post-softmax, refusals).
 #include "helpers.h"
+
 #include "lengen/analysis/attention.h"
 #include "lengen/experiment/experiment.h"
 #include "lengen/stage/stage.h"
@@ -11,8 +12,8 @@
 #include "lengen/train/weights.h"
 
 #include <cmath>
-#include <numeric>
 #include <filesystem>
+#include <numeric>
 #include <set>
 
 namespace fs = std::filesystem;
@@ -31,12 +32,16 @@ train: {steps: 20, batch_size: 8}
 eval: {samples: 10}
 )";
 
-Experiment load_yaml(const test::TempDir& tmp, const std::string& text, const std::string& name = "e.yaml") {
+Experiment load_yaml(const test::TempDir& tmp,
+                     const std::string& text,
+                     const std::string& name = "e.yaml") {
   test::write_text(tmp.file(name), text);
   return Experiment::load(tmp.file(name));
 }
 
-std::shared_ptr<const Task> task_of(const std::string& yaml) { return test::make_task(yaml); }
+std::shared_ptr<const Task> task_of(const std::string& yaml) {
+  return test::make_task(yaml);
+}
 
 // `text` with its one occurrence of `from` replaced by `to`.
 std::string replaced(std::string text, const std::string& from, const std::string& to) {
@@ -46,11 +51,14 @@ std::string replaced(std::string text, const std::string& from, const std::strin
 }
 
 // The resolved config without its provenance (which names the file it came from).
-std::string without_provenance(const std::string& yaml) { return yaml.substr(0, yaml.find("provenance:")); }
+std::string without_provenance(const std::string& yaml) {
+  return yaml.substr(0, yaml.find("provenance:"));
+}
 
 }  // namespace
 
-TEST_CASE("mixture: proportions within a binomial interval, reproducible per seed", "[stages][mixture]") {
+TEST_CASE("mixture: proportions within a binomial interval, reproducible per seed",
+          "[stages][mixture]") {
   std::vector<DataSource> src{{"short", task_of("{name: addition, train_digits: [1, 3]}"), 0.7, 0},
                               {"long", task_of("{name: addition, train_digits: [9, 9]}"), 0.3, 0}};
   TrainingData a(src, 11), b(src, 11), c(src, 12);
@@ -76,10 +84,12 @@ TEST_CASE("mixture: proportions within a binomial interval, reproducible per see
   CHECK(c.batch(0, 100)[0].tokens != a.batch(0, 100)[0].tokens);
 }
 
-TEST_CASE("mixture: an unweighted mixture is the exact union of its fixed sets", "[stages][mixture]") {
+TEST_CASE("mixture: an unweighted mixture is the exact union of its fixed sets",
+          "[stages][mixture]") {
   // Seed 004's priming: (1 - eps) N standard examples and eps N primers, eps = 0.1, N = 100.
-  std::vector<DataSource> src{{"standard", task_of("{name: addition, train_digits: [1, 3]}"), 0, 90},
-                              {"primers", task_of("{name: addition, train_digits: [9, 9]}"), 0, 10}};
+  std::vector<DataSource> src{
+      {"standard", task_of("{name: addition, train_digits: [1, 3]}"), 0, 90},
+      {"primers", task_of("{name: addition, train_digits: [9, 9]}"), 0, 10}};
   TrainingData d(src, 5);
   CHECK_FALSE(d.weighted());
   std::vector<int> s;
@@ -87,17 +97,20 @@ TEST_CASE("mixture: an unweighted mixture is the exact union of its fixed sets",
   CHECK(std::count(s.begin(), s.end(), 0) == 90);
   CHECK(std::count(s.begin(), s.end(), 1) == 10);
   std::set<std::vector<int64_t>> distinct;
-  for (const auto& e : epoch) distinct.insert(e.tokens);
+  for (const auto& e : epoch)
+    distinct.insert(e.tokens);
   auto next = d.batch(1, 100);  // the next epoch: the same examples in another order
   std::set<std::vector<int64_t>> again;
-  for (const auto& e : next) again.insert(e.tokens);
+  for (const auto& e : next)
+    again.insert(e.tokens);
   CHECK(distinct == again);
   // A weighted source with a fixed set draws only members of it.
   std::vector<DataSource> w{{"a", task_of("{name: addition, train_digits: [1, 5]}"), 1.0, 7}};
   TrainingData dw(w, 5);
   std::set<std::vector<int64_t>> members;
   for (int64_t step = 0; step < 20; ++step) {
-    for (const auto& e : dw.batch(step, 50)) members.insert(e.tokens);
+    for (const auto& e : dw.batch(step, 50))
+      members.insert(e.tokens);
   }
   CHECK(members.size() <= 7);
   CHECK(members.size() >= 5);
@@ -112,12 +125,14 @@ TEST_CASE("mixture: one source reproduces the single-task batches exactly", "[st
   TrainingData online(t, 0, seed);
   for (int64_t step : {0, 1, 5}) {
     Rng rng(mix_seed(seed, {static_cast<uint64_t>(step), 1}));
-    for (const auto& e : online.batch(step, 16)) CHECK(e.tokens == t->sample_train(rng).tokens);
+    for (const auto& e : online.batch(step, 16))
+      CHECK(e.tokens == t->sample_train(rng).tokens);
   }
   const int64_t n = 37;
   std::vector<Example> set;
   Rng draw(mix_seed(seed, {0xDA7A}));
-  for (int64_t i = 0; i < n; ++i) set.push_back(t->sample_train(draw));
+  for (int64_t i = 0; i < n; ++i)
+    set.push_back(t->sample_train(draw));
   TrainingData fixed(t, n, seed);
   for (int64_t step : {0, 1, 5}) {
     auto batch = fixed.batch(step, 16);
@@ -126,7 +141,8 @@ TEST_CASE("mixture: one source reproduces the single-task batches exactly", "[st
       std::vector<int64_t> perm(static_cast<size_t>(n));
       std::iota(perm.begin(), perm.end(), 0);
       Rng rng(mix_seed(seed, {static_cast<uint64_t>(epoch), 2}));
-      for (int64_t j = n - 1; j > 0; --j) std::swap(perm[j], perm[rng.uniform_int(0, j)]);
+      for (int64_t j = n - 1; j > 0; --j)
+        std::swap(perm[j], perm[rng.uniform_int(0, j)]);
       CHECK(batch[static_cast<size_t>(i)].tokens == set[static_cast<size_t>(perm[g % n])].tokens);
     }
   }
@@ -135,8 +151,12 @@ TEST_CASE("mixture: one source reproduces the single-task batches exactly", "[st
 TEST_CASE("mixture: task.mixture in YAML, its errors", "[stages][mixture]") {
   test::TempDir tmp;
   std::string y = kBase;
-  y = replaced(y, "task: {name: addition, train_digits: [1, 3], eval_digits: [1, 6]}", "task:\n  name: addition\n  train_digits: [1, 3]\n  eval_digits: [1, 6]\n  mixture:\n"
-            "    - {source: standard, dataset_size: 90}\n    - {source: primers, dataset_size: 10, train_digits: [6, 6]}");
+  y = replaced(
+      y,
+      "task: {name: addition, train_digits: [1, 3], eval_digits: [1, 6]}",
+      "task:\n  name: addition\n  train_digits: [1, 3]\n  eval_digits: [1, 6]\n  mixture:\n"
+      "    - {source: standard, dataset_size: 90}\n    - {source: primers, dataset_size: 10, "
+      "train_digits: [6, 6]}");
   Experiment e = load_yaml(tmp, y);
   REQUIRE(e.sources.size() == 2);
   CHECK(e.sources[0].name == "standard");
@@ -150,16 +170,22 @@ TEST_CASE("mixture: task.mixture in YAML, its errors", "[stages][mixture]") {
   CHECK(Experiment::load(tmp.file("resolved.yaml")).sources.size() == 2);
 
   std::string partial = y;
-  partial = replaced(partial, "{source: standard, dataset_size: 90}", "{source: standard, weight: 0.9}");
-  CHECK_THROWS_WITH(load_yaml(tmp, partial, "p.yaml"), Contains("p.yaml") && Contains("every mixture source a weight"));
+  partial =
+      replaced(partial, "{source: standard, dataset_size: 90}", "{source: standard, weight: 0.9}");
+  CHECK_THROWS_WITH(load_yaml(tmp, partial, "p.yaml"),
+                    Contains("p.yaml") && Contains("every mixture source a weight"));
   std::string dup = y;
   dup = replaced(dup, "source: primers", "source: standard");
-  CHECK_THROWS_WITH(load_yaml(tmp, dup, "d.yaml"), Contains("two mixture sources are named 'standard'"));
+  CHECK_THROWS_WITH(load_yaml(tmp, dup, "d.yaml"),
+                    Contains("two mixture sources are named 'standard'"));
   std::string typo = y;
   typo = replaced(typo, "train_digits: [6, 6]", "train_digit: [6, 6]");
-  CHECK_THROWS_WITH(load_yaml(tmp, typo, "t.yaml"), Contains("t.yaml:") && Contains("train_digits"));
+  CHECK_THROWS_WITH(load_yaml(tmp, typo, "t.yaml"),
+                    Contains("t.yaml:") && Contains("train_digits"));
   std::string both = y + "";
-  both = replaced(both, "train: {steps: 20, batch_size: 8}", "train: {steps: 20, batch_size: 8, dataset_size: 5}");
+  both = replaced(both,
+                  "train: {steps: 20, batch_size: 8}",
+                  "train: {steps: 20, batch_size: 8, dataset_size: 5}");
   CHECK_THROWS_WITH(load_yaml(tmp, both, "b.yaml"), Contains("its own dataset_size"));
 }
 
@@ -219,7 +245,8 @@ TEST_CASE("stages: errors name the file, the key and what was expected", "[stage
   fails("  - {kind: train}\n", "needs a name");
 }
 
-TEST_CASE("stages: init_from loads by name; new, dropped and mis-shaped parameters", "[stages][init]") {
+TEST_CASE("stages: init_from loads by name; new, dropped and mis-shaped parameters",
+          "[stages][init]") {
   test::TempDir tmp;
   auto model_of = [&](const std::string& position, int64_t d_model) {
     std::string y = kBase;
@@ -236,35 +263,43 @@ TEST_CASE("stages: init_from loads by name; new, dropped and mis-shaped paramete
   CHECK(load_weights_by_name(same, ckpt, {}).empty());
   for (auto& [n, p] : named_weights(same)) {
     for (auto& [m, q] : named_weights(plain)) {
-      if (n == m) CHECK(torch::equal(p, q));
+      if (n == m)
+        CHECK(torch::equal(p, q));
     }
   }
   // A learned absolute embedding added in the later stage: an error unless new_parameters: init.
-  Transformer grown = model_of("[{name: coupling, max_position: 32}, {name: ape, max_position: 64}]", 16);
-  CHECK_THROWS_WITH(load_weights_by_name(grown, ckpt, {}), Contains("is new") && Contains("new_parameters: init"));
+  Transformer grown =
+      model_of("[{name: coupling, max_position: 32}, {name: ape, max_position: 64}]", 16);
+  CHECK_THROWS_WITH(load_weights_by_name(grown, ckpt, {}),
+                    Contains("is new") && Contains("new_parameters: init"));
   auto fresh = load_weights_by_name(grown, ckpt, InitRules{true, false});
   REQUIRE(!fresh.empty());
-  for (const auto& n : fresh) CHECK_THAT(n, Contains("position"));
+  for (const auto& n : fresh)
+    CHECK_THAT(n, Contains("position"));
   // The other way: the checkpoint has a parameter the model lacks.
   const std::string big = tmp.file("grown.safetensors");
   save_safetensors(big, named_weights(grown), {{"step", "20"}});
   Transformer shrunk = model_of("[{name: coupling, max_position: 32}]", 16);
-  CHECK_THROWS_WITH(load_weights_by_name(shrunk, big, {}), Contains("not in this model") && Contains("dropped_parameters"));
+  CHECK_THROWS_WITH(load_weights_by_name(shrunk, big, {}),
+                    Contains("not in this model") && Contains("dropped_parameters"));
   CHECK(load_weights_by_name(shrunk, big, InitRules{false, true}).empty());
   // Another width: every mismatch names the parameter and both shapes.
   Transformer wide = model_of("[{name: coupling, max_position: 32}]", 32);
-  CHECK_THROWS_WITH(load_weights_by_name(wide, ckpt, {}), Contains("tok_emb.weight") && Contains("[") &&
-                                                            Contains("but the checkpoint has"));
+  CHECK_THROWS_WITH(
+      load_weights_by_name(wide, ckpt, {}),
+      Contains("tok_emb.weight") && Contains("[") && Contains("but the checkpoint has"));
 }
 
-TEST_CASE("stages: init_optimizer takes Adam's moments and step from the checkpoint", "[stages][init]") {
+TEST_CASE("stages: init_optimizer takes Adam's moments and step from the checkpoint",
+          "[stages][init]") {
   test::TempDir tmp;
   Experiment e = load_yaml(tmp, kBase);
   Transformer a = e.build_model(torch::kCPU);
   fs::create_directories(tmp.file("a") + "/checkpoints");
   fs::create_directories(tmp.file("b") + "/checkpoints");
   Trainer ta(e.train, e.seed, *e.task, a, torch::kCPU, tmp.file("a"));
-  for (int64_t s = 0; s < 3; ++s) ta.step(ta.batches_for_step(s), s);
+  for (int64_t s = 0; s < 3; ++s)
+    ta.step(ta.batches_for_step(s), s);
   ta.save_checkpoint(3);
   const std::string ckpt = ta.latest_checkpoint();
   Transformer b = e.build_model(torch::kCPU);
@@ -274,7 +309,8 @@ TEST_CASE("stages: init_optimizer takes Adam's moments and step from the checkpo
   auto fa = load_safetensors(ckpt), fb = load_safetensors(tb.latest_checkpoint());
   int64_t moments = 0;
   for (const auto& [name, t] : fa.tensors) {
-    if (name.rfind("optimizer.", 0) != 0) continue;
+    if (name.rfind("optimizer.", 0) != 0)
+      continue;
     ++moments;
     const torch::Tensor* other = fb.find(name);
     REQUIRE(other != nullptr);
@@ -284,7 +320,8 @@ TEST_CASE("stages: init_optimizer takes Adam's moments and step from the checkpo
   CHECK(moments == 2 * static_cast<int64_t>(named_weights(a).size()));
 }
 
-TEST_CASE("analysis: pre-softmax scores are what the attention weights are the softmax of", "[stages][analysis]") {
+TEST_CASE("analysis: pre-softmax scores are what the attention weights are the softmax of",
+          "[stages][analysis]") {
   test::TempDir tmp;
   Experiment e = load_yaml(tmp, kBase);
   Transformer m = e.build_model(torch::kCPU);
@@ -307,11 +344,12 @@ TEST_CASE("analysis: pre-softmax scores are what the attention weights are the s
   auto wm = mean_attention(m, *e.task, many, torch::kCPU, post);
   std::vector<uint8_t> want(wm.maps[0].keys.size(), 1);
   for (const auto& ex : many) {
-    for (size_t t = 0; t < want.size(); ++t) want[t] &= ex.tokens[t] == many[0].tokens[t] ? 1 : 0;
+    for (size_t t = 0; t < want.size(); ++t)
+      want[t] &= ex.tokens[t] == many[0].tokens[t] ? 1 : 0;
   }
   CHECK(wm.maps[0].constant_keys == want);
   CHECK(std::count(want.begin(), want.end(), 0) >= 6);  // the operands' digits vary
-  CHECK(want[0] == 1);                                   // BOS is the same in every sample
+  CHECK(want[0] == 1);                                  // BOS is the same in every sample
   // Samples of different lengths cannot be averaged.
   auto mixed = cell_samples(*e.task, GridCell{{"digits", 2}}, 1, 7);
   mixed.push_back(samples[0]);
@@ -325,8 +363,10 @@ TEST_CASE("analysis: pre-softmax scores are what the attention weights are the s
   CHECK(none.drawn == 1);
 }
 
-TEST_CASE("self-labelled examples: written and read back with the task's causal IDs; errors name file and line",
-          "[stages][self_label]") {
+TEST_CASE(
+    "self-labelled examples: written and read back with the task's causal IDs; errors name file "
+    "and line",
+    "[stages][self_label]") {
   test::TempDir tmp;
   auto task = task_of("{name: addition, train_digits: [1, 4], eval_digits: [1, 6]}");
   Rng rng(7);
@@ -335,7 +375,8 @@ TEST_CASE("self-labelled examples: written and read back with the task's causal 
     Example ex = task->sample_train(rng);
     // A label is the model's answer: keep the prompt, replace the response (here a wrong one).
     if (i == 2) {
-      for (int64_t t = ex.prompt_length; t + 1 < ex.length(); ++t) ex.tokens[static_cast<size_t>(t)] = 2;  // "0"
+      for (int64_t t = ex.prompt_length; t + 1 < ex.length(); ++t)
+        ex.tokens[static_cast<size_t>(t)] = 2;  // "0"
     }
     written.push_back(ex);
   }
@@ -348,8 +389,10 @@ TEST_CASE("self-labelled examples: written and read back with the task's causal 
     CHECK(back[i].tokens == written[i].tokens);
     CHECK(back[i].prompt_length == written[i].prompt_length);
     // The IDs decoding gives them; for a correct example they equal the task's own.
-    CHECK(back[i].position_ids == task->causal_position_ids(written[i].tokens, written[i].prompt_length));
-    if (i != 2) CHECK(back[i].position_ids == written[i].position_ids);
+    CHECK(back[i].position_ids ==
+          task->causal_position_ids(written[i].tokens, written[i].prompt_length));
+    if (i != 2)
+      CHECK(back[i].position_ids == written[i].position_ids);
     for (int64_t t = 0; t < back[i].length(); ++t) {
       CHECK(back[i].loss_mask[static_cast<size_t>(t)] == (t >= back[i].prompt_length ? 1 : 0));
     }
@@ -379,13 +422,17 @@ TEST_CASE("self-labelled examples: written and read back with the task's causal 
   CHECK_THROWS_WITH(read_labelled_examples(tmp.file("none.jsonl"), *task), Contains("none.jsonl"));
   // Found by the labels fuzz target: a token too large for an int64 (JSON keeps it as a float),
   // whose conversion was undefined behaviour; and fractional ids.
-  test::write_text(tmp.file("huge.jsonl"), "{\"tokens\": [1, 688888888888888888888888888888, 1], \"prompt_length\": 1}\n");
-  CHECK_THROWS_WITH(read_labelled_examples(tmp.file("huge.jsonl"), *task),
-                    Contains("huge.jsonl:1: token 6.888888888888889e+29 is not a token id (an integer)"));
+  test::write_text(tmp.file("huge.jsonl"),
+                   "{\"tokens\": [1, 688888888888888888888888888888, 1], \"prompt_length\": 1}\n");
+  CHECK_THROWS_WITH(
+      read_labelled_examples(tmp.file("huge.jsonl"), *task),
+      Contains("huge.jsonl:1: token 6.888888888888889e+29 is not a token id (an integer)"));
   test::write_text(tmp.file("frac.jsonl"), "{\"tokens\": [1, 3.4, 1], \"prompt_length\": 1.5}\n");
-  CHECK_THROWS_WITH(read_labelled_examples(tmp.file("frac.jsonl"), *task), Contains("token 3.4 is not a token id"));
+  CHECK_THROWS_WITH(read_labelled_examples(tmp.file("frac.jsonl"), *task),
+                    Contains("token 3.4 is not a token id"));
   test::write_text(tmp.file("plen.jsonl"), "{\"tokens\": [1, 2, 1], \"prompt_length\": 1e40}\n");
-  CHECK_THROWS_WITH(read_labelled_examples(tmp.file("plen.jsonl"), *task), Contains("prompt_length 1e+40 is not an integer"));
+  CHECK_THROWS_WITH(read_labelled_examples(tmp.file("plen.jsonl"), *task),
+                    Contains("prompt_length 1e+40 is not an integer"));
 }
 
 TEST_CASE("self_label: from_stage sources and their errors", "[stages][self_label]") {
@@ -406,15 +453,21 @@ TEST_CASE("self_label: from_stage sources and their errors", "[stages][self_labe
   REQUIRE(sources.size() == 2);
   CHECK(sources[1].from_stages == std::vector<std::string>{"label1"});
   // Training data cannot be built before the labelling stage has run.
-  CHECK_THROWS_WITH(e.stages[2].experiment->training_data(tmp.file("run")),
-                    Contains("'r1'") && Contains("stage 'label1'") && Contains("must run before this one"));
-  CHECK_THROWS_WITH(load_yaml(tmp, replaced(y, "from_stage: label1}", "from_stage: label1, train_digits: [2, 2]}"),
-                              "o.yaml"),
-                    Contains("o.yaml") && Contains("not 'train_digits'"));
+  CHECK_THROWS_WITH(
+      e.stages[2].experiment->training_data(tmp.file("run")),
+      Contains("'r1'") && Contains("stage 'label1'") && Contains("must run before this one"));
+  CHECK_THROWS_WITH(
+      load_yaml(tmp,
+                replaced(y, "from_stage: label1}", "from_stage: label1, train_digits: [2, 2]}"),
+                "o.yaml"),
+      Contains("o.yaml") && Contains("not 'train_digits'"));
   CHECK_THROWS_WITH(load_yaml(tmp, replaced(y, "lengths: [4, 5], ", ""), "l.yaml"),
                     Contains("l.yaml") && Contains("lengths"));
-  CHECK_THROWS_WITH(load_yaml(tmp, replaced(y, "[4, 5], samples: 10}", "[4, 5], samples: 10, filters: [vote]}"), "f.yaml"),
-                    Contains("f.yaml") && Contains("length"));
+  CHECK_THROWS_WITH(
+      load_yaml(tmp,
+                replaced(y, "[4, 5], samples: 10}", "[4, 5], samples: 10, filters: [vote]}"),
+                "f.yaml"),
+      Contains("f.yaml") && Contains("length"));
 }
 
 TEST_CASE("self_improve: rounds expand into label, train and eval stages", "[stages][self_label]") {
@@ -438,8 +491,20 @@ TEST_CASE("self_improve: rounds expand into label, train and eval stages", "[sta
     kinds.push_back(st.kind);
     from.push_back(st.init_from);
   }
-  CHECK(names == std::vector<std::string>{"base", "base2", "si0_eval", "si1_label", "si1", "si1_v1", "si1_eval",
-                                          "si2_label", "si2", "si2_v1", "si2_eval", "si3_label", "si3", "si3_eval",
+  CHECK(names == std::vector<std::string>{"base",
+                                          "base2",
+                                          "si0_eval",
+                                          "si1_label",
+                                          "si1",
+                                          "si1_v1",
+                                          "si1_eval",
+                                          "si2_label",
+                                          "si2",
+                                          "si2_v1",
+                                          "si2_eval",
+                                          "si3_label",
+                                          "si3",
+                                          "si3_eval",
                                           "si_rounds"});
   CHECK(kinds[3] == "self_label");
   CHECK(kinds[4] == "train");
@@ -447,8 +512,21 @@ TEST_CASE("self_improve: rounds expand into label, train and eval stages", "[sta
   // The rounds start from the previous stage (base2, the entry gives no init_from), each
   // lineage goes on from its own previous round, and every label stage asks the round's model.
   // The voter lineage trains in every round but the last, where nothing would ask its model.
-  CHECK(from == std::vector<std::string>{"", "", "base2", "base2", "base2", "base2", "si1", "si1", "si1", "si1_v1",
-                                         "si2", "si2", "si2", "si3", "si3_eval"});
+  CHECK(from == std::vector<std::string>{"",
+                                         "",
+                                         "base2",
+                                         "base2",
+                                         "base2",
+                                         "base2",
+                                         "si1",
+                                         "si1",
+                                         "si1",
+                                         "si1_v1",
+                                         "si2",
+                                         "si2",
+                                         "si2",
+                                         "si3",
+                                         "si3_eval"});
   // Query lengths move by hi - lo + 1 per round; the voters are the other lineage's models.
   CHECK(e.stages[3].options.get_int_range("lengths") == std::pair<int64_t, int64_t>{4, 5});
   CHECK(e.stages[7].options.get_int_range("lengths") == std::pair<int64_t, int64_t>{6, 7});
@@ -478,8 +556,15 @@ TEST_CASE("self_improve: rounds expand into label, train and eval stages", "[sta
   CHECK(without_provenance(again.resolved_yaml()) == without_provenance(e.resolved_yaml()));
 
   // length_step, self_weight 1 (labels only), no evaluation of the start.
-  Experiment f = load_yaml(tmp, replaced(replaced(y, "samples: 40", "samples: 40\n    length_step: 1\n    self_weight: 1\n    eval_start: false"),
-                                         "voters: [base2]", "init_from: base"), "f.yaml");
+  Experiment f = load_yaml(
+      tmp,
+      replaced(
+          replaced(y,
+                   "samples: 40",
+                   "samples: 40\n    length_step: 1\n    self_weight: 1\n    eval_start: false"),
+          "voters: [base2]",
+          "init_from: base"),
+      "f.yaml");
   CHECK(f.stages[2].name == "si1_label");
   CHECK(f.stages[2].init_from == "base");
   CHECK(f.stages[5].options.get_int_range("lengths") == std::pair<int64_t, int64_t>{5, 6});
@@ -491,11 +576,16 @@ TEST_CASE("self_improve: rounds expand into label, train and eval stages", "[sta
                     Contains("r.yaml") && Contains("rounds"));
   CHECK_THROWS_WITH(load_yaml(tmp, replaced(y, "rounds: 3", "rounds: 3\n    round: 2"), "k.yaml"),
                     Contains("k.yaml") && Contains("'round'"));
-  CHECK_THROWS_WITH(load_yaml(tmp, replaced(y, "train: {steps: 7}", "task: {mixture: []}"), "m.yaml"),
-                    Contains("m.yaml") && Contains("mixture is its own"));
-  CHECK_THROWS_WITH(load_yaml(tmp, replaced(y, "voters: [base2]", "voters: [base2]\n    agree: 3"), "a.yaml"),
-                    Contains("a.yaml") && Contains("cannot agree among 2"));
-  CHECK_THROWS_WITH(load_yaml(tmp, replaced(replaced(y, "{name: base2", "{name: si1"), "voters: [base2]", "voters: [si1]"),
-                              "n.yaml"),
-                    Contains("n.yaml") && Contains("two stages are named 'si1'"));
+  CHECK_THROWS_WITH(
+      load_yaml(tmp, replaced(y, "train: {steps: 7}", "task: {mixture: []}"), "m.yaml"),
+      Contains("m.yaml") && Contains("mixture is its own"));
+  CHECK_THROWS_WITH(
+      load_yaml(tmp, replaced(y, "voters: [base2]", "voters: [base2]\n    agree: 3"), "a.yaml"),
+      Contains("a.yaml") && Contains("cannot agree among 2"));
+  CHECK_THROWS_WITH(
+      load_yaml(
+          tmp,
+          replaced(replaced(y, "{name: base2", "{name: si1"), "voters: [base2]", "voters: [si1]"),
+          "n.yaml"),
+      Contains("n.yaml") && Contains("two stages are named 'si1'"));
 }

@@ -3,6 +3,7 @@
 // with per-head output projections, ReLU MLP, tied or untied output, greedy decoding) against
 // a definition nobody here wrote.
 #include "helpers.h"
+
 #include "lengen/experiment/experiment.h"
 #include "lengen/taotp/model.h"
 #include "lengen/train/evaluator.h"
@@ -32,7 +33,8 @@ torch::Tensor pos_enc_3d(double t) {
 
 torch::Tensor pos_enc_3d_array(int64_t n) {
   std::vector<torch::Tensor> rows;
-  for (int64_t p = 0; p < n; ++p) rows.push_back(pos_enc_3d(2 * M_PI * p / n));
+  for (int64_t p = 0; p < n; ++p)
+    rows.push_back(pos_enc_3d(2 * M_PI * p / n));
   return torch::stack(rows);
 }
 
@@ -80,7 +82,8 @@ TEST_CASE("taotp: the book's Hello World (Figure 8.2) prints Hello World!", "[ta
     CHECK(it->second == next[i]);  // a repeated character always points at the same row
   }
   std::set<int64_t> used;
-  for (const auto& [c, id] : id_of) used.insert(id);
+  for (const auto& [c, id] : id_of)
+    used.insert(id);
   CHECK(used.size() == id_of.size());  // distinct characters, distinct rows
   const int64_t eos = next[12];
   CHECK(used.count(eos) == 0);
@@ -88,14 +91,16 @@ TEST_CASE("taotp: the book's Hello World (Figure 8.2) prints Hello World!", "[ta
   REQUIRE(used.size() == 10);
   int64_t bos = -1;
   for (int64_t t = 0; t < 11; ++t) {
-    if (!used.count(t)) bos = t;
+    if (!used.count(t))
+      bos = t;
   }
   // The shipped vocabulary is that order.
   auto vocab = taotp::load_vocabulary(dir + "hello_world.vocab");
   REQUIRE(vocab.size() == 11);
   CHECK(vocab[bos] == "<bos>");
   CHECK(vocab[eos] == "<eos>");
-  for (const auto& [c, id] : id_of) CHECK(vocab[id] == std::string(1, c));
+  for (const auto& [c, id] : id_of)
+    CHECK(vocab[id] == std::string(1, c));
 
   auto built = taotp::build_model(program);
   CHECK(built.config.layers == 0);
@@ -103,7 +108,8 @@ TEST_CASE("taotp: the book's Hello World (Figure 8.2) prints Hello World!", "[ta
     // From any start token the program spells the message, then <eos>.
     auto out = taotp::greedy_decode(built.model, program.block_size(), {start}, 13, eos);
     std::string text;
-    for (size_t i = 0; i + 1 < out.size(); ++i) text += vocab[out[i]];
+    for (size_t i = 0; i + 1 < out.size(); ++i)
+      text += vocab[out[i]];
     INFO("start token " << vocab[start]);
     CHECK(text == message);
     CHECK(out.back() == eos);
@@ -132,14 +138,16 @@ TEST_CASE("taotp: MIN (Figure 5.2), hardened attention, on random inputs", "[tao
 
   auto count = taotp::count_parameters(p);
   CHECK(count.total == 6 * block + 39 + 3 * (n - block));  // 6n + 39 with vocab n, block 8
-  CHECK(count.nonzero - p.tok_emb.ne(0).sum().item<int64_t>() == 11);  // the book: 11 outside tok_emb
+  CHECK(count.nonzero - p.tok_emb.ne(0).sum().item<int64_t>() ==
+        11);  // the book: 11 outside tok_emb
 
   auto built = taotp::build_model(p);
   Rng rng(5);
   for (int sample = 0; sample < 300; ++sample) {
     const int64_t len = 1 + static_cast<int64_t>(rng.uniform_int(0, block - 1));
     std::vector<int64_t> input;
-    for (int64_t i = 0; i < len; ++i) input.push_back(rng.uniform_int(0, n - 1));
+    for (int64_t i = 0; i < len; ++i)
+      input.push_back(rng.uniform_int(0, n - 1));
     auto out = taotp::greedy_decode(built.model, block, input, 1, -1);
     INFO("input " << fmt::format("{}", fmt::join(input, " ")));
     CHECK(out[0] == *std::min_element(input.begin(), input.end()));
@@ -153,7 +161,8 @@ TEST_CASE("taotp: a lookup table as an MLP of spikes (Theorem 6.1), untied outpu
   auto emb = pos_enc_3d_array(V);  // [V, 3], fixed under LayerNorm
   Rng rng(3);
   std::vector<int64_t> f(V);
-  for (auto& y : f) y = rng.uniform_int(0, V - 1);
+  for (auto& y : f)
+    y = rng.uniform_int(0, V - 1);
   auto u = pos_enc_3d(0.3);
   auto s = torch::matmul(emb, u);  // [V] features
   auto sorted = std::get<0>(s.sort());
@@ -179,7 +188,8 @@ TEST_CASE("taotp: a lookup table as an MLP of spikes (Theorem 6.1), untied outpu
   p = round_trip(p);
   CHECK(!p.tied());
   // tok_emb + pos_emb + out_emb + Q, K, V, P + M1 + b1 + M2 + b2
-  CHECK(taotp::count_parameters(p).total == V * 3 + 3 + V * 3 + 4 * (2 * 3 * 2) + 3 * (3 * V) + 3 * V + (3 * V) * 3 + 3);
+  CHECK(taotp::count_parameters(p).total ==
+        V * 3 + 3 + V * 3 + 4 * (2 * 3 * 2) + 3 * (3 * V) + 3 * V + (3 * V) * 3 + 3);
   auto built = taotp::build_model(p);
   CHECK(built.config.d_ff == 3 * V);
   CHECK(built.config.ff_bias);
@@ -212,11 +222,14 @@ TEST_CASE("taotp: the Python-literal spelling and clear errors", "[taotp]") {
   };
   fails("{'tok_emb': [[1, 2], [3]], 'pos_emb': [[0, 0]]}", "bad.py:1:");
   fails("{'tok_emb': [[1, 2], [3]], 'pos_emb': [[0, 0]]}", "rectangular");
-  fails("{'tok_emb': [[1, 2]], 'pos_emb': [[0, 0, 0]]}", "pos_emb has shape [1, 3], expected [block_size, 2]");
+  fails("{'tok_emb': [[1, 2]], 'pos_emb': [[0, 0, 0]]}",
+        "pos_emb has shape [1, 3], expected [block_size, 2]");
   fails("{'tok_emb': [[1, 2]], 'pos_emb': [[0, 0]], 'tok_embs': 1}", "did you mean 'tok_emb'");
-  fails("{'tok_emb': [[1, 2]], 'pos_emb': [[0, 0]], 'layers': [{'Q': [[[1], [1]]], 'K': [[[1], [1]]], "
-        "'V': [[[1], [1]]], 'P': [[[1, 2], [1, 2]]]}]}",
-        "layers[0].P has shape [1, 2, 2], expected [1, 2, 1]");
+  fails(
+      "{'tok_emb': [[1, 2]], 'pos_emb': [[0, 0]], 'layers': [{'Q': [[[1], [1]]], 'K': [[[1], "
+      "[1]]], "
+      "'V': [[[1], [1]]], 'P': [[[1, 2], [1, 2]]]}]}",
+      "layers[0].P has shape [1, 2, 2], expected [1, 2, 1]");
   fails("{'tok_emb': [[1, 2]], 'pos_emb': [[0, 0]], 'lnf': {'gamma': [1, 1, 1]}}", "lnf.gamma");
   fails("{'tok_emb': [[1, 2]],\n 'pos_emb': [[0, x]]}", "bad.py:2:18: unexpected name 'x'");
   fails("{'tok_emb': [[1, 2]]", "expected ',' or '}'");
@@ -237,9 +250,11 @@ train: {steps: 150, batch_size: 64, optimizer: {name: adam, lr: 0.003}, schedule
     DYNAMIC_SECTION(norm) {
       // The format has no epsilon: the book's 1e-10 is used. With it, the arithmetic is the same.
       const bool book_norm = std::string(norm) == "taotp_layernorm";
-      Experiment exp = Experiment::load(dir.file("e.yaml"),
-                                        {"output_dir=" + dir.str(), std::string("model.norm=") + norm,
-                                         book_norm ? "model.norm_eps=1e-10" : "model.norm_eps=1e-5"});
+      Experiment exp =
+          Experiment::load(dir.file("e.yaml"),
+                           {"output_dir=" + dir.str(),
+                            std::string("model.norm=") + norm,
+                            book_norm ? "model.norm_eps=1e-10" : "model.norm_eps=1e-5"});
       Transformer model = exp.build_model(torch::kCPU);
       Trainer(exp.train, exp.seed, *exp.task, model, torch::kCPU, exp.run_dir()).run(false);
       model->to(torch::kFloat64);
@@ -259,7 +274,8 @@ train: {steps: 150, batch_size: 64, optimizer: {name: adam, lr: 0.003}, schedule
       for (size_t i = 0; i < prompts.size(); ++i) {
         auto expected = greedy_decode(model, *exp.task, {prompts[i]}, torch::kCPU);
         const int64_t room = program.block_size() - static_cast<int64_t>(prompts[i].size()) + 1;
-        auto got = taotp::greedy_decode(built.model, program.block_size(), prompts[i], room, vocab.eos());
+        auto got =
+            taotp::greedy_decode(built.model, program.block_size(), prompts[i], room, vocab.eos());
         const size_t n = std::min(got.size(), expected[0].size());
         INFO("prompt " << vocab.decode(prompts[i]));
         CHECK(std::vector<int64_t>(got.begin(), got.begin() + n) ==
@@ -269,17 +285,21 @@ train: {steps: 150, batch_size: 64, optimizer: {name: adam, lr: 0.003}, schedule
         // The same arithmetic: logits agree to rounding.
         Batch b = make_batch({exp.task->sample_eval({{"digits", 3}}, rng)}, vocab.pad());
         torch::NoGradGuard ng;
-        CHECK(test::max_abs_diff(model->forward(b.inputs, b.ids), built.model->forward(b.inputs, b.ids)) < 1e-9);
+        CHECK(test::max_abs_diff(model->forward(b.inputs, b.ids),
+                                 built.model->forward(b.inputs, b.ids)) < 1e-9);
       }
     }
   }
   // What the format cannot express is refused with the reason.
-  Experiment coupled = Experiment::load(
-      dir.file("e.yaml"), {"output_dir=" + dir.str(), "position=[{name: coupling, max_position: 24}]",
-                           "task.position_ids=coupled"});
+  Experiment coupled = Experiment::load(dir.file("e.yaml"),
+                                        {"output_dir=" + dir.str(),
+                                         "position=[{name: coupling, max_position: 24}]",
+                                         "task.position_ids=coupled"});
   Transformer m = coupled.build_model(torch::kCPU);
-  CHECK_THROWS_WITH(taotp::export_program(coupled, m), Catch::Contains("position[0] is 'coupling'"));
-  Experiment rms = Experiment::load(dir.file("e.yaml"), {"output_dir=" + dir.str(), "model.norm=rmsnorm"});
+  CHECK_THROWS_WITH(taotp::export_program(coupled, m),
+                    Catch::Contains("position[0] is 'coupling'"));
+  Experiment rms =
+      Experiment::load(dir.file("e.yaml"), {"output_dir=" + dir.str(), "model.norm=rmsnorm"});
   Transformer m2 = rms.build_model(torch::kCPU);
   CHECK_THROWS_WITH(taotp::export_program(rms, m2), Catch::Contains("rmsnorm"));
 }
@@ -301,7 +321,8 @@ TEST_CASE("taotp: the softmax adds Figure 1.1's 1e-10 to its denominator", "[tao
   CHECK(built.config.softmax_eps == 1e-10);
   torch::NoGradGuard ng;
   built.model->eval();
-  auto logits = built.model->forward(torch::tensor({{int64_t{1}}}), torch::zeros({1, 1, 1}, torch::kInt64))[0][0];
+  auto logits = built.model->forward(torch::tensor({{int64_t{1}}}),
+                                     torch::zeros({1, 1, 1}, torch::kInt64))[0][0];
   // Figure 1.1 by hand (float64): x = -e + e / (1 + 1e-10) per entry, LN = x / (|x| + 1e-10).
   const double x = -1.0 + (1.0 + 1e-10) * (1.0 / (1.0 + 1e-10)) * (1.0 / (1.0 + 1e-10));
   const double ln = x / (std::abs(x) + 1e-10);  // about -0.5

@@ -2,6 +2,7 @@
 // of wrong tokens) on hand-made responses; string-list options; Jelassi et al.'s priming
 // mixture proportions.
 #include "helpers.h"
+
 #include "lengen/train/data.h"
 #include "lengen/train/evaluator.h"
 
@@ -9,7 +10,8 @@
 
 using namespace lengen;
 
-TEST_CASE("breakdown: accuracy by feature and wrong-token positions on hand-made responses", "[eval][breakdown]") {
+TEST_CASE("breakdown: accuracy by feature and wrong-token positions on hand-made responses",
+          "[eval][breakdown]") {
   CellAnalysis a;
   const std::vector<std::string> f{"carries"};
   const std::vector<int64_t> ref{1, 2, 3, 4};
@@ -27,21 +29,25 @@ TEST_CASE("breakdown: accuracy by feature and wrong-token positions on hand-made
   CHECK_THROWS_WITH(a.add({{"digits", 3}}, f, true, ref, ref), Catch::Contains("carries"));
 }
 
-TEST_CASE("breakdown: eval.breakdown is a list of strings; a scalar is a one-element list", "[eval][breakdown]") {
+TEST_CASE("breakdown: eval.breakdown is a list of strings; a scalar is a one-element list",
+          "[eval][breakdown]") {
   auto axes = std::vector<GridAxis>{{"digits", "", 1, 4, 1, 2}};
   auto load = [&](const std::string& yaml) {
     return EvalConfig::from_config(load_config_string(yaml, "<t>"), axes);
   };
   CHECK(load("{}").breakdown.empty());
-  CHECK(load("{breakdown: [carries, carry_chain]}").breakdown == std::vector<std::string>{"carries", "carry_chain"});
+  CHECK(load("{breakdown: [carries, carry_chain]}").breakdown ==
+        std::vector<std::string>{"carries", "carry_chain"});
   CHECK(load("{breakdown: carries}").breakdown == std::vector<std::string>{"carries"});
   CHECK_THROWS_WITH(load("{breakdown: {a: 1}}"), Catch::Contains("list of strings"));
   // Written back for the run's resolved config.
   CHECK(load("{breakdown: [carries]}").to_yaml()["breakdown"][0].as<std::string>() == "carries");
 }
 
-TEST_CASE("priming: eps of the examples are the fixed primers, the rest standard", "[data][priming]") {
-  auto standard = test::make_task("{name: padded_arithmetic, operation: mul, width: 12, train_set_size: 99}");
+TEST_CASE("priming: eps of the examples are the fixed primers, the rest standard",
+          "[data][priming]") {
+  auto standard =
+      test::make_task("{name: padded_arithmetic, operation: mul, width: 12, train_set_size: 99}");
   auto primers = test::make_task(
       "{name: padded_arithmetic, operation: mul, width: 12, train_digits: 12, train_set_size: 0}");
   TrainingData data({{"standard", standard, 0.95, 0}, {"primers", primers, 0.05, 10}}, 3);
@@ -56,7 +62,7 @@ TEST_CASE("priming: eps of the examples are the fixed primers, the rest standard
       if (source[i] == 1) {
         ++n_primers;
         primer_seen.insert(ex.tokens);
-        CHECK(ex.tokens[6] != primers->vocabulary().id("<PAD>"));  // below 10^12, not 10^5
+        CHECK(ex.tokens[6] != primers->vocabulary().id("<PAD>"));   // below 10^12, not 10^5
         CHECK(ex.tokens[17] == primers->vocabulary().id("<PAD>"));  // the second below 10^3
       } else {
         first_operands.emplace(ex.tokens.begin() + 1, ex.tokens.begin() + 13);
@@ -74,8 +80,10 @@ TEST_CASE("priming: eps of the examples are the fixed primers, the rest standard
 // The other reading of the paper's primers (section 2.2: "the second operands are generated
 // online" in all training procedures): the primers' source keeps N_train = 10 fixed first
 // operands of exactly 12 digits and draws each second operand fresh, as the standard source does.
-TEST_CASE("priming: online primers keep their first operands fixed and draw the second fresh", "[data][priming]") {
-  auto standard = test::make_task("{name: padded_arithmetic, operation: mul, width: 12, train_set_size: 99}");
+TEST_CASE("priming: online primers keep their first operands fixed and draw the second fresh",
+          "[data][priming]") {
+  auto standard =
+      test::make_task("{name: padded_arithmetic, operation: mul, width: 12, train_set_size: 99}");
   auto primers = test::make_task(
       "{name: padded_arithmetic, operation: mul, width: 12, train_digits: 12, train_set_size: 10, "
       "exact_digits: true}");
@@ -87,12 +95,13 @@ TEST_CASE("priming: online primers keep their first operands fixed and draw the 
     std::vector<int> source;
     auto batch = data.batch(step, 100, &source);
     for (size_t i = 0; i < batch.size(); ++i) {
-      if (source[i] != 1) continue;
+      if (source[i] != 1)
+        continue;
       const auto& t = batch[i].tokens;
       ++n_primers;
       primer_firsts.emplace(t.begin() + 1, t.begin() + 13);
       primer_examples.insert(t);
-      CHECK(t[1] != vocab.id("0"));   // exactly 12 digits: no leading zero,
+      CHECK(t[1] != vocab.id("0"));       // exactly 12 digits: no leading zero,
       CHECK(t[12] != vocab.id("<PAD>"));  // and no padding inside the first operand
       CHECK(t[16] != vocab.id("<PAD>"));  // the second has exactly 3 digits (exact_digits)
       CHECK(t[17] == vocab.id("<PAD>"));

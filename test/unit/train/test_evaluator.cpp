@@ -1,18 +1,20 @@
 // The evaluator: Wilson intervals, evaluation batches, decoding past the tables, the answer
 // metrics and the first errors summary.json lists.
 #include "helpers.h"
+
 #include "lengen/experiment/experiment.h"
+#include "lengen/model/architecture.h"
 #include "lengen/model/batch.h"
 #include "lengen/train/checkpoint.h"
 #include "lengen/train/evaluator.h"
 #include "lengen/train/flops.h"
-#include "lengen/model/architecture.h"
 #include "lengen/train/op_count.h"
 #include "lengen/train/tensorboard.h"
 #include "lengen/train/trainer.h"
 
-#include <nlohmann/json.hpp>
 #include <torch/cuda.h>
+
+#include <nlohmann/json.hpp>
 
 #include <cstdlib>
 #include <cstring>
@@ -47,7 +49,8 @@ TEST_CASE("eval: Wilson score interval", "[eval]") {
   CHECK(hi0 == Approx(0.2775).epsilon(1e-3));
 }
 
-TEST_CASE("eval: batches hold at most batch_size sequences and batch_tokens padded tokens", "[eval]") {
+TEST_CASE("eval: batches hold at most batch_size sequences and batch_tokens padded tokens",
+          "[eval]") {
   using Ranges = std::vector<std::pair<size_t, size_t>>;
   const std::vector<int64_t> lengths{3, 3, 4, 5, 5, 5, 9, 20};
   // Sequences alone: runs of at most 3.
@@ -93,27 +96,32 @@ TEST_CASE("eval: batches hold at most batch_size sequences and batch_tokens padd
   CHECK(eval_batch_tokens(100, torch::Device(torch::kCUDA, 0), m) == 100);
 }
 
-TEST_CASE("eval: a decode that runs past the position tables is a wrong answer, not an error", "[eval]") {
+TEST_CASE("eval: a decode that runs past the position tables is a wrong answer, not an error",
+          "[eval]") {
   // A model that writes '7' forever: every scratchpad number grows until its coupled ID passes
   // max_position (here exactly what the references need).
   test::TempDir dir;
-  Experiment exp = load_experiment(dir,
-                                   "name: overflow\nseed: 0\ndtype: float64\n"
-                                   "task: {name: addition, scratchpad: true, pad_to: answer, operands: 2, train_digits: [1, 2],\n"
-                                   "       eval_digits: [1, 2]}\n"
-                                   "model: {layers: 1, heads: 1, d_model: 4, d_ff: 4, norm: none, activation: relu}\n"
-                                   "position: [{name: coupling, max_position: [4, 3]}]\n");
+  Experiment exp = load_experiment(
+      dir,
+      "name: overflow\nseed: 0\ndtype: float64\n"
+      "task: {name: addition, scratchpad: true, pad_to: answer, operands: 2, train_digits: [1, "
+      "2],\n"
+      "       eval_digits: [1, 2]}\n"
+      "model: {layers: 1, heads: 1, d_model: 4, d_ff: 4, norm: none, activation: relu}\n"
+      "position: [{name: coupling, max_position: [4, 3]}]\n");
   Transformer model = exp.build_model(torch::kCPU);
   {
     torch::NoGradGuard no_grad;
-    for (auto& p : model->named_parameters()) p.value().zero_();
+    for (auto& p : model->named_parameters())
+      p.value().zero_();
     model->named_parameters()["tok_emb.weight"].select(1, 0).fill_(1.0);  // a constant feature
     model->named_parameters()["lm_head.weight"][exp.task->vocabulary().id("7")][0] = 1.0;
   }
   const Architecture* objective = &model->arch();
   Rng rng(3);
   std::vector<Example> examples;
-  for (int i = 0; i < 4; ++i) examples.push_back(exp.task->sample_eval({{"digits", 2}}, rng));
+  for (int i = 0; i < 4; ++i)
+    examples.push_back(exp.task->sample_eval({{"digits", 2}}, rng));
   std::vector<std::vector<int64_t>> out;
   REQUIRE_NOTHROW(out = objective->decode(model, *exp.task, examples, torch::kCPU));
   for (size_t i = 0; i < examples.size(); ++i) {
@@ -137,7 +145,8 @@ TEST_CASE("eval: the answer-only metric looks at the final answer alone", "[eval
   const auto& v = task->vocabulary();
   SECTION("teacher-forced: the loss mask narrows to [answer_begin, EOS)") {
     Example a = answer_only(ex);
-    for (int64_t t = 0; t < a.length(); ++t) CHECK(a.loss_mask[t] == (t == ex.length() - 2 ? 1 : 0));
+    for (int64_t t = 0; t < a.length(); ++t)
+      CHECK(a.loss_mask[t] == (t == ex.length() - 2 ? 1 : 0));
     Example bad = ex;
     bad.answer_begin = bad.length();
     CHECK_THROWS_WITH(answer_only(bad), Contains("outside the response"));
@@ -145,8 +154,8 @@ TEST_CASE("eval: the answer-only metric looks at the final answer alone", "[eval
   SECTION("decoded: the tokens just before the first EOS") {
     const int64_t z = v.id("0"), o = v.id("1"), e = v.eos();
     CHECK(answer_match(ex, {z, o, z, o, e}, e));
-    CHECK(answer_match(ex, {o, o, o, o, e}, e));      // wrong scratchpad, right answer
-    CHECK(answer_match(ex, {o, e, z, z, e}, e));      // the first EOS ends the response
+    CHECK(answer_match(ex, {o, o, o, o, e}, e));        // wrong scratchpad, right answer
+    CHECK(answer_match(ex, {o, e, z, z, e}, e));        // the first EOS ends the response
     CHECK_FALSE(answer_match(ex, {z, o, z, z, e}, e));  // wrong answer
     CHECK_FALSE(answer_match(ex, {z, o, z, o}, e));     // no EOS
     CHECK_FALSE(answer_match(ex, {e}, e));              // nothing before EOS
@@ -158,14 +167,15 @@ TEST_CASE("eval: the answer-only metric looks at the final answer alone", "[eval
     const auto& av = add->vocabulary();
     auto toks = [&](const std::string& text) {
       std::vector<int64_t> out;
-      for (char c : text) out.push_back(av.id(std::string(1, c)));
+      for (char c : text)
+        out.push_back(av.id(std::string(1, c)));
       return out;
     };
     const int64_t sep = av.id(">"), e = av.eos();
     CHECK(answer_match(a, toks("0>75>501$"), e, sep));
     CHECK(answer_match(a, toks("0>76>501$"), e, sep));         // wrong scratchpad, right answer
     CHECK_FALSE(answer_match(a, toks("0>75>1501$"), e, sep));  // a longer number ending in 501
-    CHECK(answer_match(a, toks("0>75>1501$"), e));              // (what the last-n rule would say)
+    CHECK(answer_match(a, toks("0>75>1501$"), e));             // (what the last-n rule would say)
     CHECK_FALSE(answer_match(a, toks("501$"), e, sep));        // no separator before it
   }
   SECTION("eval.metric is checked and described") {
@@ -174,15 +184,18 @@ TEST_CASE("eval: the answer-only metric looks at the final answer alone", "[eval
     CHECK(c.metric == "answer");
     CHECK_THAT(metric_description(c), Contains("final answer"));
     CHECK(c.to_yaml()["metric"].as<std::string>() == "answer");
-    CHECK_THROWS_WITH(EvalConfig::from_config(load_config_string("{metric: tokens}", "<t>"), axes),
-                      Contains("response") && Contains("answer_given_scratchpad") && Contains("tokens"));
+    CHECK_THROWS_WITH(
+        EvalConfig::from_config(load_config_string("{metric: tokens}", "<t>"), axes),
+        Contains("response") && Contains("answer_given_scratchpad") && Contains("tokens"));
     CHECK_THAT(metric_description(c), Contains("greedy decoding"));
     EvalConfig g = EvalConfig::from_config(
         load_config_string("{metric: answer_given_scratchpad}", "<t>"), axes);
     CHECK_THAT(metric_description(g), Contains("teacher-forced"));
-    CHECK_THROWS_WITH(EvalConfig::from_config(load_config_string(
-                          "{metric: answer_given_scratchpad, greedy_decode: true}", "<t>"), axes),
-                      Contains("teacher-forced by definition"));
+    CHECK_THROWS_WITH(
+        EvalConfig::from_config(
+            load_config_string("{metric: answer_given_scratchpad, greedy_decode: true}", "<t>"),
+            axes),
+        Contains("teacher-forced by definition"));
   }
 }
 
@@ -190,11 +203,12 @@ TEST_CASE("eval: answer-only accuracy is never below whole-response accuracy", "
   // An untrained model gets some answers right by chance; every sample whose whole response is
   // right has its answer right, cell by cell, and the answer metric sees the chance hits.
   test::TempDir dir;
-  Experiment exp = load_experiment(dir,
-                                   "task: {name: parity, scratchpad: true, position_ids: coupled, train_bits: [1, 3]}\n"
-                                   "model: {layers: 1, heads: 2, d_model: 16, d_ff: 32}\n"
-                                   "position: [{name: coupling, max_position: 8}]\n"
-                                   "eval: {samples: 200, grid: {bits: [1, 3]}}\n");
+  Experiment exp = load_experiment(
+      dir,
+      "task: {name: parity, scratchpad: true, position_ids: coupled, train_bits: [1, 3]}\n"
+      "model: {layers: 1, heads: 2, d_model: 16, d_ff: 32}\n"
+      "position: [{name: coupling, max_position: 8}]\n"
+      "eval: {samples: 200, grid: {bits: [1, 3]}}\n");
   Transformer model = exp.build_model(torch::kCPU);
   auto whole = evaluate_grid(model, *exp.task, exp.eval, torch::kCPU);
   exp.eval.metric = "answer_given_scratchpad";
@@ -255,15 +269,18 @@ TEST_CASE("eval: answer-only accuracy is never below whole-response accuracy", "
   }
 }
 
-TEST_CASE("eval: eval.autocast is read, written back, and leaves the CPU's verdicts alone", "[eval]") {
+TEST_CASE("eval: eval.autocast is read, written back, and leaves the CPU's verdicts alone",
+          "[eval]") {
   // bfloat16 autocast is for CUDA (scripts/gpu-session.sh compares its verdicts on a card); on
   // the CPU the evaluation stays float32, sample for sample, also inside a training run's file.
   test::TempDir dir;
-  Experiment exp = load_experiment(dir,
-                                   "task: {name: parity, scratchpad: true, position_ids: coupled, train_bits: [1, 3]}\n"
-                                   "model: {layers: 1, heads: 2, d_model: 16, d_ff: 32}\n"
-                                   "position: [{name: coupling, max_position: 8}]\n"
-                                   "eval: {samples: 200, grid: {bits: [1, 3]}, autocast: true, metric: answer_given_scratchpad}\n");
+  Experiment exp = load_experiment(
+      dir,
+      "task: {name: parity, scratchpad: true, position_ids: coupled, train_bits: [1, 3]}\n"
+      "model: {layers: 1, heads: 2, d_model: 16, d_ff: 32}\n"
+      "position: [{name: coupling, max_position: 8}]\n"
+      "eval: {samples: 200, grid: {bits: [1, 3]}, autocast: true, metric: "
+      "answer_given_scratchpad}\n");
   CHECK(exp.eval.autocast);
   CHECK(exp.eval.to_yaml()["autocast"].as<bool>());
   Transformer model = exp.build_model(torch::kCPU);
@@ -281,14 +298,17 @@ TEST_CASE("eval: eval.autocast is read, written back, and leaves the CPU's verdi
   CHECK(right > 0);  // an untrained model's chance answers: not all counts are zero
 }
 
-TEST_CASE("eval: eval.examples keeps each cell's first wrong samples, then right ones, and writes them to examples.jsonl",
-          "[eval]") {
+TEST_CASE(
+    "eval: eval.examples keeps each cell's first wrong samples, then right ones, and writes them "
+    "to examples.jsonl",
+    "[eval]") {
   test::TempDir dir;
-  Experiment exp = load_experiment(dir,
-                                   "task: {name: parity, train_bits: [1, 3]}\n"
-                                   "model: {layers: 1, heads: 2, d_model: 16, d_ff: 32, norm: none, activation: relu}\n"
-                                   "position: [{name: nope}]\n"
-                                   "eval: {samples: 60, grid: {bits: [1, 4]}, examples: 40}\n");
+  Experiment exp = load_experiment(
+      dir,
+      "task: {name: parity, train_bits: [1, 3]}\n"
+      "model: {layers: 1, heads: 2, d_model: 16, d_ff: 32, norm: none, activation: relu}\n"
+      "position: [{name: nope}]\n"
+      "eval: {samples: 60, grid: {bits: [1, 4]}, examples: 40}\n");
   REQUIRE(exp.eval.examples == 40);
   const size_t keep = 40;
   CHECK_THAT(metric_description(exp.eval), Contains("greedy decoding"));  // it decodes
@@ -299,9 +319,11 @@ TEST_CASE("eval: eval.examples keeps each cell's first wrong samples, then right
   const auto& v = exp.task->vocabulary();
   {
     torch::NoGradGuard no_grad;
-    for (auto& p : model->named_parameters()) p.value().zero_();
+    for (auto& p : model->named_parameters())
+      p.value().zero_();
     auto emb = model->named_parameters()["tok_emb.weight"];
-    for (int64_t t = 0; t < emb.size(0); ++t) emb[t][t] = 1.0;
+    for (int64_t t = 0; t < emb.size(0); ++t)
+      emb[t][t] = 1.0;
     auto head = model->named_parameters()["lm_head.weight"];
     head[v.id("0")][v.id("=")] = 1.0;
     head[v.eos()][v.id("0")] = 1.0;
@@ -388,6 +410,7 @@ TEST_CASE("eval: eval.examples keeps each cell's first wrong samples, then right
   CHECK_FALSE(fs::exists(run.breakdown()));
   CHECK(fs::exists(run.summary()));
   // The option is checked like every other.
-  CHECK_THROWS_WITH(EvalConfig::from_config(load_config_string("{examples: -1}", "<t>"), exp.task->grid_axes()),
-                    Contains("examples"));
+  CHECK_THROWS_WITH(
+      EvalConfig::from_config(load_config_string("{examples: -1}", "<t>"), exp.task->grid_axes()),
+      Contains("examples"));
 }

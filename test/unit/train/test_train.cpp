@@ -1,18 +1,20 @@
 // Training pieces: schedule, optimizers against LibTorch's, clipping, batches, safetensors,
 // flops and kernel counts, TensorBoard events.
 #include "helpers.h"
+
 #include "lengen/experiment/experiment.h"
+#include "lengen/model/architecture.h"
 #include "lengen/model/batch.h"
 #include "lengen/train/checkpoint.h"
 #include "lengen/train/evaluator.h"
 #include "lengen/train/flops.h"
-#include "lengen/model/architecture.h"
 #include "lengen/train/op_count.h"
 #include "lengen/train/tensorboard.h"
 #include "lengen/train/trainer.h"
 
-#include <nlohmann/json.hpp>
 #include <torch/cuda.h>
+
+#include <nlohmann/json.hpp>
 
 #include <cstdlib>
 #include <cstring>
@@ -53,14 +55,21 @@ std::pair<double, double> grad_scale_and_diff(const std::vector<torch::Tensor>& 
 
 /// A 2-layer float64 decoder on 1-8 digit addition with the given position schemes (a YAML
 /// list's entries), written to `tmp` and loaded: what the exactness tests below compare on.
-Experiment float64_addition(const test::TempDir& tmp, const std::string& name, int seed,
-                            const std::string& position, int batch_size) {
-  test::write_text(tmp.file("exp.yaml"), fmt::format("name: {}\nseed: {}\ndtype: float64\n"
-                                                     "task: {{name: addition, train_digits: [1, 8]}}\n"
-                                                     "model: {{layers: 2, heads: 2, d_model: 16, d_ff: 32}}\n"
-                                                     "position: [{}]\n"
-                                                     "train: {{steps: 10, batch_size: {}}}\n",
-                                                     name, seed, position, batch_size));
+Experiment float64_addition(const test::TempDir& tmp,
+                            const std::string& name,
+                            int seed,
+                            const std::string& position,
+                            int batch_size) {
+  test::write_text(tmp.file("exp.yaml"),
+                   fmt::format("name: {}\nseed: {}\ndtype: float64\n"
+                               "task: {{name: addition, train_digits: [1, 8]}}\n"
+                               "model: {{layers: 2, heads: 2, d_model: 16, d_ff: 32}}\n"
+                               "position: [{}]\n"
+                               "train: {{steps: 10, batch_size: {}}}\n",
+                               name,
+                               seed,
+                               position,
+                               batch_size));
   return Experiment::load(tmp.file("exp.yaml"));
 }
 
@@ -111,8 +120,8 @@ TEST_CASE("train: warm-up then cosine decay to the minimum ratio", "[train]") {
   CHECK(c.lr_at(550) == Approx(1e-2 * (0.1 + 0.9 * 0.5)));
   c.decay = "constant";
   CHECK(c.lr_at(900) == Approx(1e-2));
-  auto parsed = TrainConfig::from_config(load_config_string(
-      "{steps: 200, schedule: {warmup_fraction: 0.05}}", "t.yaml"));
+  auto parsed = TrainConfig::from_config(
+      load_config_string("{steps: 200, schedule: {warmup_fraction: 0.05}}", "t.yaml"));
   CHECK(parsed.warmup_steps == 10);
   CHECK_THROWS_WITH(TrainConfig::from_config(load_config_string(
                         "{schedule: {warmup_steps: 5, warmup_fraction: 0.1}}", "t.yaml")),
@@ -124,11 +133,13 @@ TEST_CASE("train: SGD with and without momentum matches LibTorch's", "[train]") 
     const char* yaml;
     torch::optim::SGDOptions ref;
   };
+
   const std::vector<Case> cases = {
       {"{name: sgd, lr: 0.05}", torch::optim::SGDOptions(0.05)},
       {"{name: sgd, lr: 0.05, momentum: 0.9, weight_decay: 0.01}",
        torch::optim::SGDOptions(0.05).momentum(0.9).weight_decay(0.01)},
-      {"{name: sgd, lr: 0.05, momentum: 0.8, nesterov: true}", torch::optim::SGDOptions(0.05).momentum(0.8).nesterov(true)},
+      {"{name: sgd, lr: 0.05, momentum: 0.8, nesterov: true}",
+       torch::optim::SGDOptions(0.05).momentum(0.8).nesterov(true)},
   };
   for (const auto& c : cases) {
     DYNAMIC_SECTION(c.yaml) {
@@ -155,20 +166,29 @@ TEST_CASE("train: SGD with and without momentum matches LibTorch's", "[train]") 
                     Contains("t.yaml") && Contains("needs momentum > 0"));
 }
 
-TEST_CASE("train: train.optimizer names a registered optimizer, checked when the file loads", "[train]") {
+TEST_CASE("train: train.optimizer names a registered optimizer, checked when the file loads",
+          "[train]") {
   // A bare name, a map without name (adam), and the default.
-  CHECK(optimizer_name(TrainConfig::from_config(load_config_string("{optimizer: sgd}", "t.yaml")).optimizer) == "sgd");
+  CHECK(optimizer_name(
+            TrainConfig::from_config(load_config_string("{optimizer: sgd}", "t.yaml")).optimizer) ==
+        "sgd");
   auto c = TrainConfig::from_config(load_config_string("{optimizer: {lr: 0.02}}", "t.yaml"));
   CHECK(optimizer_name(c.optimizer) == "adam");
   CHECK(c.lr == 0.02);
   CHECK(optimizer_name(TrainConfig{}.optimizer) == "adam");
-  CHECK(TrainConfig{}.to_yaml()["optimizer"]["beta2"].as<double>() == 0.999);  // defaults written out
-  CHECK_THROWS_WITH(TrainConfig::from_config(load_config_string("{optimizer: {name: adamm}}", "t.yaml")),
-                    Contains("t.yaml:1") && Contains("unknown optimizer 'adamm'") && Contains("did you mean 'adam'"));
-  CHECK_THROWS_WITH(TrainConfig::from_config(load_config_string("{optimizer: {name: sgd, beta1: 0.9}}", "t.yaml")),
+  CHECK(TrainConfig{}.to_yaml()["optimizer"]["beta2"].as<double>() ==
+        0.999);  // defaults written out
+  CHECK_THROWS_WITH(
+      TrainConfig::from_config(load_config_string("{optimizer: {name: adamm}}", "t.yaml")),
+      Contains("t.yaml:1") && Contains("unknown optimizer 'adamm'") &&
+          Contains("did you mean 'adam'"));
+  CHECK_THROWS_WITH(TrainConfig::from_config(
+                        load_config_string("{optimizer: {name: sgd, beta1: 0.9}}", "t.yaml")),
                     Contains("unknown option 'beta1'") && Contains("optimizer 'sgd'"));
-  CHECK_THROWS_WITH(TrainConfig::from_config(load_config_string("{schedule: {decay: cosin}}", "t.yaml")),
-                    Contains("t.yaml:1") && Contains("unknown decay 'cosin'") && Contains("did you mean 'cosine'"));
+  CHECK_THROWS_WITH(
+      TrainConfig::from_config(load_config_string("{schedule: {decay: cosin}}", "t.yaml")),
+      Contains("t.yaml:1") && Contains("unknown decay 'cosin'") &&
+          Contains("did you mean 'cosine'"));
   CHECK_THROWS_WITH(TrainConfig::from_config(load_config_string("{optimizer: {lr: 0}}", "t.yaml")),
                     Contains("lr must be > 0"));
 }
@@ -187,8 +207,10 @@ TEST_CASE("train: Adam and AdamW match LibTorch's implementations", "[train]") {
       auto au = u0.clone().set_requires_grad(true);
       auto bu = u0.clone().set_requires_grad(true);
       auto idle = u0.clone().set_requires_grad(true);
-      auto opt = make_optimizer(load_config_string(fmt::format("{{name: {}, lr: 0.01, weight_decay: 0.1}}", name), "t.yaml"),
-                                {{"w", a}, {"idle", idle}, {"u", au}});
+      auto opt = make_optimizer(
+          load_config_string(fmt::format("{{name: {}, lr: 0.01, weight_decay: 0.1}}", name),
+                             "t.yaml"),
+          {{"w", a}, {"idle", idle}, {"u", au}});
       Optimizer& mine = *opt;
       std::unique_ptr<torch::optim::Optimizer> ref;
       if (std::string(name) == "adam") {
@@ -226,25 +248,31 @@ TEST_CASE("train: the operator counter counts kernels, not views or composites",
   {
     OpCounter counter;
     auto views = a.view({3, 4}).t().narrow(0, 0, 2).unsqueeze(0);  // views: no kernel
-    auto sum = a + b;                                               // 1: add
-    auto y = torch::linear(sum, w);                                 // composite: its GEMM
-    auto s = y.sum();                                               // 1: sum
+    auto sum = a + b;                                              // 1: add
+    auto y = torch::linear(sum, w);                                // composite: its GEMM
+    auto s = y.sum();                                              // 1: sum
     CHECK(counter.host_reads() == 0);
-    (void)s.item<double>();                                         // a read-back, no kernel
+    (void)s.item<double>();  // a read-back, no kernel
     CHECK(counter.host_reads() == 1);
-    s.backward();                                                   // on another thread maybe
+    s.backward();  // on another thread maybe
     total = counter.kernels();
     seen = counter.by_name();
   }
   std::string listed;
-  for (const auto& [name, n] : seen) listed += fmt::format("{} {}, ", name, n);
+  for (const auto& [name, n] : seen)
+    listed += fmt::format("{} {}, ", name, n);
   INFO(listed);
   CHECK(seen["aten::add"] >= 1);
   CHECK(seen["aten::sum"] == 1);
   CHECK(seen.count("aten::linear") == 0);
   CHECK(seen["aten::mm"] + seen["aten::addmm"] + seen["aten::matmul"] >= 2);  // forward and dx
-  for (const char* no_kernel : {"aten::view", "aten::t", "aten::narrow", "aten::unsqueeze",
-                                "aten::transpose", "aten::empty", "aten::_local_scalar_dense",
+  for (const char* no_kernel : {"aten::view",
+                                "aten::t",
+                                "aten::narrow",
+                                "aten::unsqueeze",
+                                "aten::transpose",
+                                "aten::empty",
+                                "aten::_local_scalar_dense",
                                 "aten::item"}) {
     CHECK(seen.count(no_kernel) == 0);
   }
@@ -278,7 +306,8 @@ TEST_CASE("train: gradient clipping matches LibTorch", "[train]") {
   CHECK(a.grad().norm().item<double>() == Approx(10.0).epsilon(1e-5));
 }
 
-TEST_CASE("train: a training sample beyond max_position fails on the host, naming the step", "[train]") {
+TEST_CASE("train: a training sample beyond max_position fails on the host, naming the step",
+          "[train]") {
   test::TempDir tmp;
   const char* yaml = R"(name: too_long
 task: {name: addition, train_digits: [1, 2], eval_digits: [1, 2]}
@@ -290,13 +319,14 @@ train: {steps: 2, batch_size: 4}
   // Loading checks the training distribution's longest sample; data from elsewhere (here 8
   // digits, as a custom TrainingData could give) is checked batch by batch.
   Experiment exp = Experiment::load(tmp.file("exp.yaml"));
-  Experiment longer = Experiment::load(
-      tmp.file("exp.yaml"), {"task.train_digits=[8, 8]", "position[0].max_position=40"});
+  Experiment longer = Experiment::load(tmp.file("exp.yaml"),
+                                       {"task.train_digits=[8, 8]", "position[0].max_position=40"});
   Transformer model = exp.build_model(torch::kCPU);
   Trainer t(exp.train, exp.seed, *exp.task, model, torch::kCPU, tmp.file("run"));
   t.set_data(longer.training_data());
-  CHECK_THROWS_WITH(t.batches_for_step(1), Catch::Contains("training batch of step 1") &&
-                                               Catch::Contains("max_position is 6"));
+  CHECK_THROWS_WITH(
+      t.batches_for_step(1),
+      Catch::Contains("training batch of step 1") && Catch::Contains("max_position is 6"));
 }
 
 TEST_CASE("train: batches pad on the right and shift targets", "[train]") {
@@ -316,10 +346,13 @@ TEST_CASE("train: batches pad on the right and shift targets", "[train]") {
 namespace {
 
 // A safetensors file from a header's JSON text and `data_bytes` bytes of data after it.
-std::string hostile_safetensors(const test::TempDir& dir, const std::string& header, size_t data_bytes) {
+std::string hostile_safetensors(const test::TempDir& dir,
+                                const std::string& header,
+                                size_t data_bytes) {
   std::string bytes(8, '\0');
   uint64_t n = header.size();
-  for (int i = 0; i < 8; ++i) bytes[static_cast<size_t>(i)] = static_cast<char>((n >> (8 * i)) & 0xff);
+  for (int i = 0; i < 8; ++i)
+    bytes[static_cast<size_t>(i)] = static_cast<char>((n >> (8 * i)) & 0xff);
   bytes += header + std::string(data_bytes, '\x01');
   const std::string path = dir.file("hostile.safetensors");
   test::write_text(path, bytes);
@@ -328,30 +361,39 @@ std::string hostile_safetensors(const test::TempDir& dir, const std::string& hea
 
 }  // namespace
 
-TEST_CASE("train: a hostile safetensors header is refused by name before anything is allocated", "[train]") {
+TEST_CASE("train: a hostile safetensors header is refused by name before anything is allocated",
+          "[train]") {
   test::TempDir dir;
   const std::vector<std::pair<std::string, std::string>> cases = {
       // 10^12 elements announced in a 16-byte file: refused before allocating 4 TB.
       {R"({"w": {"dtype": "F32", "shape": [1000000, 1000000], "data_offsets": [0, 4000000000000]}})",
-       "tensor 'w': shape [1000000,1000000] of F32 needs 1000000000000 elements, more than the 16 bytes"},
+       "tensor 'w': shape [1000000,1000000] of F32 needs 1000000000000 elements, more than the 16 "
+       "bytes"},
       // Sizes whose product overflows 64 bits.
       {R"({"w": {"dtype": "F32", "shape": [4294967296, 4294967296, 16], "data_offsets": [0, 16]}})",
        "tensor 'w': shape [4294967296,4294967296,16] has more elements than can exist"},
       {R"({"w": {"dtype": "F32", "shape": [-1], "data_offsets": [0, 16]}})",
        "tensor 'w': shape [-1]: every size must be a non-negative integer"},
-      {R"({"w": {"dtype": "F32", "shape": [2.5], "data_offsets": [0, 16]}})", "every size must be a non-negative"},
+      {R"({"w": {"dtype": "F32", "shape": [2.5], "data_offsets": [0, 16]}})",
+       "every size must be a non-negative"},
       // Offsets that wrap around 2^64 when added to the header's end.
       {R"({"w": {"dtype": "F32", "shape": [4], "data_offsets": [18446744073709551600, 18446744073709551615]}})",
        "tensor 'w': data_offsets [18446744073709551600, 18446744073709551615]"},
-      {R"({"w": {"dtype": "F32", "shape": [4], "data_offsets": [16, 0]}})", "do not hold its 16 bytes"},
-      {R"({"w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 16]}})", "do not hold its 8 bytes"},
+      {R"({"w": {"dtype": "F32", "shape": [4], "data_offsets": [16, 0]}})",
+       "do not hold its 16 bytes"},
+      {R"({"w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 16]}})",
+       "do not hold its 8 bytes"},
       {R"({"w": {"dtype": "F32", "shape": [4], "data_offsets": [0]}})", "expected [begin, end]"},
-      {R"({"w": {"dtype": "F32", "shape": [4], "data_offsets": [-8, 8]}})", "expected [begin, end]"},
-      {R"({"w": {"dtype": "Q7", "shape": [4], "data_offsets": [0, 16]}})", "tensor 'w': unsupported safetensors dtype 'Q7'"},
-      {R"({"w": {"dtype": 3, "shape": [4], "data_offsets": [0, 16]}})", "tensor 'w': dtype is not a string"},
+      {R"({"w": {"dtype": "F32", "shape": [4], "data_offsets": [-8, 8]}})",
+       "expected [begin, end]"},
+      {R"({"w": {"dtype": "Q7", "shape": [4], "data_offsets": [0, 16]}})",
+       "tensor 'w': unsupported safetensors dtype 'Q7'"},
+      {R"({"w": {"dtype": 3, "shape": [4], "data_offsets": [0, 16]}})",
+       "tensor 'w': dtype is not a string"},
       {R"({"w": {"shape": [4], "data_offsets": [0, 16]}})", "tensor 'w': no 'dtype'"},
       {R"({"w": [1, 2]})", "tensor 'w': a JSON array, expected {dtype, shape, data_offsets}"},
-      {R"({"w": {"dtype": "F32", "shape": 4, "data_offsets": [0, 16]}})", "tensor 'w': shape is not a list"},
+      {R"({"w": {"dtype": "F32", "shape": 4, "data_offsets": [0, 16]}})",
+       "tensor 'w': shape is not a list"},
       {R"([1, 2, 3])", "the safetensors header is a JSON array, expected an object of tensors"},
       {R"({"__metadata__": {"step": 7}})", "__metadata__.step is a JSON number, expected a string"},
       {R"({"__metadata__": [1]})", "__metadata__ is a JSON array, expected an object of strings"},
@@ -364,9 +406,11 @@ TEST_CASE("train: a hostile safetensors header is refused by name before anythin
   // A header length beyond the file.
   const std::string long_header = dir.file("long.safetensors");
   test::write_text(long_header, std::string("\xff\xff\xff\xff\xff\xff\xff\x7f{}", 10));
-  CHECK_THROWS_WITH(load_safetensors(long_header), Contains("header length 9223372036854775807 exceeds the file size 10"));
+  CHECK_THROWS_WITH(load_safetensors(long_header),
+                    Contains("header length 9223372036854775807 exceeds the file size 10"));
   // The well-formed file of the same shape loads.
-  const std::string ok = hostile_safetensors(dir, R"({"w": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}})", 16);
+  const std::string ok = hostile_safetensors(
+      dir, R"({"w": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}})", 16);
   CHECK(load_safetensors(ok).find("w")->numel() == 4);
 }
 
@@ -432,12 +476,15 @@ TEST_CASE("train: safetensors files", "[train]") {
     for (const std::string bad : {"", "7x", "-1", "seven", "99999999999999999999"}) {
       CAPTURE(bad);
       save_safetensors(dir.file("bad.safetensors"), {{"a", a}}, {{"step", bad}});
-      CHECK_THROWS_WITH(training_step_of(load_safetensors(dir.file("bad.safetensors")), "bad.safetensors"),
-                        Contains("bad.safetensors: the checkpoint's step is") && Contains("expected a step count"));
+      CHECK_THROWS_WITH(
+          training_step_of(load_safetensors(dir.file("bad.safetensors")), "bad.safetensors"),
+          Contains("bad.safetensors: the checkpoint's step is") &&
+              Contains("expected a step count"));
     }
     save_safetensors(dir.file("none.safetensors"), {{"a", a}});
-    CHECK_THROWS_WITH(training_step_of(load_safetensors(dir.file("none.safetensors")), "none.safetensors"),
-                      Contains("none.safetensors: not a lengen training checkpoint (no step)"));
+    CHECK_THROWS_WITH(
+        training_step_of(load_safetensors(dir.file("none.safetensors")), "none.safetensors"),
+        Contains("none.safetensors: not a lengen training checkpoint (no step)"));
   }
 }
 
@@ -449,6 +496,7 @@ struct Field {
   uint64_t varint = 0;
   std::string bytes;
 };
+
 std::vector<Field> fields(const std::string& m) {
   std::vector<Field> out;
   size_t at = 0;
@@ -457,7 +505,8 @@ std::vector<Field> fields(const std::string& m) {
     for (int shift = 0;; shift += 7) {
       const auto b = static_cast<unsigned char>(m.at(at++));
       v |= static_cast<uint64_t>(b & 0x7F) << shift;
-      if (!(b & 0x80)) return v;
+      if (!(b & 0x80))
+        return v;
     }
   };
   while (at < m.size()) {
@@ -480,9 +529,11 @@ std::vector<Field> fields(const std::string& m) {
   }
   return out;
 }
+
 const Field& field(const std::vector<Field>& fs, int number) {
   for (const auto& f : fs) {
-    if (f.number == number) return f;
+    if (f.number == number)
+      return f;
   }
   FAIL("no field " << number);
   throw std::logic_error("unreachable");
@@ -490,7 +541,8 @@ const Field& field(const std::vector<Field>& fs, int number) {
 
 }  // namespace
 
-TEST_CASE("tensorboard: event files TensorBoard reads (TFRecord CRCs, Event protobufs)", "[tensorboard]") {
+TEST_CASE("tensorboard: event files TensorBoard reads (TFRecord CRCs, Event protobufs)",
+          "[tensorboard]") {
   CHECK(crc32c("123456789") == 0xE3069283u);  // the CRC-32C check value
   CHECK(crc32c("") == 0u);
   test::TempDir dir;
@@ -539,18 +591,24 @@ TEST_CASE("train: a training step reads nothing back from the device", "[train]"
   // two length buckets, clipping, the non-finite check, schemes with biases and random offsets.
   // (RPE reads its index bounds where its table is far longer than the sequences: k 4 here.)
   const std::string arch = GENERATE(as<std::string>{}, "decoder", "encoder_decoder", "encoder");
-  const std::string position = GENERATE(as<std::string>{}, "{name: coupling, max_position: 40}",
-                                         "{name: fire}", "{name: t5_bias}", "{name: rope}",
-                                         "{name: rpe_kq, k: 4}");
+  const std::string position = GENERATE(as<std::string>{},
+                                        "{name: coupling, max_position: 40}",
+                                        "{name: fire}",
+                                        "{name: t5_bias}",
+                                        "{name: rope}",
+                                        "{name: rpe_kq, k: 4}");
   DYNAMIC_SECTION(arch << " " << position) {
     test::TempDir tmp;
-    test::write_text(tmp.file("exp.yaml"), "name: reads\n"
-                                           "task: {name: addition, train_digits: [1, 8]}\n"
-                                           "model: {layers: 2, heads: 2, d_model: 16, d_ff: 32, "
-                                           "norm: rmsnorm}\n"
-                                           "position: [" + position + "]\n"
-                                           "train: {steps: 10, batch_size: 12, buckets: 2, "
-                                           "grad_clip: 0.5}\n");
+    test::write_text(tmp.file("exp.yaml"),
+                     "name: reads\n"
+                     "task: {name: addition, train_digits: [1, 8]}\n"
+                     "model: {layers: 2, heads: 2, d_model: 16, d_ff: 32, "
+                     "norm: rmsnorm}\n"
+                     "position: [" +
+                         position +
+                         "]\n"
+                         "train: {steps: 10, batch_size: 12, buckets: 2, "
+                         "grad_clip: 0.5}\n");
     Experiment exp = Experiment::load(tmp.file("exp.yaml"), {"model.arch=" + arch});
     Transformer model = exp.build_model(torch::kCPU);
     Trainer t(exp.train, exp.seed, *exp.task, model, torch::kCPU, tmp.file("run"));
@@ -570,15 +628,17 @@ TEST_CASE("train: a training step reads nothing back from the device", "[train]"
 TEST_CASE("train: length buckets split by length into balanced groups", "[train][buckets]") {
   auto g = length_buckets({5, 3, 9, 3, 7}, 2);
   REQUIRE(g.size() == 2);
-  CHECK(g[0] == std::vector<size_t>{1, 3});     // the two shortest (stable order)
-  CHECK(g[1] == std::vector<size_t>{0, 4, 2});  // counts equal up to one
+  CHECK(g[0] == std::vector<size_t>{1, 3});      // the two shortest (stable order)
+  CHECK(g[1] == std::vector<size_t>{0, 4, 2});   // counts equal up to one
   CHECK(length_buckets({4, 2}, 5).size() == 2);  // never an empty group
   CHECK(length_buckets({4, 2, 8}, 1) == std::vector<std::vector<size_t>>{{1, 0, 2}});
   CHECK_THROWS_WITH(length_buckets({1}, 0), Contains("buckets must be >= 1"));
 }
 
-TEST_CASE("train: bucketed batches give the loss and gradients of one padded batch and of one "
-          "sample at a time", "[train][buckets]") {
+TEST_CASE(
+    "train: bucketed batches give the loss and gradients of one padded batch and of one "
+    "sample at a time",
+    "[train][buckets]") {
   // float64, no dropout, no random offsets: the three ways of cutting the same 12 samples
   // must agree to rounding. Every architecture (its objective pads and scores differently).
   const std::string arch = GENERATE(as<std::string>{}, "decoder", "encoder_decoder", "encoder");
@@ -613,32 +673,38 @@ train: {steps: 10, batch_size: 12}
   auto whole = grads(1, &whole_loss, &whole_padded);
   auto bucketed = grads(3, &bucket_loss, &bucket_padded);
   auto single = grads(12, &single_loss, &single_padded);
-  CHECK(bucket_padded < whole_padded);   // less compute on padding
+  CHECK(bucket_padded < whole_padded);  // less compute on padding
   CHECK(single_padded <= bucket_padded);
   CHECK(whole_loss > 0.1);
   CHECK(bucket_loss == Approx(whole_loss).epsilon(1e-12));
   CHECK(single_loss == Approx(whole_loss).epsilon(1e-12));
   const auto [norm, d_bucket] = grad_scale_and_diff(whole, bucketed);
   const double d_single = grad_scale_and_diff(whole, single).second;
-  INFO(arch << ": max |grad| " << norm << ", bucketed " << d_bucket << ", one at a time " << d_single);
+  INFO(arch << ": max |grad| " << norm << ", bucketed " << d_bucket << ", one at a time "
+            << d_single);
   CHECK(norm > 1e-3);
   CHECK(d_bucket < 1e-12);
   CHECK(d_single < 1e-12);
 }
 
-TEST_CASE("train: packed rows hold every sample once, first fit by decreasing length, each with "
-          "its own IDs and sequence index", "[train][pack]") {
+TEST_CASE(
+    "train: packed rows hold every sample once, first fit by decreasing length, each with "
+    "its own IDs and sequence index",
+    "[train][pack]") {
   // Three levels of IDs would do; one keeps the check readable. Lengths (inputs) 4, 2, 3, 1, 2.
   auto example = [](std::vector<int64_t> tokens, std::vector<uint8_t> mask) {
     Example e;
     e.tokens = tokens;
     e.loss_mask = mask;
     e.position_ids = {std::vector<int64_t>(tokens.size())};
-    for (size_t t = 0; t < tokens.size(); ++t) e.position_ids[0][t] = 10 * tokens[0] + static_cast<int64_t>(t);
+    for (size_t t = 0; t < tokens.size(); ++t)
+      e.position_ids[0][t] = 10 * tokens[0] + static_cast<int64_t>(t);
     return e;
   };
-  std::vector<Example> ex = {example({1, 2, 3, 4, 5}, {0, 0, 1, 1, 1}), example({2, 3, 4}, {0, 1, 1}),
-                             example({3, 4, 5, 6}, {0, 0, 0, 1}), example({4, 5}, {0, 1}),
+  std::vector<Example> ex = {example({1, 2, 3, 4, 5}, {0, 0, 1, 1, 1}),
+                             example({2, 3, 4}, {0, 1, 1}),
+                             example({3, 4, 5, 6}, {0, 0, 0, 1}),
+                             example({4, 5}, {0, 1}),
                              example({5, 6, 7}, {0, 0, 1})};
   std::vector<std::vector<size_t>> rows;
   Batch b = make_packed_batch(ex, /*pad_id=*/0, &rows);
@@ -671,10 +737,17 @@ TEST_CASE("train: packed rows give the loss and gradients of one sample per row"
   // float64, no dropout, no training randomness: the block-diagonal mask and the per-sample
   // sequence index make every position see what it sees alone, for every kind of scheme
   // (task IDs, sequence indices through biases, rotations, relative logits and values).
-  const std::string position = GENERATE(as<std::string>{},
+  const std::string position = GENERATE(
+      as<std::string>{},
       "{name: coupling, max_position: 40, random_offset: false}, {name: rpe_k, ids: task, k: 4}",
-      "{name: ape, max_position: 100}", "{name: fire}", "{name: t5_bias}", "{name: rope}",
-      "{name: alibi}", "{name: nope}", "{name: rpe_kq, k: 4}", "{name: abacus, max_position: 40, max_k: 0}");
+      "{name: ape, max_position: 100}",
+      "{name: fire}",
+      "{name: t5_bias}",
+      "{name: rope}",
+      "{name: alibi}",
+      "{name: nope}",
+      "{name: rpe_kq, k: 4}",
+      "{name: abacus, max_position: 40, max_k: 0}");
   DYNAMIC_SECTION(position) {
     test::TempDir tmp;
     Experiment exp = float64_addition(tmp, "pack", 4, position, 16);
@@ -694,7 +767,7 @@ TEST_CASE("train: packed rows give the loss and gradients of one sample per row"
     Batch plain, packed;
     auto g = grads(false, &loss, &plain);
     auto gp = grads(true, &packed_loss, &packed);
-    CHECK(packed.inputs.size(0) < plain.inputs.size(0));  // fewer rows ...
+    CHECK(packed.inputs.size(0) < plain.inputs.size(0));    // fewer rows ...
     CHECK(packed.padded_tokens() < plain.padded_tokens());  // ... less padding
     CHECK(packed.tokens == plain.tokens);
     CHECK(packed.scored == plain.scored);
@@ -715,7 +788,8 @@ TEST_CASE("train: packed rows give the loss and gradients of one sample per row"
       // An absolute index scheme needs each sample's own index, not the row's.
       Batch row_index = packed;
       const int64_t T = packed.inputs.size(1);
-      row_index.sequence_index = torch::arange(T, torch::kInt64).expand({packed.inputs.size(0), T}).contiguous();
+      row_index.sequence_index =
+          torch::arange(T, torch::kInt64).expand({packed.inputs.size(0), T}).contiguous();
       const double row_index_loss =
           model->arch().loss(model->arch().logits(model, row_index), row_index).item<double>();
       CHECK(std::abs(row_index_loss - loss) > 1e-6);
@@ -724,14 +798,18 @@ TEST_CASE("train: packed rows give the loss and gradients of one sample per row"
 }
 
 TEST_CASE("train: pack is refused where it cannot be exact", "[train][pack]") {
-  auto train = [](const std::string& yaml) { return TrainConfig::from_config(load_config_string(yaml, "t.yaml")); };
+  auto train = [](const std::string& yaml) {
+    return TrainConfig::from_config(load_config_string(yaml, "t.yaml"));
+  };
   CHECK(train("{pack: true}").pack);
-  CHECK_THROWS_WITH(train("{pack: true, buckets: 2}"), Contains("t.yaml") && Contains("needs buckets: 1"));
+  CHECK_THROWS_WITH(train("{pack: true, buckets: 2}"),
+                    Contains("t.yaml") && Contains("needs buckets: 1"));
   CHECK_THROWS_WITH(train("{pack: true, cuda_graphs: true}"), Contains("do not combine"));
   test::TempDir tmp;
-  test::write_text(tmp.file("exp.yaml"), "name: pack\ntask: {name: addition, train_digits: [1, 4]}\n"
-                                         "model: {layers: 1, heads: 2, d_model: 16, d_ff: 32}\n"
-                                         "position: [{name: t5_bias}]\ntrain: {steps: 2, pack: true}\n");
+  test::write_text(tmp.file("exp.yaml"),
+                   "name: pack\ntask: {name: addition, train_digits: [1, 4]}\n"
+                   "model: {layers: 1, heads: 2, d_model: 16, d_ff: 32}\n"
+                   "position: [{name: t5_bias}]\ntrain: {steps: 2, pack: true}\n");
   for (const char* arch : {"encoder", "encoder_decoder"}) {
     Experiment exp = Experiment::load(tmp.file("exp.yaml"), {std::string("model.arch=") + arch});
     Transformer model = exp.build_model(torch::kCPU);
@@ -739,7 +817,8 @@ TEST_CASE("train: pack is refused where it cannot be exact", "[train][pack]") {
                       Contains("train.pack") && Contains(arch));
   }
   // A packed step reads nothing back from the device either.
-  Experiment exp = Experiment::load(tmp.file("exp.yaml"), {"position=[{name: coupling, max_position: 64}]"});
+  Experiment exp =
+      Experiment::load(tmp.file("exp.yaml"), {"position=[{name: coupling, max_position: 64}]"});
   Transformer model = exp.build_model(torch::kCPU);
   Trainer t(exp.train, exp.seed, *exp.task, model, torch::kCPU, tmp.file("run"));
   t.set_data(exp.training_data());
@@ -750,16 +829,19 @@ TEST_CASE("train: pack is refused where it cannot be exact", "[train][pack]") {
   CHECK(counter.host_reads() == 0);
 }
 
-TEST_CASE("train: the Adam update with device-side learning rate and step count equals the "
-          "host-side one", "[train][graphs]") {
+TEST_CASE(
+    "train: the Adam update with device-side learning rate and step count equals the "
+    "host-side one",
+    "[train][graphs]") {
   // What a captured CUDA graph replays: the step's scalars read from tensors, not fixed on
   // the host. The learning rate changes every step (warm-up, decay), as in training.
   for (const char* name : {"adam", "adamw"}) {
     DYNAMIC_SECTION(name) {
-      TrainConfig c = TrainConfig::from_config(load_config_string(
-          fmt::format("{{steps: 20, optimizer: {{name: {}, lr: 0.02, weight_decay: 0.1}}, schedule: {{warmup_steps: 5}}}}",
-                      name),
-          "t.yaml"));
+      TrainConfig c = TrainConfig::from_config(
+          load_config_string(fmt::format("{{steps: 20, optimizer: {{name: {}, lr: 0.02, "
+                                         "weight_decay: 0.1}}, schedule: {{warmup_steps: 5}}}}",
+                                         name),
+                             "t.yaml"));
       torch::manual_seed(4);
       auto w0 = torch::randn({4, 3}, torch::kFloat64);
       auto a = w0.clone().set_requires_grad(true);
@@ -795,10 +877,15 @@ TEST_CASE("train: padding a batch to a fixed shape leaves its loss and gradients
   // train.cuda_graphs pads every step's batch on the right to a multiple of
   // graph_length_multiple and scores from a rounded-down position: under the causal mask no
   // real token sees the padding, for every position scheme.
-  const std::string position =
-      GENERATE(as<std::string>{}, "{name: coupling, max_position: 40, random_offset: false}",
-               "{name: fire}", "{name: t5_bias}", "{name: rope}", "{name: alibi}", "{name: nope}",
-               "{name: rpe_kq, k: 4}", "{name: abacus, max_position: 40, max_k: 0}");
+  const std::string position = GENERATE(as<std::string>{},
+                                        "{name: coupling, max_position: 40, random_offset: false}",
+                                        "{name: fire}",
+                                        "{name: t5_bias}",
+                                        "{name: rope}",
+                                        "{name: alibi}",
+                                        "{name: nope}",
+                                        "{name: rpe_kq, k: 4}",
+                                        "{name: abacus, max_position: 40, max_k: 0}");
   DYNAMIC_SECTION(position) {
     test::TempDir tmp;
     Experiment exp = float64_addition(tmp, "pad", 2, position, 6);
@@ -828,8 +915,10 @@ TEST_CASE("train: padding a batch to a fixed shape leaves its loss and gradients
   }
 }
 
-TEST_CASE("train: cuda_graphs trains as the plain step (on the CPU the padded step runs "
-          "eagerly)", "[train][graphs]") {
+TEST_CASE(
+    "train: cuda_graphs trains as the plain step (on the CPU the padded step runs "
+    "eagerly)",
+    "[train][graphs]") {
   test::TempDir tmp;
   test::write_text(tmp.file("exp.yaml"), R"(name: graphs
 seed: 5
@@ -841,7 +930,8 @@ train: {steps: 6, batch_size: 8, optimizer: adamw, grad_clip: 0.5, schedule: {wa
         graph_length_multiple: 8}
 )");
   auto train = [&](bool graphs, std::vector<double>* losses) {
-    Experiment exp = Experiment::load(tmp.file("exp.yaml"), {graphs ? "train.cuda_graphs=true" : "name=plain"});
+    Experiment exp =
+        Experiment::load(tmp.file("exp.yaml"), {graphs ? "train.cuda_graphs=true" : "name=plain"});
     Transformer model = exp.build_model(torch::kCPU);
     Trainer t(exp.train, exp.seed, *exp.task, model, torch::kCPU, tmp.file(graphs ? "g" : "p"));
     t.set_data(exp.training_data());
@@ -851,7 +941,8 @@ train: {steps: 6, batch_size: 8, optimizer: adamw, grad_clip: 0.5, schedule: {wa
     }
     t.check_finite();
     std::vector<torch::Tensor> out;
-    for (auto& [name, p] : named_weights(model)) out.push_back(p.detach().clone());
+    for (auto& [name, p] : named_weights(model))
+      out.push_back(p.detach().clone());
     return out;
   };
   std::vector<double> plain_loss, graph_loss;
@@ -863,35 +954,44 @@ train: {steps: 6, batch_size: 8, optimizer: adamw, grad_clip: 0.5, schedule: {wa
   }
   CHECK(plain_loss.back() < plain_loss.front());
   double diff = 0;
-  for (size_t i = 0; i < plain.size(); ++i) diff = std::max(diff, test::max_abs_diff(plain[i], graphed[i]));
+  for (size_t i = 0; i < plain.size(); ++i)
+    diff = std::max(diff, test::max_abs_diff(plain[i], graphed[i]));
   CHECK(diff < 1e-10);
 
   // What cannot be replayed as one padded shape is refused by name.
-  CHECK_THROWS_WITH(Experiment::load(tmp.file("exp.yaml"), {"train.cuda_graphs=true", "train.buckets=2"}),
-                    Contains("needs buckets: 1"));
-  Experiment enc = Experiment::load(tmp.file("exp.yaml"), {"train.cuda_graphs=true", "model.arch=encoder"});
+  CHECK_THROWS_WITH(
+      Experiment::load(tmp.file("exp.yaml"), {"train.cuda_graphs=true", "train.buckets=2"}),
+      Contains("needs buckets: 1"));
+  Experiment enc =
+      Experiment::load(tmp.file("exp.yaml"), {"train.cuda_graphs=true", "model.arch=encoder"});
   Transformer enc_model = enc.build_model(torch::kCPU);
   CHECK_THROWS_WITH(Trainer(enc.train, enc.seed, *enc.task, enc_model, torch::kCPU, tmp.file("e")),
                     Contains("train.cuda_graphs: only the decoder"));
 }
 
-TEST_CASE("train: on CUDA, packed rows give the loss and gradients of one sample per row", "[cuda]") {
+TEST_CASE("train: on CUDA, packed rows give the loss and gradients of one sample per row",
+          "[cuda]") {
   // The CPU test checks this to 1e-12 in float64; on a card the attention of packed rows goes
   // through the fused kernel with the block-diagonal mask, in float32: equal to rounding.
   if (!torch::cuda::is_available()) {
     WARN("no CUDA device: nothing to check here");
     return;
   }
-  const std::string position = GENERATE(as<std::string>{},
+  const std::string position = GENERATE(
+      as<std::string>{},
       "{name: coupling, max_position: 40, random_offset: false}, {name: rpe_k, ids: task, k: 4}",
-      "{name: alibi}", "{name: rope}");
+      "{name: alibi}",
+      "{name: rope}");
   DYNAMIC_SECTION(position) {
     test::TempDir tmp;
-    test::write_text(tmp.file("exp.yaml"), "name: pack\nseed: 4\n"
-                                           "task: {name: addition, train_digits: [1, 8]}\n"
-                                           "model: {layers: 2, heads: 2, d_model: 32, d_ff: 64}\n"
-                                           "position: [" + position + "]\n"
-                                           "train: {steps: 10, batch_size: 64}\n");
+    test::write_text(tmp.file("exp.yaml"),
+                     "name: pack\nseed: 4\n"
+                     "task: {name: addition, train_digits: [1, 8]}\n"
+                     "model: {layers: 2, heads: 2, d_model: 32, d_ff: 64}\n"
+                     "position: [" +
+                         position +
+                         "]\n"
+                         "train: {steps: 10, batch_size: 64}\n");
     Experiment exp = Experiment::load(tmp.file("exp.yaml"));
     Transformer model = exp.build_model(torch::kCUDA);
     auto grads = [&](bool pack, double* loss) {
@@ -907,7 +1007,8 @@ TEST_CASE("train: on CUDA, packed rows give the loss and gradients of one sample
     auto gp = grads(true, &packed_loss);
     CHECK(packed_loss == Approx(loss).epsilon(1e-5));
     const auto [norm, diff] = grad_scale_and_diff(g, gp);
-    WARN(position << ": loss " << loss << " / " << packed_loss << ", max |grad| " << norm << ", max |diff| " << diff);
+    WARN(position << ": loss " << loss << " / " << packed_loss << ", max |grad| " << norm
+                  << ", max |diff| " << diff);
     CHECK(diff < 1e-4 * norm);
   }
 }
@@ -924,24 +1025,28 @@ TEST_CASE("train: on CUDA, cuda_graphs updates the same weights as the eager ste
   const bool offsets = GENERATE(false, true);
   DYNAMIC_SECTION("random offsets " << offsets) {
     test::TempDir tmp;
-    test::write_text(tmp.file("exp.yaml"), std::string(R"(name: cuda-graphs
+    test::write_text(tmp.file("exp.yaml"),
+                     std::string(R"(name: cuda-graphs
 seed: 1
 task: {name: addition, train_digits: [1, 10], eval_digits: [1, 10], zero_pad: true, pad_to: operand,
        reverse_output: true, position_ids: coupled}
 model: {layers: 1, heads: 2, d_model: 64, d_ff: 256, norm: rmsnorm, activation: gelu}
 position: [{name: coupling, max_position: 34, init: sinusoidal, init_base: 11, random_offset: )") +
-                                               (offsets ? "true" : "false") + R"(},
+                         (offsets ? "true" : "false") + R"(},
            {name: rpe_k, ids: task, k: 4}]
 train: {steps: 8, batch_size: 128, optimizer: {name: adam, lr: 0.003}, graph_length_multiple: 16}
 )");
     auto train = [&](bool graphs) {
-      Experiment exp = Experiment::load(tmp.file("exp.yaml"), {graphs ? "train.cuda_graphs=true" : "name=eager"});
+      Experiment exp = Experiment::load(tmp.file("exp.yaml"),
+                                        {graphs ? "train.cuda_graphs=true" : "name=eager"});
       Transformer model = exp.build_model(torch::kCUDA);
       std::vector<std::pair<std::string, torch::Tensor>> start;
-      for (auto& [name, p] : named_weights(model)) start.emplace_back(name, p.detach().clone());
+      for (auto& [name, p] : named_weights(model))
+        start.emplace_back(name, p.detach().clone());
       Trainer t(exp.train, exp.seed, *exp.task, model, torch::kCUDA, tmp.file(graphs ? "g" : "e"));
       t.set_data(exp.training_data());
-      for (int64_t s = 0; s < exp.train.steps; ++s) t.step(t.batches_for_step(s), s);
+      for (int64_t s = 0; s < exp.train.steps; ++s)
+        t.step(t.batches_for_step(s), s);
       torch::cuda::synchronize();
       std::map<std::string, std::pair<torch::Tensor, int64_t>> out;  // weights, rows moved
       size_t i = 0;
@@ -959,7 +1064,8 @@ train: {steps: 8, batch_size: 128, optimizer: {name: adam, lr: 0.003}, graph_len
       const double diff = test::max_abs_diff(e.first, g.first);
       // Reported, not checked: Adam turns float32 rounding of a near-zero gradient into a step
       // of up to lr, so the weights of two summation orders part by ~lr within a few steps.
-      WARN(name << ": rows moved eager " << e.second << ", graphs " << g.second << "; max |diff| " << diff);
+      WARN(name << ": rows moved eager " << e.second << ", graphs " << g.second << "; max |diff| "
+                << diff);
       CHECK(g.second == e.second);
     }
   }

@@ -9,8 +9,9 @@
 #include "lengen/train/op_count.h"
 #include "lengen/train/trainer.h"
 
-#include <nlohmann/json.hpp>
 #include <torch/cuda.h>
+
+#include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <filesystem>
@@ -28,10 +29,12 @@ class Bench : public Command {
     c->add_option("experiment", file_, "experiment YAML file")->required();
     c->add_option("--steps", steps_, "timed steps");
     c->add_option("--warmup", warmup_, "untimed steps first");
-    c->add_option("--peak-tflops", peak_tflops_,
+    c->add_option("--peak-tflops",
+                  peak_tflops_,
                   "the device's peak TFLOP/s for the model's dtype (e.g. 989 for an H100 SXM in "
                   "bf16, dense): adds the fraction of peak achieved on real tokens");
-    c->add_flag("--eval", eval_,
+    c->add_flag("--eval",
+                eval_,
                 "time the evaluation grid (eval: of the config) instead of training steps; the "
                 "model is freshly initialised, so only the teacher-forced check's time is "
                 "representative (a decode's length depends on what the model emits)");
@@ -59,10 +62,13 @@ class Bench : public Command {
       auto d0 = std::chrono::steady_clock::now();
       std::vector<Batch> batches = trainer.batches_for_step(s);
       auto t0 = std::chrono::steady_clock::now();
-      if (s >= warmup_) data_ms.push_back(std::chrono::duration<double, std::milli>(t0 - d0).count());
+      if (s >= warmup_)
+        data_ms.push_back(std::chrono::duration<double, std::milli>(t0 - d0).count());
       trainer.step(batches, s);
-      if (device.is_cuda()) torch::cuda::synchronize();
-      double dt = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      if (device.is_cuda())
+        torch::cuda::synchronize();
+      double dt =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       if (s >= warmup_) {
         ms.push_back(dt);
         for (const auto& b : batches) {
@@ -81,10 +87,12 @@ class Bench : public Command {
       std::vector<Batch> batches = trainer.batches_for_step(warmup_ + steps_);
       OpCounter counter;
       trainer.step(batches, warmup_ + steps_);
-      if (device.is_cuda()) torch::cuda::synchronize();
+      if (device.is_cuda())
+        torch::cuda::synchronize();
       kernels = counter.kernels();
       reads = counter.host_reads();
-      for (const auto& [name, n] : counter.by_name()) top.emplace_back(n, name);
+      for (const auto& [name, n] : counter.by_name())
+        top.emplace_back(n, name);
       std::sort(top.rbegin(), top.rend());
       top.resize(std::min<size_t>(top.size(), 10));
     }
@@ -112,7 +120,8 @@ class Bench : public Command {
               {"tflops_per_s", flops / static_cast<double>(ms.size()) / (median / 1000.0) / 1e12},
               {"padded_tflops_per_s",
                padded_flops / static_cast<double>(ms.size()) / (median / 1000.0) / 1e12}});
-    for (const auto& [n, name] : top) j["top_kernels"].push_back({name, n});
+    for (const auto& [n, name] : top)
+      j["top_kernels"].push_back({name, n});
     if (peak_tflops_ > 0) {
       j["peak_tflops"] = peak_tflops_;
       j["fraction_of_peak"] = j["tflops_per_s"].get<double>() / peak_tflops_;
@@ -123,7 +132,9 @@ class Bench : public Command {
   }
 
   // What every benchmark report starts with: the run and the machine it ran on.
-  static nlohmann::json header(const Experiment& exp, Transformer& model, const torch::Device& device,
+  static nlohmann::json header(const Experiment& exp,
+                               Transformer& model,
+                               const torch::Device& device,
                                int64_t threads) {
     return {{"experiment", exp.name},
             {"parameters", model->parameter_count()},
@@ -135,13 +146,18 @@ class Bench : public Command {
   // Training FLOPs of a batch (docs/performance.md, "FLOP count"): over each sequence's real
   // length and its own loop count (model.loops_per_length), and over the padded shape the step
   // actually computes (every sample through the batch's longest count).
-  static std::pair<double, double> step_flops(const ModelConfig& m, int64_t vocab, int64_t pad, const Batch& b) {
-    auto target = b.padding.defined() ? (~b.padding).sum(1) : (b.inputs != pad).sum(1);       // [B]
-    auto source = b.source_padding.defined() ? (~b.source_padding).sum(1) : torch::zeros_like(target);
+  static std::pair<double, double> step_flops(const ModelConfig& m,
+                                              int64_t vocab,
+                                              int64_t pad,
+                                              const Batch& b) {
+    auto target = b.padding.defined() ? (~b.padding).sum(1) : (b.inputs != pad).sum(1);  // [B]
+    auto source =
+        b.source_padding.defined() ? (~b.source_padding).sum(1) : torch::zeros_like(target);
     target = target.cpu();
     source = source.cpu();
-    auto loops = m.loops_per_length > 0 && b.lengths.defined() ? m.sample_loops(b.lengths.cpu())
-                                                                : torch::full_like(target, m.loops);  // [B]
+    auto loops = m.loops_per_length > 0 && b.lengths.defined()
+                     ? m.sample_loops(b.lengths.cpu())
+                     : torch::full_like(target, m.loops);  // [B]
     const int64_t T = b.inputs.size(1), S = b.source.defined() ? b.source.size(1) : 0;
     double real = 0;
     if (b.segments.defined()) {
@@ -159,7 +175,11 @@ class Bench : public Command {
       }
     } else {
       for (int64_t i = 0; i < target.size(0); ++i) {
-        real += training_flops(m, vocab, target[i].item<int64_t>(), source[i].item<int64_t>(), loops[i].item<int64_t>());
+        real += training_flops(m,
+                               vocab,
+                               target[i].item<int64_t>(),
+                               source[i].item<int64_t>(),
+                               loops[i].item<int64_t>());
       }
     }
     const int64_t most = loops.max().item<int64_t>();
@@ -179,7 +199,8 @@ class Bench : public Command {
       const std::vector<Example> examples = cell_samples(*exp.task, exp.eval, cell);
       for (size_t first = 0; first < examples.size(); first += chunk) {
         std::vector<Example> part(examples.begin() + static_cast<std::ptrdiff_t>(first),
-                                  examples.begin() + static_cast<std::ptrdiff_t>(std::min(examples.size(), first + chunk)));
+                                  examples.begin() + static_cast<std::ptrdiff_t>(
+                                                         std::min(examples.size(), first + chunk)));
         sink += arch.make_batch(*exp.task, part).tokens;
       }
     }
@@ -188,17 +209,23 @@ class Bench : public Command {
   }
 
   // One untimed pass over the first cell (allocator and kernels warm), then the whole grid.
-  static int run_eval(const Experiment& exp, Transformer& model, const torch::Device& device, int64_t threads) {
+  static int run_eval(const Experiment& exp,
+                      Transformer& model,
+                      const torch::Device& device,
+                      int64_t threads) {
     EvalConfig warm = exp.eval;
     for (auto& [axis, values] : warm.grid) {
       values.resize(1);
     }
     evaluate_grid(model, *exp.task, warm, device);
-    if (device.is_cuda()) torch::cuda::synchronize();
+    if (device.is_cuda())
+      torch::cuda::synchronize();
     auto t0 = std::chrono::steady_clock::now();
     std::vector<CellResult> cells = evaluate_grid(model, *exp.task, exp.eval, device);
-    if (device.is_cuda()) torch::cuda::synchronize();
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (device.is_cuda())
+      torch::cuda::synchronize();
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     int64_t samples = 0, tokens = 0, correct = 0;
     double slowest = 0;
     for (const auto& c : cells) {
@@ -209,20 +236,21 @@ class Bench : public Command {
     }
     const double host_seconds = host_data_seconds(exp, model);
     nlohmann::json j = header(exp, model, device, threads);
-    j.update({{"metric", metric_description(exp.eval)},
-              {"cells", cells.size()},
-              {"samples_per_cell", exp.eval.samples},
-              {"eval_batch_size", exp.eval.batch_size},
-              {"eval_batch_tokens", eval_batch_tokens(exp.eval.batch_tokens, device, model->config())},
-              {"samples", samples},
-              {"correct", correct},
-              {"autocast", exp.eval.autocast && device.is_cuda()},
-              {"tokens", tokens},
-              {"seconds", seconds},
-              {"slowest_cell_seconds", slowest},
-              {"host_data_seconds", host_seconds},
-              {"samples_per_s", static_cast<double>(samples) / seconds},
-              {"tokens_per_s", static_cast<double>(tokens) / seconds}});
+    j.update(
+        {{"metric", metric_description(exp.eval)},
+         {"cells", cells.size()},
+         {"samples_per_cell", exp.eval.samples},
+         {"eval_batch_size", exp.eval.batch_size},
+         {"eval_batch_tokens", eval_batch_tokens(exp.eval.batch_tokens, device, model->config())},
+         {"samples", samples},
+         {"correct", correct},
+         {"autocast", exp.eval.autocast && device.is_cuda()},
+         {"tokens", tokens},
+         {"seconds", seconds},
+         {"slowest_cell_seconds", slowest},
+         {"host_data_seconds", host_seconds},
+         {"samples_per_s", static_cast<double>(samples) / seconds},
+         {"tokens_per_s", static_cast<double>(tokens) / seconds}});
     fmt::print("{}\n", j.dump(2));
     return 0;
   }
@@ -235,5 +263,8 @@ class Bench : public Command {
 };
 
 }  // namespace
-std::unique_ptr<Command> make_bench() { return std::make_unique<Bench>(); }
+
+std::unique_ptr<Command> make_bench() {
+  return std::make_unique<Bench>();
+}
 }  // namespace lengen::cli

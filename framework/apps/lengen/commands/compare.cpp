@@ -11,14 +11,17 @@ namespace {
 class Compare : public Command {
  public:
   CLI::App* add(CLI::App& app, Common& common) override {
-    auto* c = app.add_subcommand("compare", "several finished runs side by side (median over seeds of one name)");
+    auto* c = app.add_subcommand(
+        "compare", "several finished runs side by side (median over seeds of one name)");
     c->add_option("runs", runs_, "run directories (runs/<name>/<seed>)")->required();
-    c->add_option("-o,--out", out_, "folder for sweep.json and aggregate/ (CSV, panel.png, ...)")->required();
+    c->add_option("-o,--out", out_, "folder for sweep.json and aggregate/ (CSV, panel.png, ...)")
+        ->required();
     c->add_option("--threshold", threshold_, "accuracy a seed must reach to count");
     c->add_flag("--no-plot", no_plot_, "CSV only");
     add_common(c, common, false);
     return c;
   }
+
   int run(const Common&) override {
     report_aggregate(out_, sweep::compare_runs(runs_, out_, threshold_), !no_plot_);
     return 0;
@@ -32,5 +35,8 @@ class Compare : public Command {
 };
 
 }  // namespace
-std::unique_ptr<Command> make_compare() { return std::make_unique<Compare>(); }
+
+std::unique_ptr<Command> make_compare() {
+  return std::make_unique<Compare>();
+}
 }  // namespace lengen::cli

@@ -12,12 +12,14 @@ namespace {
 class Config : public Command {
  public:
   CLI::App* add(CLI::App& app, Common& common) override {
-    auto* c = app.add_subcommand("config", "print an experiment's resolved configuration (extends merged, "
-                                           "--set applied, defaults filled in) without running it");
+    auto* c = app.add_subcommand("config",
+                                 "print an experiment's resolved configuration (extends merged, "
+                                 "--set applied, defaults filled in) without running it");
     c->add_option("experiment", file_, "experiment YAML file")->required();
     add_common(c, common);
     return c;
   }
+
   int run(const Common& common) override {
     fmt::print("{}", Experiment::load(file_, common.sets).resolved_yaml());
     return 0;
@@ -28,5 +30,8 @@ class Config : public Command {
 };
 
 }  // namespace
-std::unique_ptr<Command> make_config() { return std::make_unique<Config>(); }
+
+std::unique_ptr<Command> make_config() {
+  return std::make_unique<Config>();
+}
 }  // namespace lengen::cli

@@ -24,6 +24,7 @@ class Decode : public Command {
     add_common(c, common);
     return c;
   }
+
   int run(const Common& common) override {
     LoadedRun r = load_run(run_, common.sets);
     const Task& task = *r.exp.task;
@@ -39,7 +40,10 @@ class Decode : public Command {
     if (ids_) {
       fmt::print("{:>4} {:>6} {:>10}\n", "t", "token", "ids");
       for (size_t t = 0; t < all.size(); ++t) {
-        fmt::print("{:>4} {:>6} {:>10}{}\n", t, task.vocabulary().token(all[t]), ids_text(ids[0], t),
+        fmt::print("{:>4} {:>6} {:>10}{}\n",
+                   t,
+                   task.vocabulary().token(all[t]),
+                   ids_text(ids[0], t),
                    t + 1 == all.size() ? "  (not fed back)" : "");
       }
     }
@@ -52,5 +56,8 @@ class Decode : public Command {
 };
 
 }  // namespace
-std::unique_ptr<Command> make_decode() { return std::make_unique<Decode>(); }
+
+std::unique_ptr<Command> make_decode() {
+  return std::make_unique<Decode>();
+}
 }  // namespace lengen::cli

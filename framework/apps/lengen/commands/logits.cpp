@@ -34,7 +34,8 @@ class Logits : public Command {
     const int64_t T = static_cast<int64_t>(prompt.size());
     auto tokens = torch::tensor(prompt, torch::kInt64).view({1, T});
     auto ids = torch::empty({static_cast<int64_t>(pid.size()), 1, T}, torch::kInt64);
-    for (size_t l = 0; l < pid.size(); ++l) ids[static_cast<int64_t>(l)][0] = torch::tensor(pid[l], torch::kInt64);
+    for (size_t l = 0; l < pid.size(); ++l)
+      ids[static_cast<int64_t>(l)][0] = torch::tensor(pid[l], torch::kInt64);
     torch::NoGradGuard ng;
     r.model->eval();
     torch::Tensor logits;
@@ -43,16 +44,20 @@ class Logits : public Command {
     } else {
       // The first output position that predicts the response: the decoder's first step
       // (encoder_decoder) or the first slot (encoder).
-      LENGEN_CHECK(!raw_, "--raw: the '{}' architecture needs a query the task can parse", r.model->arch().name());
+      LENGEN_CHECK(!raw_,
+                   "--raw: the '{}' architecture needs a query the task can parse",
+                   r.model->arch().name());
       const Architecture& objective = r.model->arch();
       Batch b = objective.make_batch(task, {task.parse_query(text_)}).to(r.device);
       const int64_t first = b.mask[0].nonzero()[0][0].item<int64_t>();
       logits = objective.logits(r.model, b)[0][first];  // [V]
     }
     logits = logits.to(torch::kCPU, torch::kFloat64);
-    std::vector<double> values(logits.data_ptr<double>(), logits.data_ptr<double>() + logits.numel());
+    std::vector<double> values(logits.data_ptr<double>(),
+                               logits.data_ptr<double>() + logits.numel());
     std::vector<std::string> toks;
-    for (int64_t t : prompt) toks.push_back(task.vocabulary().token(t));
+    for (int64_t t : prompt)
+      toks.push_back(task.vocabulary().token(t));
     nlohmann::json j{{"prompt_tokens", toks},
                      {"position_ids", pid},
                      {"vocabulary", task.vocabulary().tokens()},
@@ -68,5 +73,8 @@ class Logits : public Command {
 };
 
 }  // namespace
-std::unique_ptr<Command> make_logits() { return std::make_unique<Logits>(); }
+
+std::unique_ptr<Command> make_logits() {
+  return std::make_unique<Logits>();
+}
 }  // namespace lengen::cli

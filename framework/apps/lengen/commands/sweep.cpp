@@ -1,11 +1,12 @@
 // `lengen sweep`: run every point of a sweep here or on Slurm; --status, --cancel, --point.
+#include "lengen/sweep/sweep.h"
+
 #include "../cli.h"
 
 #include "lengen/core/lock.h"
-#include "lengen/core/run_dir.h"
 #include "lengen/core/log.h"
+#include "lengen/core/run_dir.h"
 #include "lengen/report/report.h"
-#include "lengen/sweep/sweep.h"
 #include "lengen/train/checkpoint.h"
 
 #include <torch/cuda.h>
@@ -20,25 +21,41 @@ namespace lengen::cli {
 
 namespace {
 
-int run_sweep(const std::string& file, const std::string& executor, int64_t jobs, const std::string& gpus_text,
-              int64_t points_per_gpu, bool dry, bool status, bool cancel, int64_t point, const std::string& job,
-              const std::vector<std::string>& only, const std::vector<std::string>& sets, bool wait) {
+int run_sweep(const std::string& file,
+              const std::string& executor,
+              int64_t jobs,
+              const std::string& gpus_text,
+              int64_t points_per_gpu,
+              bool dry,
+              bool status,
+              bool cancel,
+              int64_t point,
+              const std::string& job,
+              const std::vector<std::string>& only,
+              const std::vector<std::string>& sets,
+              bool wait) {
   auto log = logger("sweep");
   sweep::Sweep s = sweep::load_sweep(file, sets);
   // --only: the plan (sweep.json, every config.yaml) stays the whole sweep's; the rest of this
   // command (status, running, submitting) sees only the points kept.
   const sweep::Sweep whole = s;
-  if (!only.empty()) s.points = sweep::select_points(s, only);
-  if (points_per_gpu > 0) s.points_per_gpu = points_per_gpu;
+  if (!only.empty())
+    s.points = sweep::select_points(s, only);
+  if (points_per_gpu > 0)
+    s.points_per_gpu = points_per_gpu;
   if (cancel) {
     fmt::print("cancelled {} Slurm job(s) of {}\n", sweep::cancel_slurm(s), s.name);
     return 0;
   }
   if (point >= 0) {
-    LENGEN_CHECK(point < static_cast<int64_t>(s.points.size()), "{}: there is no point {} (the sweep has {})",
-                 file, point, s.points.size());
+    LENGEN_CHECK(point < static_cast<int64_t>(s.points.size()),
+                 "{}: there is no point {} (the sweep has {})",
+                 file,
+                 point,
+                 s.points.size());
     const auto& p = s.points[static_cast<size_t>(point)];
-    if (!fs::exists(RunDir(p.run_dir).config())) sweep::write_plan(whole);
+    if (!fs::exists(RunDir(p.run_dir).config()))
+      sweep::write_plan(whole);
     if (sweep::point_state(p) == sweep::State::kDone) {
       log->info("point {} ({}) is already done", point, p.name);
       return 0;
@@ -54,19 +71,30 @@ int run_sweep(const std::string& file, const std::string& executor, int64_t jobs
     auto st = sweep::point_state(p);
     states.push_back(st);  // in the order of s.points
     ++counts[st];
-    if (st != sweep::State::kDone && st != sweep::State::kRunning) todo.push_back(p.index);
+    if (st != sweep::State::kDone && st != sweep::State::kRunning)
+      todo.push_back(p.index);
   }
   // A dry run refuses what the run would: a point that ran under another config. (A Slurm dry
   // run writes the plan and its script below, and write_plan makes the same check.)
-  if (dry && executor == "local") sweep::check_plan(whole);
+  if (dry && executor == "local")
+    sweep::check_plan(whole);
   if (status || (dry && executor == "local")) {
-    fmt::print("{} ({} points{}, folder {})\n", s.name, whole.points.size(),
-               only.empty() ? "" : fmt::format(", {} kept by --only", s.points.size()), s.dir);
+    fmt::print("{} ({} points{}, folder {})\n",
+               s.name,
+               whole.points.size(),
+               only.empty() ? "" : fmt::format(", {} kept by --only", s.points.size()),
+               s.dir);
     for (size_t i = 0; i < s.points.size(); ++i) {
-      fmt::print("  {:>4}  {:<12} {}\n", s.points[i].index, sweep::state_name(states[i]), s.points[i].name);
+      fmt::print("  {:>4}  {:<12} {}\n",
+                 s.points[i].index,
+                 sweep::state_name(states[i]),
+                 s.points[i].name);
     }
     std::vector<std::string> parts;
-    for (auto st : {sweep::State::kDone, sweep::State::kRunning, sweep::State::kFailed, sweep::State::kInterrupted,
+    for (auto st : {sweep::State::kDone,
+                    sweep::State::kRunning,
+                    sweep::State::kFailed,
+                    sweep::State::kInterrupted,
                     sweep::State::kMissing}) {
       parts.push_back(fmt::format("{} {}", counts[st], sweep::state_name(st)));
     }
@@ -95,47 +123,79 @@ int run_sweep(const std::string& file, const std::string& executor, int64_t jobs
   std::vector<std::string> gpus;
   std::stringstream gs(gpus_text);
   for (std::string g; std::getline(gs, g, ',');) {
-    if (!g.empty()) gpus.push_back(g);
+    if (!g.empty())
+      gpus.push_back(g);
   }
   if (gpus.empty() && torch::cuda::is_available()) {
-    for (int64_t g = 0; g < static_cast<int64_t>(torch::cuda::device_count()); ++g) gpus.push_back(std::to_string(g));
+    for (int64_t g = 0; g < static_cast<int64_t>(torch::cuda::device_count()); ++g)
+      gpus.push_back(std::to_string(g));
   }
-  const int64_t workers = sweep::local_workers(jobs, s.workers, static_cast<int64_t>(gpus.size()), s.points_per_gpu);
+  const int64_t workers =
+      sweep::local_workers(jobs, s.workers, static_cast<int64_t>(gpus.size()), s.points_per_gpu);
   const int64_t failures = sweep::run_here(whole, s, self_exe(), workers, gpus, wait);
   if (failures > 0) {
-    log->error("{} point(s) failed; `lengen sweep {} --status` lists them, running the sweep again retries them",
-               failures, file);
+    log->error(
+        "{} point(s) failed; `lengen sweep {} --status` lists them, running the sweep again "
+        "retries them",
+        failures,
+        file);
     return 1;
   }
   return 0;
 }
+
 class Sweep : public Command {
  public:
   CLI::App* add(CLI::App& app, Common& common) override {
-    auto* sw = app.add_subcommand("sweep", "run every point of a sweep here or on Slurm; --status, --cancel");
+    auto* sw = app.add_subcommand(
+        "sweep", "run every point of a sweep here or on Slurm; --status, --cancel");
     sw->add_option("sweep", file_, "sweep YAML file")->required();
-    sw->add_option("--executor", executor_, "local (default) or slurm")->check(CLI::IsMember({"local", "slurm"}));
+    sw->add_option("--executor", executor_, "local (default) or slurm")
+        ->check(CLI::IsMember({"local", "slurm"}));
     sw->add_option("-j,--jobs", jobs_, "local: points at a time (default: executor.workers)");
-    sw->add_option("--gpus", gpus_, "local: comma-separated CUDA devices, assigned to worker slots round-robin");
-    sw->add_option("--points-per-gpu", points_per_gpu_,
+    sw->add_option("--gpus",
+                   gpus_,
+                   "local: comma-separated CUDA devices, assigned to worker slots round-robin");
+    sw->add_option("--points-per-gpu",
+                   points_per_gpu_,
                    "local: points sharing one GPU at a time (default: executor.points_per_gpu, 1)")
         ->check(CLI::PositiveNumber);
-    sw->add_flag("--dry-run", dry_, "list the points (local) or print the batch script (slurm); run nothing");
-    sw->add_flag("--status", status_, "which points are done, running, failed, interrupted or missing");
+    sw->add_flag("--dry-run",
+                 dry_,
+                 "list the points (local) or print the batch script (slurm); run nothing");
+    sw->add_flag(
+        "--status", status_, "which points are done, running, failed, interrupted or missing");
     sw->add_flag("--cancel", cancel_, "scancel the sweep's Slurm jobs");
-    sw->add_flag("--wait", wait_, "when another `lengen sweep` holds the folder, wait for it instead of refusing");
-    sw->add_option("--only", only_,
+    sw->add_flag("--wait",
+                 wait_,
+                 "when another `lengen sweep` holds the folder, wait for it instead of refusing");
+    sw->add_option("--only",
+                   only_,
                    "run (or list) only the points with this value of an axis: --only seed=0 --only "
-                   "task.operation=addition (repeatable; one key's values are alternatives, all keys must hold)")
+                   "task.operation=addition (repeatable; one key's values are alternatives, all "
+                   "keys must hold)")
         ->allow_extra_args(false);
-    sw->add_option("--point", point_, "run one point by index (what each Slurm array task calls)")->group("");
+    sw->add_option("--point", point_, "run one point by index (what each Slurm array task calls)")
+        ->group("");
     sw->add_option("--job", job_, "Slurm job ID of this task")->group("");
     add_common(sw, common);
     return sw;
   }
+
   int run(const Common& common) override {
-    return run_sweep(file_, executor_, jobs_, gpus_, points_per_gpu_, dry_, status_, cancel_, point_, job_, only_,
-                     common.sets, wait_);
+    return run_sweep(file_,
+                     executor_,
+                     jobs_,
+                     gpus_,
+                     points_per_gpu_,
+                     dry_,
+                     status_,
+                     cancel_,
+                     point_,
+                     job_,
+                     only_,
+                     common.sets,
+                     wait_);
   }
 
  private:
@@ -146,5 +206,8 @@ class Sweep : public Command {
 };
 
 }  // namespace
-std::unique_ptr<Command> make_sweep() { return std::make_unique<Sweep>(); }
+
+std::unique_ptr<Command> make_sweep() {
+  return std::make_unique<Sweep>();
+}
 }  // namespace lengen::cli

@@ -16,8 +16,8 @@ namespace lengen {
 /// Where a config tree came from: the file, and which key paths were set by `--set`.
 /// Shared by every ConfigNode of one tree so that any node can say where it was written.
 struct ConfigSource {
-  std::string file;                                ///< path of the YAML file, or "<string>"
-  std::map<std::string, std::string> overrides;    ///< key path -> "--set a.b=c" text
+  std::string file;                              ///< path of the YAML file, or "<string>"
+  std::map<std::string, std::string> overrides;  ///< key path -> "--set a.b=c" text
   /// Files this tree extends (`extends:`), the most basic first, each with its tree: a node
   /// that came from one of them is reported with that file's name.
   std::vector<std::pair<std::string, YAML::Node>> bases;
@@ -35,12 +35,17 @@ class LENGEN_API ConfigNode {
   ConfigNode& operator=(const ConfigNode& other);
 
   const YAML::Node& yaml() const { return node_; }
+
   const std::string& path() const { return path_; }
+
   std::shared_ptr<const ConfigSource> source() const { return source_; }
 
   bool defined() const { return node_.IsDefined() && !node_.IsNull(); }
+
   bool is_map() const { return node_.IsMap(); }
+
   bool is_sequence() const { return node_.IsSequence(); }
+
   bool is_scalar() const { return node_.IsScalar(); }
 
   /// "file.yaml:12:5, key model.layers" or "--set model.layers=x, key model.layers".
@@ -55,7 +60,9 @@ class LENGEN_API ConfigNode {
   ConfigNode key_node(const std::string& key) const;
   /// Element of a sequence.
   ConfigNode at(size_t index) const;
+
   size_t size() const { return node_.size(); }
+
   /// Keys of a map, in file order.
   std::vector<std::string> keys() const;
 
@@ -124,7 +131,8 @@ LENGEN_API ConfigNode apply_overrides(const ConfigNode& root,
 /// `over` laid over `base`: maps merge key by key (recursively), anything else in `over`
 /// replaces. The result shares the nodes (and so the file/line marks) of both trees; the
 /// source is `base`'s. `replace_keys` are replaced whole even when both are maps.
-LENGEN_API ConfigNode merge_config(const ConfigNode& base, const ConfigNode& over,
+LENGEN_API ConfigNode merge_config(const ConfigNode& base,
+                                   const ConfigNode& over,
                                    const std::vector<std::string>& replace_keys = {});
 
 /// A map node without `keys` (shares the remaining children's nodes and marks).

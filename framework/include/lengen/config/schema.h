@@ -13,7 +13,17 @@
 namespace lengen {
 
 /// The value types an option can have; `lengen plugins --describe` prints them.
-enum class OptionType { kInt, kFloat, kBool, kString, kIntList, kFloatList, kMap, kMapList, kStringList };
+enum class OptionType {
+  kInt,
+  kFloat,
+  kBool,
+  kString,
+  kIntList,
+  kFloatList,
+  kMap,
+  kMapList,
+  kStringList
+};
 
 LENGEN_API const char* option_type_name(OptionType type);
 
@@ -21,16 +31,16 @@ LENGEN_API const char* option_type_name(OptionType type);
 /// against. Built fluently:
 ///   OptionSpec::integer("max_position", "largest ID per level").with_default(64).at_least(1)
 struct LENGEN_API OptionSpec {
-  std::string key;                          ///< snake_case YAML key
+  std::string key;  ///< snake_case YAML key
   OptionType type = OptionType::kString;
   std::string doc;                          ///< one line
   std::optional<YAML::Node> default_value;  ///< absent => required
   std::optional<double> min, max;           ///< inclusive range for numbers / list elements
   std::vector<std::string> choices;         ///< allowed values for strings
   std::vector<OptionSpec> fields;           ///< kMap / kMapList: the nested schema
-  bool open = false;                        ///< kMap: keys not declared here (the owner checks them)
-  bool optional = false;                    ///< may be absent with no default (Options::given says)
-  std::string shorthand;                    ///< kMap: a scalar x means {shorthand: x}
+  bool open = false;      ///< kMap: keys not declared here (the owner checks them)
+  bool optional = false;  ///< may be absent with no default (Options::given says)
+  std::string shorthand;  ///< kMap: a scalar x means {shorthand: x}
 
   static OptionSpec integer(std::string key, std::string doc);
   static OptionSpec number(std::string key, std::string doc);
@@ -50,27 +60,33 @@ struct LENGEN_API OptionSpec {
     default_value = YAML::Node(value);
     return *this;
   }
+
   OptionSpec& at_least(double v) {
     min = v;
     return *this;
   }
+
   OptionSpec& at_most(double v) {
     max = v;
     return *this;
   }
+
   OptionSpec& one_of(std::vector<std::string> values) {
     choices = std::move(values);
     return *this;
   }
+
   /// kMap: any keys (e.g. `eval.grid`, whose axes are the task's); the owner validates them.
   OptionSpec& any_keys() {
     open = true;
     return *this;
   }
+
   OptionSpec& may_be_absent() {
     optional = true;
     return *this;
   }
+
   /// kMap: `optimizer: adam` reads as `optimizer: {name: adam}`.
   OptionSpec& scalar_means(std::string field) {
     shorthand = std::move(field);
@@ -117,8 +133,10 @@ class LENGEN_API Options {
   Options get_map(const std::string& key) const;
   /// A kMapList option: one Options per element.
   std::vector<Options> get_map_list(const std::string& key) const;
+
   /// The option's node (an open map's, for its owner to read); undefined when absent.
   const ConfigNode& node(const std::string& key) const { return node_of(key); }
+
   /// True when the key was written in the YAML (not taken from the default).
   bool given(const std::string& key) const;
 
@@ -127,6 +145,7 @@ class LENGEN_API Options {
 
   /// The resolved options as YAML (defaults filled in), for the run's config.yaml.
   YAML::Node to_yaml() const;
+
   const std::string& component() const { return component_; }
 
  private:

@@ -32,7 +32,8 @@ template <class T>
 class Section {
  public:
   /// An empty section: its YAML key and a one-line summary.
-  Section(std::string name, std::string summary) : spec_{"section", std::move(name), std::move(summary), {}} {}
+  Section(std::string name, std::string summary)
+      : spec_{"section", std::move(name), std::move(summary), {}} {}
 
   /// Declares a key and the member it reads into. Unless `spec` has a default or may be
   /// absent, the member's default (T{}.*member) is the key's default.
@@ -68,7 +69,8 @@ class Section {
   /// Declares a key with the owner's own reading and writing: `get` reads it from the
   /// validated options of the section (only when it is written there), `put` writes it
   /// (e.g. a registered component's resolved options).
-  Section&& option(OptionSpec spec, std::function<void(T&, const Options&)> get,
+  Section&& option(OptionSpec spec,
+                   std::function<void(T&, const Options&)> get,
                    std::function<YAML::Node(const T&)> put) && {
     bindings_.push_back(Binding{{spec.key}, std::move(get), std::move(put)});
     spec_.options.push_back(std::move(spec));
@@ -81,8 +83,10 @@ class Section {
     Options top = Options::validate(spec_, node, {});
     for (const auto& b : bindings_) {
       Options o = top;
-      for (size_t i = 0; i + 1 < b.path.size(); ++i) o = o.get_map(b.path[i]);
-      if (o.given(b.path.back()) || o.node(b.path.back()).defined()) b.get(out, o);
+      for (size_t i = 0; i + 1 < b.path.size(); ++i)
+        o = o.get_map(b.path[i]);
+      if (o.given(b.path.back()) || o.node(b.path.back()).defined())
+        b.get(out, o);
     }
     return top;
   }
@@ -93,7 +97,8 @@ class Section {
     for (const auto& b : bindings_) {
       YAML::Node at = out;
       for (size_t i = 0; i + 1 < b.path.size(); ++i) {
-        if (!at[b.path[i]]) at[b.path[i]] = YAML::Node(YAML::NodeType::Map);
+        if (!at[b.path[i]])
+          at[b.path[i]] = YAML::Node(YAML::NodeType::Map);
         at.reset(at[b.path[i]]);
       }
       at[b.path.back()] = b.put(value);
@@ -113,7 +118,8 @@ class Section {
 
   template <class M>
   static void with_member_default(OptionSpec& spec, M T::*member) {
-    if (!spec.default_value && !spec.optional) spec.with_default(T{}.*member);
+    if (!spec.default_value && !spec.optional)
+      spec.with_default(T{}.*member);
   }
 
   template <class M>
@@ -132,7 +138,8 @@ class Section {
       } else if constexpr (std::is_same_v<M, std::vector<std::string>>) {
         out.*member = o.get_string_list(key);
       } else {
-        static_assert(std::is_same_v<M, std::vector<int64_t>>, "Section::field: unsupported member type");
+        static_assert(std::is_same_v<M, std::vector<int64_t>>,
+                      "Section::field: unsupported member type");
         out.*member = o.get_int_list(key);
       }
     };
@@ -142,9 +149,11 @@ class Section {
 
   OptionSpec& map_option(const std::string& key) {
     for (auto& o : spec_.options) {
-      if (o.key == key && o.type == OptionType::kMap) return o;
+      if (o.key == key && o.type == OptionType::kMap)
+        return o;
     }
-    throw std::logic_error("Section::field: no map option '" + key + "' declared before its fields");
+    throw std::logic_error("Section::field: no map option '" + key +
+                           "' declared before its fields");
   }
 
   ComponentSpec spec_;

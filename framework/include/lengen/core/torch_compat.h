@@ -27,7 +27,9 @@ namespace lengen::compat {
 /// CUDA kernel (one kernel forward, one backward) where this LibTorch has one: CUDA tensors
 /// and a LibTorch with `_fused_rms_norm`, which `rms_norm` calls. Returns an undefined tensor
 /// elsewhere: the caller computes it (NormImpl).
-inline torch::Tensor fused_rms_norm(const torch::Tensor& x, const torch::Tensor& weight, double eps) {
+inline torch::Tensor fused_rms_norm(const torch::Tensor& x,
+                                    const torch::Tensor& weight,
+                                    double eps) {
 #ifdef LENGEN_HAS_FUSED_RMS_NORM
   if (x.is_cuda()) {
     return at::rms_norm(x, {x.size(-1)}, weight, eps);
@@ -101,11 +103,33 @@ inline bool fused_adam_with(const std::vector<torch::Tensor>& params,
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
   const std::vector<torch::Tensor> steps(params.size(), count);
   if (decoupled) {
-    at::_fused_adamw_(params, grads, exp_avg, exp_avg_sq, /*max_exp_avg_sqs=*/{}, steps, lr, beta1,
-                      beta2, weight_decay, eps, /*amsgrad=*/false, /*maximize=*/false);
+    at::_fused_adamw_(params,
+                      grads,
+                      exp_avg,
+                      exp_avg_sq,
+                      /*max_exp_avg_sqs=*/{},
+                      steps,
+                      lr,
+                      beta1,
+                      beta2,
+                      weight_decay,
+                      eps,
+                      /*amsgrad=*/false,
+                      /*maximize=*/false);
   } else {
-    at::_fused_adam_(params, grads, exp_avg, exp_avg_sq, /*max_exp_avg_sqs=*/{}, steps, lr, beta1,
-                     beta2, weight_decay, eps, /*amsgrad=*/false, /*maximize=*/false);
+    at::_fused_adam_(params,
+                     grads,
+                     exp_avg,
+                     exp_avg_sq,
+                     /*max_exp_avg_sqs=*/{},
+                     steps,
+                     lr,
+                     beta1,
+                     beta2,
+                     weight_decay,
+                     eps,
+                     /*amsgrad=*/false,
+                     /*maximize=*/false);
   }
   return true;
 #else
@@ -131,9 +155,10 @@ inline bool fused_adam(const std::vector<torch::Tensor>& params,
   if (params.empty()) {
     return true;
   }
-  const auto count = torch::full({}, static_cast<double>(step), params[0].options().dtype(torch::kFloat32));
-  return fused_adam_with(params, grads, exp_avg, exp_avg_sq, count, lr, beta1, beta2, weight_decay, eps,
-                         decoupled);
+  const auto count =
+      torch::full({}, static_cast<double>(step), params[0].options().dtype(torch::kFloat32));
+  return fused_adam_with(
+      params, grads, exp_avg, exp_avg_sq, count, lr, beta1, beta2, weight_decay, eps, decoupled);
 }
 
 /// fused_adam_with with the learning rate read from a tensor, which a CUDA graph can replay with
@@ -152,8 +177,8 @@ inline bool fused_adam_on_device(const std::vector<torch::Tensor>& params,
   if (params.empty() || !params[0].is_cuda()) {
     return false;
   }
-  return fused_adam_with(params, grads, exp_avg, exp_avg_sq, count, lr, beta1, beta2, weight_decay, eps,
-                         decoupled);
+  return fused_adam_with(
+      params, grads, exp_avg, exp_avg_sq, count, lr, beta1, beta2, weight_decay, eps, decoupled);
 }
 
 /// RAII bfloat16 autocast on CUDA (no-op when autocast is unavailable or `enabled` false).
@@ -174,6 +199,7 @@ class CudaAutocast {
     }
 #endif
   }
+
   ~CudaAutocast() {
 #ifdef LENGEN_HAS_AUTOCAST
     if (enabled_) {
@@ -186,6 +212,7 @@ class CudaAutocast {
     }
 #endif
   }
+
   CudaAutocast(const CudaAutocast&) = delete;
   CudaAutocast& operator=(const CudaAutocast&) = delete;
 

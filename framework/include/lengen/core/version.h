@@ -15,12 +15,14 @@ inline constexpr const char* kVersion = "0.11.0";
 
 /// Where this binary's code came from, recorded in every run's config.yaml
 /// (provenance.source_tree). In a build tree inside a git checkout: the commit and whether
-/// tracked files differ from it (`git describe --always --dirty`, asked once per process, so a rebuild
-/// after an edit is seen); for an installed tree outside git: the version alone (commit "").
+/// tracked files differ from it (`git describe --always --dirty`, asked once per process, so a
+/// rebuild after an edit is seen); for an installed tree outside git: the version alone (commit
+/// "").
 struct SourceInfo {
   std::string version, commit;
   bool dirty = false;
 };
+
 LENGEN_API SourceInfo source_info();
 
 /// Human-readable description of the LibTorch this binary was built against, e.g. "1.13.1".
@@ -38,6 +40,7 @@ struct MachineInfo {
   /// own core name for anything else; "" when the BLAS is not OpenBLAS.
   std::string kernel_set;
 };
+
 LENGEN_API MachineInfo machine_info();
 
 /// OpenBLAS (built with DYNAMIC_ARCH, as Debian's is) picks its kernels by processor model

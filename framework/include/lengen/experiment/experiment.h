@@ -2,10 +2,10 @@
 
 #include "lengen/config/node.h"
 #include "lengen/core/export.h"
-#include "lengen/model/transformer.h"
 #include "lengen/experiment/paper.h"
-#include "lengen/experiment/threads.h"
 #include "lengen/experiment/stage_spec.h"
+#include "lengen/experiment/threads.h"
+#include "lengen/model/transformer.h"
 #include "lengen/task/task.h"
 #include "lengen/train/data.h"
 #include "lengen/train/evaluator.h"
@@ -65,7 +65,9 @@ struct LENGEN_API Experiment {
 
   /// The same from a loaded tree; `path` names the file in messages and relative plugin
   /// paths. `allow_stages` is false for a stage's own experiment.
-  static Experiment from_node(const ConfigNode& root, const std::string& path, bool allow_stages = true);
+  static Experiment from_node(const ConfigNode& root,
+                              const std::string& path,
+                              bool allow_stages = true);
 
   /// Reads `stages:` into `stages` (each stage's experiment resolved and validated).
   void parse_stages(const ConfigNode& stages);
@@ -78,7 +80,8 @@ struct LENGEN_API Experiment {
   /// The labelled examples of a `from_stage:` source, its stages' labels.jsonl in order
   /// (RUN/stages/<stage>/, RUN being `run_dir`, default run_dir()); fails naming the file of a
   /// stage that has not run or kept nothing.
-  std::vector<Example> stage_labels(const DataSource& source, const std::string& run_dir = "") const;
+  std::vector<Example> stage_labels(const DataSource& source,
+                                    const std::string& run_dir = "") const;
 
   /// Builds the model on `device` (schemes created from their YAML entries), initialised from
   /// a generator seeded by the experiment seed.

@@ -60,7 +60,8 @@ struct LENGEN_API PaperReference {
   /// Reads a `paper:` block. `grid_axes` are the evaluation grid's axes (a value's key has one
   /// integer per axis); `allow_rows` is true for sweeps (`rows:` with `where:`), false for an
   /// experiment (`values:` only). Errors name the file, line and key.
-  static PaperReference from_config(const ConfigNode& node, const std::vector<std::string>& grid_axes,
+  static PaperReference from_config(const ConfigNode& node,
+                                    const std::vector<std::string>& grid_axes,
                                     bool allow_rows);
 
   nlohmann::json to_json() const;
@@ -75,8 +76,10 @@ struct ConfigFigures {
 
 /// One run's figures from its eval/summary.json, as configuration `config` with one seed;
 /// `axes` and `cell_order` receive the grid's axes and its cells in evaluation order.
-LENGEN_API ConfigFigures figures_of_run(const std::string& summary_json, const std::string& config,
-                                       std::vector<std::string>& axes, std::vector<std::string>& cell_order);
+LENGEN_API ConfigFigures figures_of_run(const std::string& summary_json,
+                                        const std::string& config,
+                                        std::vector<std::string>& axes,
+                                        std::vector<std::string>& cell_order);
 
 /// One line of the comparison: a configuration at a cell, with the paper's figure (NaN where
 /// the paper gives none) and lengen's over seeds (seeds 0 and NaNs where not evaluated).

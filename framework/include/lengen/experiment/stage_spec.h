@@ -38,9 +38,11 @@ class LENGEN_API Stage {
   /// it starts afresh (no init_from), it builds its own model and position sections, and a
   /// later stage may start only from its finished checkpoint. The last one is the run's model.
   virtual bool trains() const { return false; }
+
   /// Writes eval/ (grid.csv, summary.json): the last such stage's is copied to the run's own
   /// eval/ and plots/. Skipped by --no-eval.
   virtual bool evaluates() const { return false; }
+
   /// Reads other stages' evaluations (compare_stages): skipped by --no-eval too.
   virtual bool reads_evaluations() const { return false; }
 };
@@ -51,16 +53,16 @@ struct LENGEN_API StageSpec {
   static ComponentSpec schema();
 
   std::string name;
-  std::string kind;                 ///< a registered stage component
-  bool trains = false;              ///< the kind's Stage::trains()
-  bool evaluates = false;           ///< the kind's Stage::evaluates()
-  bool reads_evaluations = false;   ///< the kind's Stage::reads_evaluations()
-  std::string init_from;            ///< "" | an earlier stage's name | a run directory
-  bool init_from_stage = false;     ///< init_from names a stage of this experiment
-  InitRules init;                   ///< new_parameters / dropped_parameters
-  bool init_optimizer = false;      ///< also take Adam's state from init_from
-  Options options;                  ///< the kind's own options
-  ConfigNode node;                  ///< the entry, for messages
+  std::string kind;                              ///< a registered stage component
+  bool trains = false;                           ///< the kind's Stage::trains()
+  bool evaluates = false;                        ///< the kind's Stage::evaluates()
+  bool reads_evaluations = false;                ///< the kind's Stage::reads_evaluations()
+  std::string init_from;                         ///< "" | an earlier stage's name | a run directory
+  bool init_from_stage = false;                  ///< init_from names a stage of this experiment
+  InitRules init;                                ///< new_parameters / dropped_parameters
+  bool init_optimizer = false;                   ///< also take Adam's state from init_from
+  Options options;                               ///< the kind's own options
+  ConfigNode node;                               ///< the entry, for messages
   std::shared_ptr<const Experiment> experiment;  ///< resolved for this stage
 };
 
@@ -72,8 +74,9 @@ struct StageExpansionContext {
   std::string previous;  ///< the name of the stage before the entry ("" when it comes first)
   uint64_t seed = 0;     ///< the experiment's seed (the entry's `seed:` where it gives one)
 };
-using StageExpansion = std::function<std::vector<YAML::Node>(const Options& options, const ConfigNode& entry,
-                                                              const StageExpansionContext& context)>;
+
+using StageExpansion = std::function<std::vector<YAML::Node>(
+    const Options& options, const ConfigNode& entry, const StageExpansionContext& context)>;
 LENGEN_API void register_stage_expansion(const std::string& kind, StageExpansion expand);
 /// The expansion registered for `kind`, or nullptr for a kind that is one stage.
 LENGEN_API const StageExpansion* find_stage_expansion(const std::string& kind);

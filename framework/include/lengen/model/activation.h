@@ -22,14 +22,16 @@ struct ActivationContext {};
 class LENGEN_API Activation {
  public:
   virtual ~Activation();
+
   /// Inputs per hidden unit: 1, or 2 for a gated activation (gate rows first in up.weight).
   virtual int64_t inputs() const { return 1; }
+
   /// [..., inputs() * F] -> [..., F].
   virtual torch::Tensor forward(const torch::Tensor& up) const = 0;
 };
 
-// activations: activation_registry() (lengen/registry/registry.h); the built-in ones are registered on
-// first use.
+// activations: activation_registry() (lengen/registry/registry.h); the built-in ones are registered
+// on first use.
 
 /// Builds the registered activation `name`; an unknown name fails listing the registered ones.
 LENGEN_API std::shared_ptr<Activation> make_activation(const std::string& name);

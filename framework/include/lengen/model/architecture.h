@@ -29,8 +29,9 @@ struct ArchitectureContext {};
 /// interface, through TransformerImpl::arch().
 ///
 ///   decoder          Layout::kSequence  next-token prediction ("next_token")
-///   encoder_decoder  Layout::kSeq2Seq   the decoder predicts the target from the source ("seq2seq")
-///   encoder          Layout::kLabeled   one label per output slot, all at once ("per_position")
+///   encoder_decoder  Layout::kSeq2Seq   the decoder predicts the target from the source
+///   ("seq2seq") encoder          Layout::kLabeled   one label per output slot, all at once
+///   ("per_position")
 ///
 /// Teacher-forced verdict == greedy verdict: for the two autoregressive objectives, a greedy
 /// decode reproduces the reference iff the argmax given the reference prefix is the reference
@@ -48,6 +49,7 @@ class LENGEN_API Architecture {
   virtual Layout layout() const = 0;
   /// The objective's name: "next_token", "seq2seq" or "per_position".
   virtual const char* objective() const = 0;
+
   /// Whether one forward pass gives the whole output (no token-by-token decoding): what
   /// per-sample and adaptive looping (model.loops_per_length, eval.adaptive_loops) need.
   bool one_pass() const { return layout() == Layout::kLabeled; }
@@ -68,22 +70,27 @@ class LENGEN_API Architecture {
   /// Mean cross-entropy over the scored targets, in float32 (a scalar). `logits` are those
   /// of the last logits.size(1) positions (all of them, or scored_logits()). With
   /// label_smoothing e the target is (1 - e) * one-hot + e / V (train.label_smoothing).
-  virtual torch::Tensor loss(const torch::Tensor& logits, const Batch& batch, double label_smoothing = 0.0) const;
+  virtual torch::Tensor loss(const torch::Tensor& logits,
+                             const Batch& batch,
+                             double label_smoothing = 0.0) const;
 
   /// Greedy decoding of the examples' queries (their responses are not read, except by
   /// per_position, whose slots take the response's IDs, which the query fixes; see
   /// Task::to_labeled). Returns the generated responses, EOS included when produced; ids_out
   /// receives the IDs fed for each sequence (prompt + response, as the one-sequence layout).
   /// Default (next_token, seq2seq): KV-cached greedy_decode of the prompts, grouped by length.
-  virtual std::vector<std::vector<int64_t>> decode(Transformer& model,
-                                                   const Task& task,
-                                                   const std::vector<Example>& examples,
-                                                   const torch::Device& device,
-                                                   std::vector<PositionIds>* ids_out = nullptr) const;
+  virtual std::vector<std::vector<int64_t>> decode(
+      Transformer& model,
+      const Task& task,
+      const std::vector<Example>& examples,
+      const torch::Device& device,
+      std::vector<PositionIds>* ids_out = nullptr) const;
 
   /// Fails naming the task and this architecture when the task cannot render its examples in
   /// this layout (tries `probe`, a few of its examples).
-  void check_layout(const Task& task, const std::string& task_name, const std::vector<Example>& probe) const;
+  void check_layout(const Task& task,
+                    const std::string& task_name,
+                    const std::vector<Example>& probe) const;
 };
 
 /// The registered architecture `name` (built once per name and shared; architectures hold no

@@ -45,17 +45,17 @@ struct LENGEN_API AttentionInputs {
   const std::vector<std::shared_ptr<PositionScheme>>* schemes = nullptr;
   const std::vector<torch::Tensor>* query_ids = nullptr;  ///< per scheme [L', B|1, T]
   const std::vector<torch::Tensor>* key_ids = nullptr;    ///< per scheme [L', B|1, S]
-  torch::Tensor key_padding;   ///< [B, S] bool, true on keys nobody may attend to
+  torch::Tensor key_padding;  ///< [B, S] bool, true on keys nobody may attend to
   /// Packed rows: [B, 1, T, S] bool, true where query and key belong to different samples of
   /// the row (masked like padding); undefined: none.
   torch::Tensor other_sample;
-  torch::Tensor memory;        ///< cross-attention: the encoder output [B, S, C]
-  int64_t query_offset = 0;    ///< decoder: tokens cached before this call (AttentionContext)
+  torch::Tensor memory;      ///< cross-attention: the encoder output [B, S, C]
+  int64_t query_offset = 0;  ///< decoder: tokens cached before this call (AttentionContext)
   /// Self-attention without a cache: outputs only for query rows [rows_from, T) (keys and
   /// values still from every row); the result is [B, T - rows_from, C]. The schemes see
   /// those rows as queries at query_offset rows_from, as in cached decoding.
   int64_t rows_from = 0;
-  torch::Tensor* cache_k = nullptr;   ///< this application's cache slot (updated in place)
+  torch::Tensor* cache_k = nullptr;  ///< this application's cache slot (updated in place)
   torch::Tensor* cache_v = nullptr;
   torch::Tensor* attn_out = nullptr;  ///< receives the attention weights [B, H, T, S]
   /// attn_out receives the pre-softmax scores instead (scaled q.k plus the schemes' biases,
@@ -87,6 +87,7 @@ class LENGEN_API AttentionImpl : public torch::nn::Module {
   double softmax_eps_;
   torch::nn::Linear qkv_{nullptr}, q_{nullptr}, kv_{nullptr}, out_{nullptr};
 };
+
 TORCH_MODULE(Attention);
 
 }  // namespace lengen

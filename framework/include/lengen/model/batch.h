@@ -57,7 +57,8 @@ LENGEN_API Batch pad_sequence_batch(const Batch& b, int64_t length, int64_t firs
 /// Splits samples of the given lengths into at most `buckets` groups of consecutive lengths
 /// (indices sorted by length, stable; equal counts up to one), so that each group pads only
 /// to its own longest sample. Every index appears in exactly one group; no group is empty.
-LENGEN_API std::vector<std::vector<size_t>> length_buckets(const std::vector<size_t>& lengths, int64_t buckets);
+LENGEN_API std::vector<std::vector<size_t>> length_buckets(const std::vector<size_t>& lengths,
+                                                           int64_t buckets);
 
 /// Pads and stacks examples in the one-sequence layout (all with the same number of ID
 /// levels).
@@ -68,7 +69,8 @@ LENGEN_API Batch make_batch(const std::vector<Example>& examples, int64_t pad_id
 /// the other. With the model's block-diagonal causal mask (ModelInputs::segments) each
 /// position sees what it sees in make_batch's row of its own, so the loss and gradients are
 /// make_batch's (tested); what changes is the padding. Row r's samples: `rows_out[r]`.
-LENGEN_API Batch make_packed_batch(const std::vector<Example>& examples, int64_t pad_id,
+LENGEN_API Batch make_packed_batch(const std::vector<Example>& examples,
+                                   int64_t pad_id,
                                    std::vector<std::vector<size_t>>* rows_out = nullptr);
 /// Pads and stacks (source, target) pairs: the decoder reads target[0 .. n-2] and predicts
 /// target[1 .. n-1].

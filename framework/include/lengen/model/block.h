@@ -38,6 +38,7 @@ class LENGEN_API BlockImpl : public torch::nn::Module {
   Norm norm_cross_pre_{nullptr}, norm_cross_post_{nullptr};
   Norm norm_ff_pre_{nullptr}, norm_ff_post_{nullptr};
 };
+
 TORCH_MODULE(Block);
 
 }  // namespace lengen

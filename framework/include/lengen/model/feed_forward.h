@@ -27,6 +27,7 @@ class LENGEN_API FeedForwardImpl : public torch::nn::Module {
   std::shared_ptr<Activation> act_;
   torch::nn::Linear up_{nullptr}, down_{nullptr};
 };
+
 TORCH_MODULE(FeedForward);
 
 }  // namespace lengen

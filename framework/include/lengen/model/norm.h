@@ -45,6 +45,7 @@ class LENGEN_API NormImpl : public torch::nn::Module {
  private:
   std::shared_ptr<NormFunction> norm_;
 };
+
 TORCH_MODULE(Norm);
 
 }  // namespace lengen

@@ -51,10 +51,12 @@ struct LENGEN_API KVCache {
   std::vector<torch::Tensor> values;  ///< per application [B, H, S, D]
   torch::Tensor ids;                  ///< [L, B, S] task IDs of cached tokens
   std::vector<torch::Tensor> cross_keys, cross_values;  ///< per decoder application [B, H, Ss, D]
-  torch::Tensor memory;               ///< encoder output [B, Ss, C]
-  torch::Tensor memory_padding;       ///< [B, Ss] bool, true on source padding
+  torch::Tensor memory;                                 ///< encoder output [B, Ss, C]
+  torch::Tensor memory_padding;                         ///< [B, Ss] bool, true on source padding
   std::vector<torch::Tensor> memory_ids;  ///< per scheme: transformed source IDs [L', B, Ss]
+
   int64_t length() const { return ids.defined() ? ids.size(2) : 0; }
+
   void clear() { *this = KVCache(); }
 };
 
@@ -114,10 +116,11 @@ class LENGEN_API TransformerImpl : public torch::nn::Module {
                   int64_t vocab_size,
                   std::vector<std::shared_ptr<PositionScheme>> schemes);
 
-  /// Logits [B, T, V] for in.tokens ([B, T - in.outputs_from, V]: the last rows). With a cache (decoder, encoder_decoder), tokens/ids are
-  /// only the new tokens; cached keys are reused and extended (encoder_decoder: the source is
-  /// encoded on the first call and kept in the cache). attention: if non-null, receives one
-  /// [B, H, T, S] tensor per attention application, named by attention_names().
+  /// Logits [B, T, V] for in.tokens ([B, T - in.outputs_from, V]: the last rows). With a cache
+  /// (decoder, encoder_decoder), tokens/ids are only the new tokens; cached keys are reused and
+  /// extended (encoder_decoder: the source is encoded on the first call and kept in the cache).
+  /// attention: if non-null, receives one [B, H, T, S] tensor per attention application, named by
+  /// attention_names().
   torch::Tensor forward(const ModelInputs& in,
                         KVCache* cache = nullptr,
                         std::vector<torch::Tensor>* attention = nullptr);
@@ -134,25 +137,34 @@ class LENGEN_API TransformerImpl : public torch::nn::Module {
   std::vector<std::string> attention_names() const;
 
   const ModelConfig& config() const { return cfg_; }
+
   /// The architecture it was built in (model.arch): its stacks, layout, loss and decoding.
   const Architecture& arch() const { return *arch_; }
+
   const std::vector<std::shared_ptr<PositionScheme>>& schemes() const { return schemes_; }
+
   int64_t vocab_size() const { return vocab_size_; }
+
   /// Number of trainable scalars.
   int64_t parameter_count() const;
   /// Applications of each stack at the next forward (eval.loops; 1 = the stack once).
   void set_loops(int64_t loops);
+
   int64_t loops() const { return loops_; }
+
   /// Adaptive looping at test time (Fan et al. 2025; eval.adaptive_loops, encoder only): with
   /// extra > 0 and the model in eval mode, each sample runs up to its own loop count + extra
   /// loops and forward() returns, per sample, the logits of the loop whose output is most
   /// confident: the lowest sum over its labelled positions of -log p(argmax) (the cross-
   /// entropy against its own prediction; the earliest loop on ties). 0: off.
   void set_adaptive_loops(int64_t extra);
+
   int64_t adaptive_loops() const { return adaptive_extra_; }
+
   /// What forward()'s `attention` receives: the weights (false, default) or the pre-softmax
   /// scores (true; analysis of Duan & Shi 2023's attention bias calibration).
   void set_attention_scores(bool scores) { attention_scores_ = scores; }
+
   /// Shows every block's output and every attention's head outputs to `probe`, which may
   /// replace them (ModelProbe; nullptr: off). Not with model.loops_per_length.
   void set_probe(std::shared_ptr<const ModelProbe> probe) { probe_ = std::move(probe); }
@@ -198,6 +210,7 @@ class LENGEN_API TransformerImpl : public torch::nn::Module {
   torch::nn::Linear lm_head_{nullptr};
   torch::nn::Dropout emb_dropout_{nullptr};
 };
+
 TORCH_MODULE(Transformer);
 
 }  // namespace lengen

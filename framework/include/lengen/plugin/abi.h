@@ -61,13 +61,13 @@ extern "C" {
 
 /// What a plugin tells the loader about itself.
 struct lengen_plugin_descriptor {
-  uint32_t descriptor_size;  ///< sizeof(lengen_plugin_descriptor) at the plugin's build
-  uint32_t abi_version;      ///< LENGEN_PLUGIN_ABI
-  uint32_t api_version;      ///< LENGEN_PLUGIN_API
-  uint32_t torch_major;      ///< TORCH_VERSION_MAJOR at build time
-  uint32_t torch_minor;      ///< TORCH_VERSION_MINOR at build time
-  uint32_t cxx11_abi;        ///< _GLIBCXX_USE_CXX11_ABI at build time
-  const char* plugin_name;   ///< "coupling"
+  uint32_t descriptor_size;    ///< sizeof(lengen_plugin_descriptor) at the plugin's build
+  uint32_t abi_version;        ///< LENGEN_PLUGIN_ABI
+  uint32_t api_version;        ///< LENGEN_PLUGIN_API
+  uint32_t torch_major;        ///< TORCH_VERSION_MAJOR at build time
+  uint32_t torch_minor;        ///< TORCH_VERSION_MINOR at build time
+  uint32_t cxx11_abi;          ///< _GLIBCXX_USE_CXX11_ABI at build time
+  const char* plugin_name;     ///< "coupling"
   const char* plugin_version;  ///< "0.1.0"
   const char* build_info;      ///< compiler and build type, for messages only
   void (*register_components)(lengen::Registrar&);  ///< explicit registration

@@ -14,19 +14,18 @@
 #define LENGEN_PLUGIN_STRINGIFY(x) LENGEN_PLUGIN_STRINGIFY2(x)
 
 /// Defines the plugin's exported entry point. Use exactly once per plugin library.
-#define LENGEN_PLUGIN(name, version, register_fn)                                           \
-  extern "C" __attribute__((visibility("default"))) const lengen_plugin_descriptor*        \
-  lengen_plugin_v1() {                                                                      \
-    static const lengen_plugin_descriptor descriptor = {                                    \
-        sizeof(lengen_plugin_descriptor),                                                   \
-        LENGEN_PLUGIN_ABI,                                                                  \
-        LENGEN_PLUGIN_API,                                                                  \
-        TORCH_VERSION_MAJOR,                                                                \
-        TORCH_VERSION_MINOR,                                                                \
-        _GLIBCXX_USE_CXX11_ABI,                                                             \
-        name,                                                                               \
-        version,                                                                            \
-        "gcc " __VERSION__,                                                                 \
-        &register_fn};                                                                      \
-    return &descriptor;                                                                     \
+#define LENGEN_PLUGIN(name, version, register_fn)                                         \
+  extern "C" __attribute__((visibility("default"))) const lengen_plugin_descriptor*       \
+  lengen_plugin_v1() {                                                                    \
+    static const lengen_plugin_descriptor descriptor = {sizeof(lengen_plugin_descriptor), \
+                                                        LENGEN_PLUGIN_ABI,                \
+                                                        LENGEN_PLUGIN_API,                \
+                                                        TORCH_VERSION_MAJOR,              \
+                                                        TORCH_VERSION_MINOR,              \
+                                                        _GLIBCXX_USE_CXX11_ABI,           \
+                                                        name,                             \
+                                                        version,                          \
+                                                        "gcc " __VERSION__,               \
+                                                        &register_fn};                    \
+    return &descriptor;                                                                   \
   }

@@ -7,8 +7,6 @@
 #include <torch/nn/module.h>
 #include <torch/types.h>
 
-#include <string>
-
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -30,9 +28,11 @@ enum Hook : uint32_t {
 /// what indexes it: code that sets weights by hand (TAOTP programs, the addition construction)
 /// finds the tables it needs through this capability, never through a scheme's name.
 struct LearnedPositionTable {
-  torch::Tensor weight;         ///< [rows, C], one of the scheme's parameters: row p is added at position p
-  bool sequence_index = false;  ///< indexed by the sequence index 0..T-1; else by `level` of the task's IDs
-  int64_t level = 0;            ///< the level of the task's IDs (when !sequence_index)
+  torch::Tensor
+      weight;  ///< [rows, C], one of the scheme's parameters: row p is added at position p
+  bool sequence_index =
+      false;          ///< indexed by the sequence index 0..T-1; else by `level` of the task's IDs
+  int64_t level = 0;  ///< the level of the task's IDs (when !sequence_index)
 };
 
 /// Framework facts a scheme may need at construction (never the global config).
@@ -73,18 +73,24 @@ class LENGEN_API PositionScheme : public torch::nn::Module {
   /// T] int64, each token's index within its own sample), both defined or both not. Schemes
   /// that read the sequence index (PositionSource `ids: index`) see `sequence_index` instead of
   /// offset..offset+T-1, and per-sample randomness (random offsets) is drawn per segment.
-  torch::Tensor position_ids(const torch::Tensor& ids, int64_t offset, bool training,
+  torch::Tensor position_ids(const torch::Tensor& ids,
+                             int64_t offset,
+                             bool training,
                              const torch::Tensor& segments = {},
                              const torch::Tensor& sequence_index = {});
   /// transform_ids_pair, then the shared transforms on both sides.
   std::pair<torch::Tensor, torch::Tensor> position_ids_pair(const torch::Tensor& source,
                                                             const torch::Tensor& target,
                                                             bool training);
+
   /// Period of cyclic position indexing (0: off). Set from the entry's `cyclic:` key.
   void set_cyclic(int64_t period) { cyclic_ = period; }
+
   int64_t cyclic() const { return cyclic_; }
+
   /// Range N of randomized positions in training (0: off). Set from the entry's `randomized:`.
   void set_randomized(int64_t range) { randomized_ = range; }
+
   int64_t randomized() const { return randomized_; }
 
   /// Whether the scheme has a meaning in this kind of attention. Self-attention: the model
@@ -136,8 +142,8 @@ class LENGEN_API PositionScheme : public torch::nn::Module {
                                         const AttentionContext& ctx);
 
   /// kHookRelativeValues (plugin API >= 1): probs [B, H, T, S] (the attention weights that
-  /// multiply the values, after dropout when training) -> [B, H, T, D] added to the attention output before the heads
-  /// are merged (Shaw et al.'s sum_j a_ij w^V_{ij}).
+  /// multiply the values, after dropout when training) -> [B, H, T, D] added to the attention
+  /// output before the heads are merged (Shaw et al.'s sum_j a_ij w^V_{ij}).
   virtual torch::Tensor relative_values(const torch::Tensor& probs, const AttentionContext& ctx);
 
   /// The learned tables embed() adds, in evaluation summed as they are: embed(position_ids(ids,
@@ -150,6 +156,7 @@ class LENGEN_API PositionScheme : public torch::nn::Module {
   /// During position_ids(): the packed rows' per-sample sequence index [B, T], else undefined
   /// (the index is then offset..offset+T-1). What SourcedPositionScheme passes to its source.
   const torch::Tensor& sequence_index() const { return sequence_index_; }
+
   /// During position_ids(): the packed rows' segments [B, T] (-1 on padding), else undefined.
   /// What a scheme with per-sample randomness passes on (PositionTables::random_offsets).
   const torch::Tensor& segments() const { return segments_; }
@@ -157,7 +164,8 @@ class LENGEN_API PositionScheme : public torch::nn::Module {
  private:
   /// `sides` are the IDs of one forward ([L', B|1, T] each, one per attention side); a
   /// randomized map is drawn per sample and shared by the sides.
-  std::vector<torch::Tensor> shared_transforms(std::vector<torch::Tensor> sides, int64_t batch,
+  std::vector<torch::Tensor> shared_transforms(std::vector<torch::Tensor> sides,
+                                               int64_t batch,
                                                bool training) const;
 
   int64_t cyclic_ = 0;
@@ -179,8 +187,10 @@ class LENGEN_API PositionSource {
   /// ids [L, B, T] -> [1, B, T] (ids: task) or [1, 1, T] (ids: index, the same for every
   /// sample); `offset` is the absolute index of column 0. With `sequence_index` ([B, T], packed
   /// rows) `ids: index` gives it, [1, B, T], instead.
-  torch::Tensor select(const torch::Tensor& ids, int64_t offset,
+  torch::Tensor select(const torch::Tensor& ids,
+                       int64_t offset,
                        const torch::Tensor& sequence_index = {}) const;
+
   /// The table of `weight` over the positions this source selects.
   LearnedPositionTable table(const torch::Tensor& weight) const { return {weight, index_, level_}; }
 
@@ -237,8 +247,12 @@ class LENGEN_API PositionTables {
                                                               const torch::Tensor& target) const;
 
   int64_t levels() const { return static_cast<int64_t>(tables_.size()); }
+
   /// Table l, [max_position_l + 1, C] (the parameter "level<l>").
-  const torch::Tensor& weight(int64_t level) const { return tables_.at(static_cast<size_t>(level)); }
+  const torch::Tensor& weight(int64_t level) const {
+    return tables_.at(static_cast<size_t>(level));
+  }
+
   const std::vector<int64_t>& max_position() const { return max_position_; }
 
  private:
@@ -303,7 +317,9 @@ class LENGEN_API RelativeVectors {
   torch::Tensor key_term(const torch::Tensor& k, const AttentionContext& ctx);
   /// sum_j probs_ij w^V_ij: probs [B, H, T, S] -> [B, H, T, D]. Only with `values: true`.
   torch::Tensor value_term(const torch::Tensor& probs, const AttentionContext& ctx);
+
   bool has_values() const { return values_.defined(); }
+
   int64_t k() const { return k_; }
 
  private:

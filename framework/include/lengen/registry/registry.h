@@ -67,8 +67,11 @@ class LENGEN_API RegistryBase {
   virtual ~RegistryBase();
 
   const std::string& kind() const { return kind_; }
+
   const std::string& title() const { return title_; }
+
   const std::string& where() const { return where_; }
+
   /// Every entry, sorted by name.
   virtual std::vector<const ComponentEntry*> entries() const = 0;
   virtual const ComponentEntry* entry(const std::string& name) const = 0;
@@ -94,6 +97,7 @@ class Registry final : public RegistryBase {
   struct Entry : ComponentEntry {
     Entry(ComponentSpec s, PluginOrigin o, Factory f)
         : ComponentEntry{std::move(s), std::move(o)}, make(std::move(f)) {}
+
     Factory make;
   };
 
@@ -104,7 +108,10 @@ class Registry final : public RegistryBase {
   void add(ComponentSpec spec, PluginOrigin origin, Factory make) {
     if (auto it = entries_.find(spec.name); it != entries_.end()) {
       LENGEN_FAIL("{} '{}' is registered twice: by {} and by {}; remove one of the libraries",
-                  kind(), spec.name, it->second.origin.library, origin.library);
+                  kind(),
+                  spec.name,
+                  it->second.origin.library,
+                  origin.library);
     }
     spec.kind = kind();
     std::string name = spec.name;
@@ -121,10 +128,13 @@ class Registry final : public RegistryBase {
     auto it = entries_.find(name);
     return it == entries_.end() ? nullptr : &it->second;
   }
+
   const ComponentEntry* entry(const std::string& name) const override { return find(name); }
+
   std::vector<const ComponentEntry*> entries() const override {
     std::vector<const ComponentEntry*> out;
-    for (const auto& [name, e] : entries_) out.push_back(&e);
+    for (const auto& [name, e] : entries_)
+      out.push_back(&e);
     return out;
   }
 
@@ -142,17 +152,22 @@ class Registry final : public RegistryBase {
     }
     resolve_all();  // plugins load lazily: list every installed one, not only those loaded
     std::vector<std::string> known = names();
-    where.fail(fmt::format("unknown {} '{}'{}; known: {} (plugins are searched in the YAML "
-                           "'plugins:' list, --plugin-path, LENGEN_PLUGIN_PATH and the "
-                           "installed plugin folder)",
-                           kind(), name, did_you_mean(name, known),
-                           known.empty() ? "none" : join(known)));
+    where.fail(
+        fmt::format("unknown {} '{}'{}; known: {} (plugins are searched in the YAML "
+                    "'plugins:' list, --plugin-path, LENGEN_PLUGIN_PATH and the "
+                    "installed plugin folder)",
+                    kind(),
+                    name,
+                    did_you_mean(name, known),
+                    known.empty() ? "none" : join(known)));
   }
 
   /// Builds the component `name` from the options in `node` (a map, whose `name:` key if any
   /// is skipped, or undefined for every default): for a section that names the component
   /// apart from its options or has a default name.
-  std::shared_ptr<Base> create_named(const std::string& name, const ConfigNode& node, const Context& ctx,
+  std::shared_ptr<Base> create_named(const std::string& name,
+                                     const ConfigNode& node,
+                                     const Context& ctx,
                                      const ConfigNode& where) const {
     const Entry& entry = lookup(name, where);
     return entry.make(Options::validate(entry.spec, node), ctx);
@@ -170,7 +185,8 @@ class Registry final : public RegistryBase {
       }
       name = n.as_string();
     } else {
-      node.fail(fmt::format("expected a {} name or a map with 'name:', got {}", kind(),
+      node.fail(fmt::format("expected a {} name or a map with 'name:', got {}",
+                            kind(),
                             node.defined() ? "a list" : "nothing"));
     }
     const Entry& entry = lookup(name, node);
@@ -202,20 +218,24 @@ class Registry final : public RegistryBase {
     return out;
   }
 
-
  private:
   std::map<std::string, Entry> entries_;
 };
 
 /// The origin recorded for what liblengen registers itself.
-inline PluginOrigin builtin_origin() { return PluginOrigin{"<builtin>", "lengen", "builtin"}; }
+inline PluginOrigin builtin_origin() {
+  return PluginOrigin{"<builtin>", "lengen", "builtin"};
+}
 
 /// Adds a built-in component class to `registry`: T has `static ComponentSpec spec()` and a
 /// constructor `T(const Options&, const Context&)`.
 template <class T, class Base, class Context>
 void add_builtin(Registry<Base, Context>& registry) {
-  registry.add(T::spec(), builtin_origin(),
-               [](const Options& o, const Context& ctx) -> std::shared_ptr<Base> { return std::make_shared<T>(o, ctx); });
+  registry.add(T::spec(),
+               builtin_origin(),
+               [](const Options& o, const Context& ctx) -> std::shared_ptr<Base> {
+                 return std::make_shared<T>(o, ctx);
+               });
 }
 
 using PositionRegistry = Registry<PositionScheme, SchemeContext>;
@@ -245,17 +265,22 @@ LENGEN_API DecayRegistry& decay_registry();
 
 /// Adds a position scheme to position_registry() with the options the framework gives every
 /// scheme (`cyclic`) appended to its spec and applied to what `make` builds.
-LENGEN_API void add_position_scheme(ComponentSpec spec, PluginOrigin origin, PositionRegistry::Factory make);
+LENGEN_API void add_position_scheme(ComponentSpec spec,
+                                    PluginOrigin origin,
+                                    PositionRegistry::Factory make);
 
 /// Adds an optimizer to optimizer_registry() with the option the framework gives every
 /// optimizer (`lr`, the peak learning rate the schedule scales) put first in its spec.
-LENGEN_API void add_optimizer(ComponentSpec spec, PluginOrigin origin, OptimizerRegistry::Factory make);
+LENGEN_API void add_optimizer(ComponentSpec spec,
+                              PluginOrigin origin,
+                              OptimizerRegistry::Factory make);
 
 /// Handed to a plugin's register function; bound to the library being loaded so every
 /// component it adds records its origin.
 class LENGEN_API Registrar {
  public:
   explicit Registrar(PluginOrigin origin) : origin_(std::move(origin)) {}
+
   virtual ~Registrar();
 
   /// Registers a position scheme class with `static ComponentSpec spec()` and a constructor
@@ -302,14 +327,17 @@ class LENGEN_API Registrar {
   void add_decay() {
     add_to<D>(decay_registry());
   }
+
   template <class N>
   void add_norm() {
     add_to<N>(norm_registry());
   }
+
   template <class A>
   void add_activation() {
     add_to<A>(activation_registry());
   }
+
   /// Registers an architecture (include lengen/model/architecture.h): a class deriving from
   /// Architecture with `static ComponentSpec spec()` and a constructor
   /// `(const Options&, const ArchitectureContext&)`.
@@ -323,9 +351,10 @@ class LENGEN_API Registrar {
  private:
   template <class T, class Base, class Context>
   void add_to(Registry<Base, Context>& registry) {
-    registry.add(T::spec(), origin_, [](const Options& o, const Context& c) -> std::shared_ptr<Base> {
-      return std::make_shared<T>(o, c);
-    });
+    registry.add(
+        T::spec(), origin_, [](const Options& o, const Context& c) -> std::shared_ptr<Base> {
+          return std::make_shared<T>(o, c);
+        });
   }
 
   PluginOrigin origin_;

@@ -16,8 +16,10 @@ namespace lengen {
 /// max, difference = median - paper; percentages), prints the table (configurations as rows,
 /// the paper's cells as columns: "lengen (paper) difference") and, unless `plot_png` is "",
 /// draws it there (scripts/plot_paper.py: the paper as markers, lengen's median and spread).
-LENGEN_API void report_paper(const PaperReference& paper, const std::vector<PaperCell>& cells,
-                             const std::vector<std::string>& cell_axes, const std::string& dir,
+LENGEN_API void report_paper(const PaperReference& paper,
+                             const std::vector<PaperCell>& cells,
+                             const std::vector<std::string>& cell_axes,
+                             const std::string& dir,
                              const std::string& plot_png);
 
 }  // namespace lengen

@@ -22,7 +22,8 @@ class EventWriter;
 LENGEN_API std::string cell_text(const GridCell& cell, const char* sep = " ");
 
 /// Prints the accuracy table of a grid evaluation to stdout.
-LENGEN_API void print_table(const std::vector<CellResult>& results, const std::vector<std::string>& axes);
+LENGEN_API void print_table(const std::vector<CellResult>& results,
+                            const std::vector<std::string>& axes);
 
 /// A plotting script by file name, from <the running executable>/../share/lengen/scripts: the
 /// install's copy, or in a build tree a link to the source tree's scripts/. "" when not found.
@@ -41,27 +42,39 @@ LENGEN_API bool plotting_available();
 /// Runs scripts/<script> with /usr/bin/python3 and `args` (already quoted). Logs `what` on
 /// success; on failure (or when matplotlib or the script is missing) logs a message naming
 /// `intact`, the results that were written anyway. Returns whether a picture was drawn.
-LENGEN_API bool run_plot(const std::string& script, const std::string& args, const std::string& what,
+LENGEN_API bool run_plot(const std::string& script,
+                         const std::string& args,
+                         const std::string& what,
                          const std::string& intact);
 
 /// Evaluates `model` on `cfg`'s grid (progress logged per cell) and writes the report under
 /// `dir`: eval/grid.csv, eval/summary.json, the printed table, plots/grid.png and TensorBoard
 /// scalars (eval/accuracy/<cell>, eval/mean_accuracy) and image at `step`.
-LENGEN_API std::vector<CellResult> evaluate_and_report(Transformer& model, const Experiment& exp,
-                                                       const EvalConfig& cfg, const torch::Device& device,
-                                                       const std::string& dir, int64_t step);
+LENGEN_API std::vector<CellResult> evaluate_and_report(Transformer& model,
+                                                       const Experiment& exp,
+                                                       const EvalConfig& cfg,
+                                                       const torch::Device& device,
+                                                       const std::string& dir,
+                                                       int64_t step);
 
 /// Appends one evaluation during training to `path` (JSON lines: step, mean accuracy, one
 /// entry per cell) and logs it to TensorBoard under curve/accuracy/<cell>.
-LENGEN_API void append_eval_curve(const std::string& path, int64_t step, const std::vector<CellResult>& results,
+LENGEN_API void append_eval_curve(const std::string& path,
+                                  int64_t step,
+                                  const std::vector<CellResult>& results,
                                   EventWriter* tensorboard);
 
 /// Draws `eval_curve.jsonl` as accuracy-over-steps curves, one line per grid cell.
-LENGEN_API void plot_eval_curve(const std::string& jsonl, const std::string& png, const std::string& title);
+LENGEN_API void plot_eval_curve(const std::string& jsonl,
+                                const std::string& png,
+                                const std::string& title);
 
 /// Logs an aggregate folder that sweep::aggregate (or compare_runs) wrote under DIR/aggregate,
 /// or under out_dir where given (sweep::aggregate_dir), and, when `plots`, draws its heatmaps
 /// (scripts/plot_sweep.py) and the paper's comparison; the paper's title comes from DIR/sweep.json.
-LENGEN_API void report_aggregate(const std::string& dir, int64_t n, bool plots, const std::string& out_dir = "");
+LENGEN_API void report_aggregate(const std::string& dir,
+                                 int64_t n,
+                                 bool plots,
+                                 const std::string& out_dir = "");
 
 }  // namespace lengen

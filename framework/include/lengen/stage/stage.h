@@ -45,20 +45,28 @@ class LENGEN_API StageContext {
  public:
   /// The context of stage `index` of `stages` (the experiment's, or the implicit train and
   /// eval stages of an experiment without `stages:`, whose folder is RUN itself).
-  StageContext(const std::vector<StageSpec>& stages, size_t index, std::string run_dir,
-               bool resume, bool implicit = false);
+  StageContext(const std::vector<StageSpec>& stages,
+               size_t index,
+               std::string run_dir,
+               bool resume,
+               bool implicit = false);
 
   /// The experiment as this stage sees it (the file's sections with the stage's overrides).
   const Experiment& experiment() const;
   const Task& task() const;
   const StageSpec& spec() const;
+
   /// RUN, the run directory.
   const std::string& run_dir() const { return run_dir_; }
+
   /// RUN/stages/<name> (RUN itself for an experiment without `stages:`); created.
   const std::string& dir() const { return dir_; }
+
   /// dir()'s layout: its checkpoints, evaluation, plots and the like (lengen/core/run_dir.h).
   RunDir folder() const { return RunDir(dir_); }
+
   bool resume() const { return resume_; }
+
   torch::Device device() const;
 
   /// A model built from this stage's experiment (seeded initialisation), with init_from's
@@ -79,8 +87,9 @@ class LENGEN_API StageContext {
   const Experiment& stage_experiment(const std::string& name) const;
 
   /// Writes tensors as safetensors under dir() (atomically); returns the path.
-  std::string write_tensors(const std::string& file,
-                            const std::vector<std::pair<std::string, torch::Tensor>>& tensors) const;
+  std::string write_tensors(
+      const std::string& file,
+      const std::vector<std::pair<std::string, torch::Tensor>>& tensors) const;
 
  private:
   const std::vector<StageSpec>& stages_;
@@ -94,7 +103,7 @@ struct RunOptions {
   bool resume = false;   ///< continue: finished stages are skipped, the current one resumes
   bool fresh = false;    ///< discard checkpoints, stages and evaluations first
   bool no_eval = false;  ///< skip evaluation (`eval` stages and the `compare_stages` reading them)
-  bool wait = false;     ///< another process holds the run directory: wait for it instead of refusing
+  bool wait = false;  ///< another process holds the run directory: wait for it instead of refusing
 };
 
 /// Runs an experiment in its run directory, holding its lock (RUN/lengen.lock, core/lock.h) for

@@ -28,6 +28,7 @@ struct Built {
   ModelConfig config;
   Transformer model{nullptr};
 };
+
 LENGEN_API Built build_model(const Program& program, torch::Dtype dtype = torch::kFloat64);
 
 /// Writes a trained lengen decoder as a program. Fails, naming the setting, unless the model

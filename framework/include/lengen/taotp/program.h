@@ -40,8 +40,11 @@ struct LENGEN_API Program {
   LayerNormParams lnf;
 
   int64_t vocab_size() const { return tok_emb.size(0); }
+
   int64_t block_size() const { return pos_emb.size(0); }
+
   int64_t d_model() const { return tok_emb.size(1); }
+
   bool tied() const { return !out_emb.defined(); }
 };
 
@@ -62,13 +65,15 @@ struct ParameterCount {
   int64_t total = 0;
   int64_t nonzero = 0;
 };
+
 LENGEN_API ParameterCount count_parameters(const Program& program);
 
 /// A program's vocabulary, token i on line i: a text file with one token per line, taken
 /// exactly as written (a line holding one space is the space token; a final newline is not a
 /// token), or a Python/JSON list of strings (a file whose first character outside blank and
 /// `#` comment lines is '[').
-LENGEN_API std::vector<std::string> parse_vocabulary(const std::string& text, const std::string& source);
+LENGEN_API std::vector<std::string> parse_vocabulary(const std::string& text,
+                                                     const std::string& source);
 LENGEN_API std::vector<std::string> load_vocabulary(const std::string& path);
 
 }  // namespace lengen::taotp

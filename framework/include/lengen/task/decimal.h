@@ -67,7 +67,8 @@ void add_columns(const std::vector<std::string>& xs, F&& f) {
 /// Sum of any number of decimal strings.
 inline std::string add(const std::vector<std::string>& xs) {
   std::string out;
-  add_columns(xs, [&](size_t, int digit, int64_t) { out.push_back(static_cast<char>('0' + digit)); });
+  add_columns(xs,
+              [&](size_t, int digit, int64_t) { out.push_back(static_cast<char>('0' + digit)); });
   std::reverse(out.begin(), out.end());
   return strip_zeros(out);
 }
@@ -85,7 +86,8 @@ inline std::string multiply(const std::string& a, const std::string& b) {
     acc[k] %= 10;
   }
   std::string out;
-  for (auto it = acc.rbegin(); it != acc.rend(); ++it) out.push_back(static_cast<char>('0' + *it));
+  for (auto it = acc.rbegin(); it != acc.rend(); ++it)
+    out.push_back(static_cast<char>('0' + *it));
   return strip_zeros(out);
 }
 
@@ -117,6 +119,7 @@ struct Carries {
   int64_t count = 0;
   int64_t longest_chain = 0;
 };
+
 inline Carries carries(const std::vector<std::string>& xs) {
   size_t n = 0;
   for (const auto& x : xs) {
@@ -125,7 +128,8 @@ inline Carries carries(const std::vector<std::string>& xs) {
   Carries c;
   int64_t run = 0;
   add_columns(xs, [&](size_t k, int, int64_t carry) {
-    if (k >= n) return;  // the columns of the operands only
+    if (k >= n)
+      return;  // the columns of the operands only
     run = carry > 0 ? run + 1 : 0;
     c.count += carry > 0 ? 1 : 0;
     c.longest_chain = std::max(c.longest_chain, run);

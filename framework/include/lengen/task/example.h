@@ -30,6 +30,7 @@ struct Example {
   std::map<std::string, int64_t> meta;
 
   int64_t length() const { return static_cast<int64_t>(tokens.size()); }
+
   /// Appends a token with its ID at each level (`ids` gives at least position_ids.size()
   /// values; extra values are ignored) and whether it is in the loss.
   void push(int64_t token, std::initializer_list<int64_t> ids, bool loss) {
@@ -40,10 +41,9 @@ struct Example {
     }
     loss_mask.push_back(loss ? 1 : 0);
   }
+
   /// Response tokens (after the prompt), EOS included.
-  std::vector<int64_t> response() const {
-    return {tokens.begin() + prompt_length, tokens.end()};
-  }
+  std::vector<int64_t> response() const { return {tokens.begin() + prompt_length, tokens.end()}; }
 };
 
 /// The layouts an architecture trains on (docs/architecture.md, "Three layouts"). A task
@@ -91,6 +91,7 @@ struct LabeledExample {
   std::vector<int64_t> labels;
   std::vector<uint8_t> label_mask;
   int64_t slot_begin = 0;
+
   int64_t length() const { return static_cast<int64_t>(tokens.size()); }
 };
 

@@ -21,14 +21,19 @@ class LENGEN_API Vocabulary {
              const std::string& eos);
 
   int64_t size() const { return static_cast<int64_t>(tokens_.size()); }
+
   const std::vector<std::string>& tokens() const { return tokens_; }
+
   const std::string& token(int64_t id) const;
   /// Id of a token; throws lengen::Error naming the token and the vocabulary.
   int64_t id(const std::string& token) const;
+
   bool contains(const std::string& token) const { return index_.count(token) > 0; }
 
   int64_t pad() const { return pad_; }
+
   int64_t bos() const { return bos_; }
+
   int64_t eos() const { return eos_; }
 
   /// Splits text into tokens by longest match; spaces are skipped. Throws on a character

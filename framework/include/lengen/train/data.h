@@ -19,12 +19,13 @@ struct DataSource {
   /// The self_label stages of this run whose labelled examples, together, are this source's
   /// fixed set (`from_stage:` a name or a list; Experiment::stage_labels reads them).
   std::vector<std::string> from_stages;
-  std::vector<Example> examples;     ///< given examples: the fixed set, instead of samples
+  std::vector<Example> examples;  ///< given examples: the fixed set, instead of samples
 };
 
 /// Self-labelled examples (a self_label stage's labels.jsonl), one JSON object per line:
 /// {"text": rendered, "tokens": [ids], "prompt_length": P}. Written atomically.
-LENGEN_API void write_labelled_examples(const std::string& path, const std::vector<Example>& examples,
+LENGEN_API void write_labelled_examples(const std::string& path,
+                                        const std::vector<Example>& examples,
                                         const Task& task);
 /// Reads them back as training examples: the prompt, then the labelled response scored (loss
 /// mask 1), with the task's causal position IDs (those decoding gave them). Fails naming the
@@ -48,9 +49,12 @@ class LENGEN_API TrainingData {
 
   /// The `batch_size` examples of step `step`. `source_of` (optional) receives the index of
   /// the source of each example.
-  std::vector<Example> batch(int64_t step, int64_t batch_size, std::vector<int>* source_of = nullptr);
+  std::vector<Example> batch(int64_t step,
+                             int64_t batch_size,
+                             std::vector<int>* source_of = nullptr);
 
   const std::vector<DataSource>& sources() const { return sources_; }
+
   bool weighted() const { return weighted_; }
 
  private:
@@ -60,9 +64,9 @@ class LENGEN_API TrainingData {
   uint64_t seed_ = 0;
   bool weighted_ = false;
   bool single_ = false;
-  std::vector<std::vector<Example>> sets_;  ///< fixed set per source (empty when online)
+  std::vector<std::vector<Example>> sets_;      ///< fixed set per source (empty when online)
   std::vector<std::pair<int, int64_t>> union_;  ///< (source, index) of the union, unweighted
-  std::vector<double> cumulative_;          ///< normalised cumulative weights
+  std::vector<double> cumulative_;              ///< normalised cumulative weights
   std::vector<int64_t> perm_;
   int64_t perm_epoch_ = -1;
 };

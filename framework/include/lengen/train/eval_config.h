@@ -17,13 +17,13 @@ namespace lengen {
 /// The `eval:` section of an experiment.
 struct LENGEN_API EvalConfig {
   std::map<std::string, std::vector<int64_t>> grid;  ///< axis -> values (from [lo, hi])
-  int64_t samples = 1000;     ///< per cell
-  int64_t batch_size = 256;   ///< at most this many sequences per forward pass (or decode)
+  int64_t samples = 1000;                            ///< per cell
+  int64_t batch_size = 256;  ///< at most this many sequences per forward pass (or decode)
   /// ... and at most this many padded tokens (sequences x the longest); 0: by device and
   /// model (eval_batch_tokens).
   int64_t batch_tokens = 0;
-  uint64_t seed = 1234;       ///< evaluation data seed, independent of the training seed
-  bool greedy_decode = false; ///< true KV-cached decoding instead of the teacher-forced check
+  uint64_t seed = 1234;        ///< evaluation data seed, independent of the training seed
+  bool greedy_decode = false;  ///< true KV-cached decoding instead of the teacher-forced check
   /// "response": exact match of the whole response, scratchpad and EOS included (the papers'
   /// default). "answer": exact match of the final answer only, the tokens from the example's
   /// answer_begin up to (not including) EOS, of a greedy decode (always decoded: Cho et al.
@@ -55,6 +55,7 @@ struct LENGEN_API EvalConfig {
   YAML::Node to_yaml() const;
   /// Every cell of the grid, first axis slowest.
   std::vector<GridCell> cells() const;
+
   /// Axis names in the task's order.
   const std::vector<std::string>& axes() const { return grid_order_; }
 

@@ -28,12 +28,16 @@ LENGEN_API Example answer_only(const Example& ex);
 /// `separator` (>= 0; the evaluator passes the non-digit token that precedes the reference
 /// answer, e.g. the scratchpad's '>'), the answer is exactly the tokens between the last
 /// separator and EOS (Cho et al. 2025, App. C), so a longer final number does not match.
-LENGEN_API bool answer_match(const Example& ex, const std::vector<int64_t>& response, int64_t eos,
+LENGEN_API bool answer_match(const Example& ex,
+                             const std::vector<int64_t>& response,
+                             int64_t eos,
                              int64_t separator = -1);
 
 /// A cell's eval.samples samples, drawn from a generator seeded by (eval seed, cell): the same
 /// samples every time, whatever else is evaluated. What evaluate_grid evaluates.
-LENGEN_API std::vector<Example> cell_samples(const Task& task, const EvalConfig& cfg, const GridCell& cell);
+LENGEN_API std::vector<Example> cell_samples(const Task& task,
+                                             const EvalConfig& cfg,
+                                             const GridCell& cell);
 
 /// Evaluates every cell of the grid (N samples each, seeded by (eval seed, cell)) and
 /// returns one result per cell. `progress` is called after each cell.

@@ -21,11 +21,14 @@ namespace lengen {
 /// tokens an encoder-decoder's encoder reads (ignored otherwise). `loops`: how many times the
 /// stacks run for this sequence (0: `model.loops`; a sample's own count under
 /// `model.loops_per_length`, ModelConfig::sample_loops).
-LENGEN_API double forward_flops(const ModelConfig& model, int64_t vocab, int64_t target, int64_t source = 0,
-                                int64_t loops = 0);
+LENGEN_API double forward_flops(
+    const ModelConfig& model, int64_t vocab, int64_t target, int64_t source = 0, int64_t loops = 0);
 
 /// Training FLOPs: the forward pass and a backward pass of twice its cost.
-inline double training_flops(const ModelConfig& model, int64_t vocab, int64_t target, int64_t source = 0,
+inline double training_flops(const ModelConfig& model,
+                             int64_t vocab,
+                             int64_t target,
+                             int64_t source = 0,
                              int64_t loops = 0) {
   return 3.0 * forward_flops(model, vocab, target, source, loops);
 }

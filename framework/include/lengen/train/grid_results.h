@@ -26,7 +26,11 @@ struct LENGEN_API CellAnalysis {
   std::map<int64_t, int64_t> single_error_position;
   /// every sample: position -> samples wrong there (1 - it / samples: per-position accuracy)
   std::map<int64_t, int64_t> error_positions;
-  bool empty() const { return by_feature.empty() && wrong_tokens.empty() && error_positions.empty(); }
+
+  bool empty() const {
+    return by_feature.empty() && wrong_tokens.empty() && error_positions.empty();
+  }
+
   /// Adds one sample: its features, whether it counts as correct, and its response against
   /// the reference (compared position by position; a missing token is wrong).
   void add(const std::map<std::string, int64_t>& features,
@@ -38,10 +42,10 @@ struct LENGEN_API CellAnalysis {
 
 /// One evaluated sample as eval.examples writes it to eval/examples.jsonl.
 struct SampleRecord {
-  std::string prompt;     ///< the query as the task renders it
-  std::string reference;  ///< the reference response
-  std::string response;   ///< the model's response (a greedy decode)
-  bool correct = false;   ///< the cell's verdict on it (eval.metric)
+  std::string prompt;                       ///< the query as the task renders it
+  std::string reference;                    ///< the reference response
+  std::string response;                     ///< the model's response (a greedy decode)
+  bool correct = false;                     ///< the cell's verdict on it (eval.metric)
   std::map<std::string, int64_t> features;  ///< the task's features of the example (Example::meta)
 };
 
@@ -81,8 +85,9 @@ LENGEN_API TrainedRanges trained_ranges(const std::vector<GridAxis>& axes);
 LENGEN_API void write_grid_results(const RunDir& run,
                                    const std::vector<CellResult>& results,
                                    const std::vector<std::string>& axes,
-                                   const std::string& metric = "exact match of the whole response "
-                                                               "under greedy decoding",
+                                   const std::string& metric =
+                                       "exact match of the whole response "
+                                       "under greedy decoding",
                                    const TrainedRanges& trained = {});
 
 }  // namespace lengen

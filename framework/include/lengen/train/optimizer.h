@@ -39,9 +39,12 @@ class LENGEN_API Optimizer {
   /// a CUDA graph and replayed with new values (nothing of the step is fixed on the host).
   /// Does not count the step; advance() does. Only where capturable().
   void step(const torch::Tensor& lr, const torch::Tensor& count);
+
   /// Whether step(Tensor, Tensor) exists (train.cuda_graphs needs it).
   virtual bool capturable() const { return false; }
+
   void advance() { ++t_; }
+
   /// Unsets every gradient (set to none, as PyTorch 2.x does by default).
   void zero_grad();
   /// State tensors as "optimizer.<state>.<param>", each parameter's states in the order the
@@ -50,6 +53,7 @@ class LENGEN_API Optimizer {
   /// Restores state written by state() and the step count; fails naming a missing or
   /// mis-shaped entry.
   void load_state(const std::vector<std::pair<std::string, torch::Tensor>>& tensors, int64_t step);
+
   int64_t steps_taken() const { return t_; }
 
  protected:
@@ -63,6 +67,7 @@ class LENGEN_API Optimizer {
     std::vector<torch::Tensor> params, grads;
     std::vector<std::vector<torch::Tensor>> state;
   };
+
   Lists with_gradients() const;
 
   /// The update of step steps_taken() (already counted, 1-based) at learning rate `lr`, on
@@ -80,8 +85,8 @@ class LENGEN_API Optimizer {
 
 /// Builds the optimizer `train.optimizer` names (`node`: its map, or a bare name; undefined
 /// for the default, adam) over `params`.
-LENGEN_API std::shared_ptr<Optimizer> make_optimizer(const ConfigNode& node,
-                                                     std::vector<std::pair<std::string, torch::Tensor>> params);
+LENGEN_API std::shared_ptr<Optimizer> make_optimizer(
+    const ConfigNode& node, std::vector<std::pair<std::string, torch::Tensor>> params);
 
 /// The name `train.optimizer` selects: its `name:`, the bare value, or "adam".
 LENGEN_API std::string optimizer_name(const ConfigNode& node);

@@ -30,14 +30,15 @@ class LENGEN_API Decay {
 
 /// Builds the registered decay `name`; an unknown name fails listing the registered ones,
 /// at `where` (the YAML key) when given.
-LENGEN_API std::shared_ptr<const Decay> make_decay(const std::string& name, const ConfigNode& where = {});
+LENGEN_API std::shared_ptr<const Decay> make_decay(const std::string& name,
+                                                   const ConfigNode& where = {});
 
 /// The learning rate of a whole run: warm-up, then the decay.
 struct LENGEN_API LearningRateSchedule {
-  double lr = 1e-3;            ///< peak (the optimizer's `lr`)
-  int64_t steps = 1000;        ///< all steps, warm-up included
-  int64_t warmup_steps = 0;    ///< linear from lr / warmup_steps at step 0 to lr
-  double min_lr_ratio = 0.0;   ///< the decay ends at lr * min_lr_ratio
+  double lr = 1e-3;           ///< peak (the optimizer's `lr`)
+  int64_t steps = 1000;       ///< all steps, warm-up included
+  int64_t warmup_steps = 0;   ///< linear from lr / warmup_steps at step 0 to lr
+  double min_lr_ratio = 0.0;  ///< the decay ends at lr * min_lr_ratio
   std::shared_ptr<const Decay> decay;
 
   /// Learning rate at (0-based) step.

@@ -38,7 +38,9 @@ LENGEN_API std::vector<std::pair<size_t, size_t>> eval_batches(const std::vector
 /// a GPU: kGpuEvalBatchTokens, large batches that fill the device.
 constexpr int64_t kCpuEvalBatchBytes = int64_t{16} << 20;
 constexpr int64_t kGpuEvalBatchTokens = 131072;
-LENGEN_API int64_t eval_batch_tokens(int64_t configured, const torch::Device& device, const ModelConfig& model);
+LENGEN_API int64_t eval_batch_tokens(int64_t configured,
+                                     const torch::Device& device,
+                                     const ModelConfig& model);
 
 /// Exact match under greedy decoding, decided by one teacher-forced forward pass in the
 /// model's layout (its Architecture): a greedy decode reproduces the reference exactly iff at every

@@ -9,12 +9,13 @@
 
 namespace lengen {
 
-/// Writes TensorBoard event files without TensorFlow: `DIR/events.out.tfevents.<time>.<host>.<pid>`,
-/// one TFRecord per Event protobuf (uint64 length, masked CRC-32C of the length, the bytes,
-/// masked CRC-32C of the bytes), the first a `file_version: "brain.Event:2"` record. A run
-/// writes RUN/tensorboard/ (training scalars, accuracy per grid cell, the heatmap/curve PNG);
-/// `tensorboard --logdir runs/` shows every run. A resumed run adds a new file (TensorBoard
-/// reads them all). Records are flushed as written, so a killed run keeps what it logged.
+/// Writes TensorBoard event files without TensorFlow:
+/// `DIR/events.out.tfevents.<time>.<host>.<pid>`, one TFRecord per Event protobuf (uint64 length,
+/// masked CRC-32C of the length, the bytes, masked CRC-32C of the bytes), the first a
+/// `file_version: "brain.Event:2"` record. A run writes RUN/tensorboard/ (training scalars,
+/// accuracy per grid cell, the heatmap/curve PNG); `tensorboard --logdir runs/` shows every run. A
+/// resumed run adds a new file (TensorBoard reads them all). Records are flushed as written, so a
+/// killed run keeps what it logged.
 class LENGEN_API EventWriter {
  public:
   explicit EventWriter(const std::string& dir);
@@ -22,6 +23,7 @@ class LENGEN_API EventWriter {
   void scalar(const std::string& tag, int64_t step, double value);
   /// A PNG image (Summary.Value.image); its size is read from the PNG header.
   void image(const std::string& tag, int64_t step, const std::string& png);
+
   const std::string& path() const { return path_; }
 
  private:

@@ -78,7 +78,8 @@ class LENGEN_API Trainer {
   /// Called with the step count after every `every` steps, after the last step, and at step 0
   /// of a run that starts fresh (evaluation during training). `started` is called once with
   /// the step training starts from (0, or the resumed checkpoint's), before any step.
-  void set_periodic(int64_t every, std::function<void(int64_t step)> fn,
+  void set_periodic(int64_t every,
+                    std::function<void(int64_t step)> fn,
                     std::function<void(int64_t start)> started = {});
 
   /// Takes Adam's moments and step count from another run's checkpoint (fine-tuning with

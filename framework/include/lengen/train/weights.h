@@ -22,8 +22,9 @@ LENGEN_API void load_weights(Transformer& model, const TensorFile& file, const s
 
 /// How `init_from` maps a checkpoint onto a (possibly different) model, by parameter name.
 struct InitRules {
-  bool init_new = false;      ///< new_parameters: init keeps the model's fresh initialisation
-  bool drop_unused = false;   ///< dropped_parameters: ignore skips checkpoint tensors the model lacks
+  bool init_new = false;  ///< new_parameters: init keeps the model's fresh initialisation
+  bool drop_unused =
+      false;  ///< dropped_parameters: ignore skips checkpoint tensors the model lacks
 };
 
 /// Loads weights by name under `rules`: shapes must agree; a model parameter the checkpoint

@@ -16,8 +16,9 @@ void register_swiglu(ActivationRegistry& r);
 class GatedActivation : public Activation {
  public:
   int64_t inputs() const final { return 2; }
+
   torch::Tensor forward(const torch::Tensor& up) const final {
-    auto parts = up.chunk(2, -1);  // gate [..., F], linear [..., F]
+    auto parts = up.chunk(2, -1);      // gate [..., F], linear [..., F]
     return gate(parts[0]) * parts[1];  // [..., F]
   }
 

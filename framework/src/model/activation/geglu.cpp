@@ -8,8 +8,12 @@ namespace {
 class Geglu final : public GatedActivation {
  public:
   static ComponentSpec spec() {
-    return {"activation", "geglu", "GEGLU (Shazeer 2020): gelu(gate) * linear, two inputs per hidden unit", {}};
+    return {"activation",
+            "geglu",
+            "GEGLU (Shazeer 2020): gelu(gate) * linear, two inputs per hidden unit",
+            {}};
   }
+
   Geglu(const Options&, const ActivationContext&) {}
 
  protected:
@@ -18,6 +22,8 @@ class Geglu final : public GatedActivation {
 
 }  // namespace
 
-void register_geglu(ActivationRegistry& r) { add_builtin<Geglu>(r); }
+void register_geglu(ActivationRegistry& r) {
+  add_builtin<Geglu>(r);
+}
 
 }  // namespace lengen

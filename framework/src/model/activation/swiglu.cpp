@@ -8,8 +8,12 @@ namespace {
 class Swiglu final : public GatedActivation {
  public:
   static ComponentSpec spec() {
-    return {"activation", "swiglu", "SwiGLU (Shazeer 2020): silu(gate) * linear, two inputs per hidden unit", {}};
+    return {"activation",
+            "swiglu",
+            "SwiGLU (Shazeer 2020): silu(gate) * linear, two inputs per hidden unit",
+            {}};
   }
+
   Swiglu(const Options&, const ActivationContext&) {}
 
  protected:
@@ -18,6 +22,8 @@ class Swiglu final : public GatedActivation {
 
 }  // namespace
 
-void register_swiglu(ActivationRegistry& r) { add_builtin<Swiglu>(r); }
+void register_swiglu(ActivationRegistry& r) {
+  add_builtin<Swiglu>(r);
+}
 
 }  // namespace lengen

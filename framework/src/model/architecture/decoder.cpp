@@ -7,13 +7,22 @@ namespace {
 class Decoder final : public Architecture {
  public:
   static ComponentSpec spec() {
-    return {"architecture", "decoder", "decoder-only: causal self-attention, next-token prediction", {}};
+    return {"architecture",
+            "decoder",
+            "decoder-only: causal self-attention, next-token prediction",
+            {}};
   }
+
   Decoder(const Options&, const ArchitectureContext&) {}
+
   const char* name() const override { return "decoder"; }
+
   Stacks stacks() const override { return {/*encoder=*/false, /*decoder=*/true, /*cross=*/false}; }
+
   Layout layout() const override { return Layout::kSequence; }
+
   const char* objective() const override { return "next_token"; }
+
   Batch make_batch(const Task& task, const std::vector<Example>& examples) const override {
     return lengen::make_batch(examples, task.vocabulary().pad());
   }
@@ -21,6 +30,8 @@ class Decoder final : public Architecture {
 
 }  // namespace
 
-void register_decoder(ArchitectureRegistry& r) { add_builtin<Decoder>(r); }
+void register_decoder(ArchitectureRegistry& r) {
+  add_builtin<Decoder>(r);
+}
 
 }  // namespace lengen

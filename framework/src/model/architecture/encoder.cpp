@@ -8,16 +8,23 @@ namespace {
 class Encoder final : public Architecture {
  public:
   static ComponentSpec spec() {
-    return {"architecture", "encoder",
+    return {"architecture",
+            "encoder",
             "encoder-only: bidirectional self-attention with a key-padding mask and a per-position "
             "classifier over the output slots (Jelassi et al. 2023)",
             {}};
   }
+
   Encoder(const Options&, const ArchitectureContext&) {}
+
   const char* name() const override { return "encoder"; }
+
   Stacks stacks() const override { return {/*encoder=*/true, /*decoder=*/false, /*cross=*/false}; }
+
   Layout layout() const override { return Layout::kLabeled; }
+
   const char* objective() const override { return "per_position"; }
+
   Batch make_batch(const Task& task, const std::vector<Example>& examples) const override {
     std::vector<LabeledExample> labeled;
     labeled.reserve(examples.size());
@@ -26,6 +33,7 @@ class Encoder final : public Architecture {
     }
     return make_labeled_batch(labeled, task.vocabulary().pad());
   }
+
   // All slots at once: the argmax of one forward pass, read back as the response.
   std::vector<std::vector<int64_t>> decode(Transformer& model,
                                            const Task& task,
@@ -62,6 +70,8 @@ class Encoder final : public Architecture {
 
 }  // namespace
 
-void register_encoder(ArchitectureRegistry& r) { add_builtin<Encoder>(r); }
+void register_encoder(ArchitectureRegistry& r) {
+  add_builtin<Encoder>(r);
+}
 
 }  // namespace lengen

@@ -8,16 +8,24 @@ namespace {
 class EncoderDecoder final : public Architecture {
  public:
   static ComponentSpec spec() {
-    return {"architecture", "encoder_decoder",
-            "encoder-decoder: bidirectional encoder over the query, causal decoder with cross-attention "
+    return {"architecture",
+            "encoder_decoder",
+            "encoder-decoder: bidirectional encoder over the query, causal decoder with "
+            "cross-attention "
             "generating the response",
             {}};
   }
+
   EncoderDecoder(const Options&, const ArchitectureContext&) {}
+
   const char* name() const override { return "encoder_decoder"; }
+
   Stacks stacks() const override { return {/*encoder=*/true, /*decoder=*/true, /*cross=*/true}; }
+
   Layout layout() const override { return Layout::kSeq2Seq; }
+
   const char* objective() const override { return "seq2seq"; }
+
   Batch make_batch(const Task& task, const std::vector<Example>& examples) const override {
     std::vector<Seq2SeqExample> pairs;
     pairs.reserve(examples.size());
@@ -30,6 +38,8 @@ class EncoderDecoder final : public Architecture {
 
 }  // namespace
 
-void register_encoder_decoder(ArchitectureRegistry& r) { add_builtin<EncoderDecoder>(r); }
+void register_encoder_decoder(ArchitectureRegistry& r) {
+  add_builtin<EncoderDecoder>(r);
+}
 
 }  // namespace lengen

@@ -13,14 +13,17 @@ class Adam final : public Optimizer {
  public:
   static ComponentSpec spec(const std::string& name, bool decoupled) {
     using O = OptionSpec;
-    return {"optimizer", name,
-            decoupled ? "AdamW (Loshchilov & Hutter 2019): Adam with weight decay applied to the weights"
-                      : "Adam (Kingma & Ba 2015), weight decay as an L2 term added to the gradient",
+    return {"optimizer",
+            name,
+            decoupled
+                ? "AdamW (Loshchilov & Hutter 2019): Adam with weight decay applied to the weights"
+                : "Adam (Kingma & Ba 2015), weight decay as an L2 term added to the gradient",
             {O::number("beta1", "").with_default(0.9).at_least(0).at_most(1),
              O::number("beta2", "").with_default(0.999).at_least(0).at_most(1),
              O::number("eps", "").with_default(1e-8).at_least(0),
-             O::number("weight_decay", decoupled ? "decoupled: w -= lr * weight_decay * w"
-                                                 : "L2: weight_decay * w added to the gradient")
+             O::number("weight_decay",
+                       decoupled ? "decoupled: w -= lr * weight_decay * w"
+                                 : "L2: weight_decay * w added to the gradient")
                  .with_default(0.0)
                  .at_least(0)}};
   }
@@ -44,7 +47,16 @@ class Adam final : public Optimizer {
     auto& v = l.state[1];
     const auto t = static_cast<double>(steps_taken());
     // LibTorch 2.4 and later: one fused kernel for the whole update (the same formula).
-    if (compat::fused_adam(l.params, l.grads, m, v, steps_taken(), lr, beta1_, beta2_, weight_decay_, eps_,
+    if (compat::fused_adam(l.params,
+                           l.grads,
+                           m,
+                           v,
+                           steps_taken(),
+                           lr,
+                           beta1_,
+                           beta2_,
+                           weight_decay_,
+                           eps_,
                            decoupled_)) {
       return;
     }
@@ -74,8 +86,8 @@ class Adam final : public Optimizer {
   void update(Lists& l, const torch::Tensor& lr, const torch::Tensor& count) override {
     auto& m = l.state[0];
     auto& v = l.state[1];
-    if (compat::fused_adam_on_device(l.params, l.grads, m, v, count, lr, beta1_, beta2_, weight_decay_, eps_,
-                                     decoupled_)) {
+    if (compat::fused_adam_on_device(
+            l.params, l.grads, m, v, count, lr, beta1_, beta2_, weight_decay_, eps_, decoupled_)) {
       return;
     }
     // The same formula with the step's scalars as 0-dim tensors (one kernel chain per
@@ -110,7 +122,8 @@ class Adam final : public Optimizer {
 void register_adam(OptimizerRegistry& r) {
   for (bool decoupled : {false, true}) {
     const std::string name = decoupled ? "adamw" : "adam";
-    r.add(with_learning_rate(Adam::spec(name, decoupled)), builtin_origin(),
+    r.add(with_learning_rate(Adam::spec(name, decoupled)),
+          builtin_origin(),
           [decoupled](const Options& o, const OptimizerContext& c) -> std::shared_ptr<Optimizer> {
             return std::make_shared<Adam>(o, c, decoupled);
           });

@@ -11,8 +11,11 @@ ComponentSpec with_learning_rate(ComponentSpec spec);
 /// Registers optimizer class T (static spec(), T(const Options&, const OptimizerContext&)).
 template <class T>
 void add_builtin_optimizer(OptimizerRegistry& r) {
-  r.add(with_learning_rate(T::spec()), builtin_origin(),
-        [](const Options& o, const OptimizerContext& c) -> std::shared_ptr<Optimizer> { return std::make_shared<T>(o, c); });
+  r.add(with_learning_rate(T::spec()),
+        builtin_origin(),
+        [](const Options& o, const OptimizerContext& c) -> std::shared_ptr<Optimizer> {
+          return std::make_shared<T>(o, c);
+        });
 }
 
 void register_adam(OptimizerRegistry& r);  // adam and adamw

@@ -9,10 +9,17 @@ class Sgd final : public Optimizer {
  public:
   static ComponentSpec spec() {
     using O = OptionSpec;
-    return {"optimizer", "sgd", "SGD with momentum (heavy ball or Nesterov) and L2 weight decay, as PyTorch's",
-            {O::number("momentum", "0: plain SGD; else buf = momentum * buf + g").with_default(0.0).at_least(0).at_most(1),
+    return {"optimizer",
+            "sgd",
+            "SGD with momentum (heavy ball or Nesterov) and L2 weight decay, as PyTorch's",
+            {O::number("momentum", "0: plain SGD; else buf = momentum * buf + g")
+                 .with_default(0.0)
+                 .at_least(0)
+                 .at_most(1),
              O::boolean("nesterov", "step along g + momentum * buf").with_default(false),
-             O::number("weight_decay", "L2: weight_decay * w added to the gradient").with_default(0.0).at_least(0)}};
+             O::number("weight_decay", "L2: weight_decay * w added to the gradient")
+                 .with_default(0.0)
+                 .at_least(0)}};
   }
 
   Sgd(const Options& o, const OptimizerContext& ctx)
@@ -20,14 +27,17 @@ class Sgd final : public Optimizer {
         momentum_(o.get_float("momentum")),
         nesterov_(o.get_bool("nesterov")),
         weight_decay_(o.get_float("weight_decay")) {
-    if (nesterov_ && momentum_ == 0) o.fail("nesterov", "Nesterov momentum needs momentum > 0");
-    if (momentum_ > 0) add_state("momentum_buffer");
+    if (nesterov_ && momentum_ == 0)
+      o.fail("nesterov", "Nesterov momentum needs momentum > 0");
+    if (momentum_ > 0)
+      add_state("momentum_buffer");
   }
 
  protected:
   void update(Lists& l, double lr) override {
     auto grads = l.grads;
-    if (weight_decay_ != 0) grads = torch::_foreach_add(grads, l.params, weight_decay_);
+    if (weight_decay_ != 0)
+      grads = torch::_foreach_add(grads, l.params, weight_decay_);
     if (momentum_ > 0) {
       auto& buf = l.state[0];  // zeros before the first step, so that step sets buf = g
       torch::_foreach_mul_(buf, momentum_);
@@ -49,6 +59,8 @@ class Sgd final : public Optimizer {
 
 }  // namespace
 
-void register_sgd(OptimizerRegistry& r) { add_builtin_optimizer<Sgd>(r); }
+void register_sgd(OptimizerRegistry& r) {
+  add_builtin_optimizer<Sgd>(r);
+}
 
 }  // namespace lengen

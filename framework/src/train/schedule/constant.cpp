@@ -6,8 +6,12 @@ namespace {
 
 class ConstantDecay final : public Decay {
  public:
-  static ComponentSpec spec() { return {"decay", "constant", "none: the peak rate to the end (min_lr_ratio has no effect)", {}}; }
+  static ComponentSpec spec() {
+    return {"decay", "constant", "none: the peak rate to the end (min_lr_ratio has no effect)", {}};
+  }
+
   ConstantDecay(const Options&, const DecayContext&) {}
+
   double shape(double t) const override {
     (void)t;
     return 1.0;
@@ -16,6 +20,8 @@ class ConstantDecay final : public Decay {
 
 }  // namespace
 
-void register_constant_decay(DecayRegistry& r) { add_builtin<ConstantDecay>(r); }
+void register_constant_decay(DecayRegistry& r) {
+  add_builtin<ConstantDecay>(r);
+}
 
 }  // namespace lengen
