@@ -7,7 +7,7 @@ set -euo pipefail
 # templates of Torch's headers once, in the precompiled header, where g++ does it again in
 # every file (docs/performance.md, "Build time").
 packages=(
-  build-essential clang cmake ninja-build ccache
+  build-essential clang clang-format cmake ninja-build ccache
   libtorch-dev libopenblas0-openmp
   libyaml-cpp-dev libfmt-dev libspdlog-dev catch2 libcli11-dev nlohmann-json3-dev
   python3-matplotlib python3-numpy

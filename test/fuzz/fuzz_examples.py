@@ -112,13 +112,11 @@ def dump(sample):
     return json.dumps(sample, ensure_ascii=False).encode("utf-8") + b"\n"
 
 
-@given(st.binary(max_size=2048))
 def prop_bytes(data):
     check_reader(data)
     check_script(data)
 
 
-@given(st.lists(samples, min_size=1, max_size=6), st.data())
 def prop_mutated(records, draw):
     lines = [dump(r) for r in records]
     i = draw.draw(st.integers(0, len(lines) - 1))
@@ -145,20 +143,23 @@ def prop_mutated(records, draw):
     check_script(data)
 
 
-@given(st.lists(samples, max_size=8))
 def prop_roundtrip(records):
     assert check_reader(b"".join(dump(r) for r in records)) == records
 
 
-PROPERTIES = [prop_bytes, prop_mutated, prop_roundtrip]
+# Each property with the strategies of its arguments.
+PROPERTIES = [(prop_bytes, (st.binary(max_size=2048),)),
+              (prop_mutated, (st.lists(samples, min_size=1, max_size=6), st.data())),
+              (prop_roundtrip, (st.lists(samples, max_size=8),))]
 
 
 def run(examples, seed, derandomize):
+    """One round: each property on `examples` inputs (a fresh Hypothesis test each round)."""
     config = settings(max_examples=examples, deadline=None, database=None, derandomize=derandomize,
                       suppress_health_check=list(HealthCheck), print_blob=True)
     random.seed(seed)
-    for prop in PROPERTIES:
-        config(prop)()
+    for prop, strategies in PROPERTIES:
+        config(given(*strategies)(prop))()
 
 
 def main():
