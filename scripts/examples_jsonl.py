@@ -32,6 +32,11 @@ def _show(value):
         return type(value).__name__
 
 
+def _key(name):
+    """A key as it can be printed on one line (a newline in it escaped)."""
+    return json.dumps(name, ensure_ascii=False)[1:-1]
+
+
 def parse_sample(text):
     """One line's sample as a dict, or ValueError saying what is wrong with it."""
     try:
@@ -46,7 +51,7 @@ def parse_sample(text):
             raise ValueError(f"'{key}' must be an object of integers, got {_show(value)}")
         for name, v in value.items():
             if not _is_int(v):
-                raise ValueError(f"'{key}.{name}' must be an integer, got {_show(v)}")
+                raise ValueError(f"'{key}.{_key(name)}' must be an integer, got {_show(v)}")
     if not isinstance(sample.get("correct"), bool):
         raise ValueError(f"'correct' must be true or false, got {_show(sample.get('correct'))}")
     for key in TEXTS:

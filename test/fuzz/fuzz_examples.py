@@ -147,6 +147,19 @@ def prop_roundtrip(records):
     assert check_reader(b"".join(dump(r) for r in records)) == records
 
 
+# Inputs that broke the contract once, checked before every run (a regression each).
+REGRESSIONS = [
+    # A key with a newline in it was echoed raw: a two-line error (the examples campaign, 9th minute).
+    b'{"cell": {"\\n": null}, "correct": false, "prompt": "", "reference": "", "response": "", "features": {}}\n',
+]
+
+
+def check_regressions():
+    for data in REGRESSIONS:
+        check_reader(data)
+        check_script(data)
+
+
 # Each property with the strategies of its arguments.
 PROPERTIES = [(prop_bytes, (st.binary(max_size=2048),)),
               (prop_mutated, (st.lists(samples, min_size=1, max_size=6), st.data())),
@@ -171,6 +184,7 @@ def main():
     start = time.monotonic()
     rounds = 0
     try:
+        check_regressions()
         if args.minutes is None:
             run(args.examples, 0, True)
             rounds = 1
