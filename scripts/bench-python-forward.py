@@ -23,9 +23,9 @@ def main():
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--threads", type=int, default=0, help="LibTorch threads (0: as configured)")
     args = ap.parse_args()
+    run = lengen.load_run(args.run)  # sets the run's own thread count
     if args.threads:
         torch.set_num_threads(args.threads)
-    run = lengen.load_run(args.run)
     rng = random.Random(0)
     number = lambda: str(rng.randint(10 ** (args.digits - 1), 10 ** args.digits - 1))  # noqa: E731
     queries = [f"{number()}+{number()}" for _ in range(args.batch)]
