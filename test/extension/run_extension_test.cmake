@@ -93,6 +93,47 @@ if(NOT last_output MATCHES "All tests passed")
   message(FATAL_ERROR "contract tests did not pass with the plugin:\n${last_output}")
 endif()
 
+# The installed Python package finds the same plugin on the same search path, trains with it
+# (lengen.run) and gives the installed CLI's logits (where the package was built).
+if(PYTHON)
+  file(GLOB_RECURSE _paths_py "${prefix}/_paths.py")
+  list(LENGTH _paths_py _found)
+  if(NOT _found EQUAL 1)
+    message(FATAL_ERROR "the install holds ${_found} Python packages (lengen/_paths.py): ${_paths_py}")
+  endif()
+  get_filename_component(_package "${_paths_py}" DIRECTORY)
+  get_filename_component(_site "${_package}" DIRECTORY)
+  file(WRITE "${work}/kerple.yaml" "name: kerple
+seed: 1
+output_dir: ${work}/runs
+threads: 1
+task: {name: addition, train_digits: [1, 2], eval_digits: [1, 3]}
+model: {layers: 1, heads: 2, d_model: 16, d_ff: 32}
+position: [{name: kerple_log}]
+train: {steps: 4, batch_size: 8, log_every: 2, checkpoint_every: 2}
+eval: {samples: 4}
+")
+  file(WRITE "${work}/kerple.py" "import json, subprocess, sys
+import lengen
+assert 'kerple_log' in [e['name'] for e in lengen.registered('position')], lengen.plugin_search_path()
+run = lengen.run(sys.argv[1])
+cli = json.loads(subprocess.run([sys.argv[2], 'logits', run.dir, '57+48'], capture_output=True, text=True, check=True).stdout)
+assert run.forward('57+48').last_logits[0].double().tolist() == cli['logits']
+print('python: kerple_log trained and equal to the CLI')
+")
+  set(ENV{LENGEN_PLUGIN_PATH} "${work}/position-build")
+  set(ENV{PYTHONPATH} "${_site}")
+  run("${PYTHON}" "${work}/kerple.py" "${work}/kerple.yaml" "${prefix}/bin/lengen")
+  if(NOT last_output MATCHES "kerple_log trained and equal to the CLI")
+    message(FATAL_ERROR "the Python package did not use the out-of-tree plugin:\n${last_output}")
+  endif()
+  message(STATUS "${last_output}")
+  unset(ENV{PYTHONPATH})
+  unset(ENV{LENGEN_PLUGIN_PATH})
+else()
+  message(STATUS "no Python package in this build: its step is left out")
+endif()
+
 # A stage kind built out of tree (docs/stages.md) runs as the second stage of an experiment.
 build_example(stage docs/stages.md attention_snapshot.cpp)
 file(WRITE "${work}/snapshot.yaml" "name: snap

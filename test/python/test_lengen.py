@@ -351,3 +351,20 @@ print("finished", os.path.basename(run.checkpoint))
     lines = done.stdout.splitlines()
     assert any(line.startswith("interrupted:") for line in lines), done.stdout
     assert lines[-1] == "finished step-00003000.safetensors"
+
+
+def test_read_sweep_puts_the_papers_figures_beside_its_cells(folder):
+    base = os.path.join(folder, "cited.yaml")
+    with open(base, "w") as f:
+        f.write(TINY.format(name="cited", arch="decoder", position="{name: coupling, max_position: 16}", steps=4)
+                + "paper:\n  cite: \"A. Author 2024\"\n  table: \"Table 1\"\n  values: {1: 100, 2: 90}\n")
+    sweep = os.path.join(folder, "cited-sweep.yaml")
+    with open(sweep, "w") as f:
+        f.write(f"name: cited\nbase: {base}\noutput_dir: {os.path.join(folder, 'sweeps')}\n"
+                "set: {threads: 1}\ngrid: {seed: [0, 1]}\nexecutor: {workers: 1, threads_per_run: 1}\n")
+    frame = lengen.sweep(sweep)
+    assert len(frame) == 2 * 4
+    assert {"paper", "statistic"} <= set(frame.columns)
+    by_digits = frame.groupby("digits")["paper"].first()
+    assert by_digits[1] == 100 and by_digits[2] == 90
+    assert by_digits[[3, 4]].isna().all()  # no figure of the paper's there
