@@ -397,8 +397,8 @@ class PyRun {
     std::vector<CellResult> results;
     {
       ProbeScope scope(r_.model, python_probe(probe));
+      // Python's own Ctrl-C handler stays: KeyboardInterrupt once the evaluation returns.
       py::gil_scoped_release release;
-      StopOnInterrupt stop;
       results = evaluate_grid(r_.model, task(), cfg, r_.device);
     }
     py::list rows;
