@@ -368,3 +368,18 @@ def test_read_sweep_puts_the_papers_figures_beside_its_cells(folder):
     by_digits = frame.groupby("digits")["paper"].first()
     assert by_digits[1] == 100 and by_digits[2] == 90
     assert by_digits[[3, 4]].isna().all()  # no figure of the paper's there
+
+
+def test_a_stage_opens_with_the_model_its_chain_started_from(folder, tiny):
+    # Two evaluation stages, the first of another run's model: both stages' model is that run's.
+    path = os.path.join(folder, "evals-only.yaml")
+    with open(path, "w") as f:
+        f.write(TINY.format(name="evals-only", arch="decoder", position="{name: coupling, max_position: 16}",
+                            steps=4)
+                + f"stages:\n  - {{name: first, kind: eval, init_from: {tiny.dir}}}\n"
+                  "  - {name: second, kind: eval, init_from: first}\n")
+    out = os.path.join(folder, "runs")
+    cli("run", path, "--set", "threads=1", "--set", f"output_dir={out}")
+    for stage in ("first", "second"):
+        opened = lengen.load_run(os.path.join(out, "evals-only", "1"), stage=stage)
+        assert opened.checkpoint == tiny.checkpoint, stage

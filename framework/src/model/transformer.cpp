@@ -104,13 +104,23 @@ void TransformerImpl::set_adaptive_loops(int64_t extra) {
   adaptive_extra_ = extra;
 }
 
+namespace {
+
+// The name of one application of a stack's block: "blocks.1", "encoder.0.cross", with "@<loop>"
+// when the stack loops. attention_names() and the probe's sites both spell it so.
+std::string application_name(
+    const char* stack, int64_t layer, const char* suffix, int64_t loop, int64_t loops) {
+  return fmt::format("{}.{}{}{}", stack, layer, suffix, loops > 1 ? fmt::format("@{}", loop) : "");
+}
+
+}  // namespace
+
 std::vector<std::string> TransformerImpl::attention_names() const {
   std::vector<std::string> out;
-  auto add = [&](const std::string& prefix, int64_t depth, const std::string& suffix) {
+  auto add = [&](const char* prefix, int64_t depth, const char* suffix) {
     for (int64_t loop = 0; loop < loops_; ++loop) {
       for (int64_t l = 0; l < depth; ++l) {
-        out.push_back(fmt::format(
-            "{}.{}{}{}", prefix, l, suffix, loops_ > 1 ? fmt::format("@{}", loop) : ""));
+        out.push_back(application_name(prefix, l, suffix, loop, loops_));
       }
     }
   };
@@ -172,12 +182,11 @@ torch::Tensor TransformerImpl::run_stack(torch::nn::ModuleList& stack,
       }
       std::string site;
       if (probe_) {  // names as attention_names() gives them
-        site = fmt::format("{}.{}", &stack == &encoder_ ? "encoder" : "blocks", l);
-        const std::string loop_suffix = loops_ > 1 ? fmt::format("@{}", loop) : "";
+        const char* name = &stack == &encoder_ ? "encoder" : "blocks";
+        site = application_name(name, l, "", loop, loops_);
         s.probe = c.probe = probe_.get();
-        s.site = site + loop_suffix;
-        c.site = site + ".cross" + loop_suffix;
-        site += loop_suffix;
+        s.site = site;
+        c.site = application_name(name, l, ".cross", loop, loops_);
       }
       auto block = stack->ptr<BlockImpl>(cfg_.shared_layers ? 0 : l);
       x = block->forward(x, s, c);  // [B, T, C]

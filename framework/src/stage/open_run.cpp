@@ -75,8 +75,8 @@ std::pair<Experiment, std::string> stage_model(const Experiment& whole,
       break;
     ckpt = run.stage(at->name).newest_checkpoint();
   }
-  if (ckpt.empty() && st->init_from_stage == false && !st->init_from.empty()) {
-    ckpt = final_checkpoint(st->init_from);  // a stage started from another run directory
+  if (ckpt.empty() && at != nullptr && !at->init_from_stage && !at->init_from.empty()) {
+    ckpt = final_checkpoint(at->init_from);  // the chain started from another run directory
   }
   LENGEN_CHECK(
       !ckpt.empty(), "{}: stage '{}' has no weights yet (it has not run?)", run.str(), name);
