@@ -19,7 +19,7 @@ if [[ ${major} != "${want}" ]]; then
   exit 77
 fi
 # Fixtures of the script checks keep their line numbers as their tests expect them.
-mapfile -t files < <(git ls-files '*.cpp' '*.h' 2>/dev/null | grep -v '^test/layers/\|^test/run_paths/\|^test/doc_commands/' ||
+mapfile -t files < <(git ls-files '*.cpp' '*.h' 2>/dev/null | grep -v '^test/layers/\|^test/run_paths/\|^test/doc_commands/\|^test/sizes/' ||
                       find framework plugins tasks test python -name '*.cpp' -o -name '*.h')
 if [[ ${1:-} == --fix ]]; then
   "${tool}" -i "${files[@]}"

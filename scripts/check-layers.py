@@ -19,6 +19,7 @@ LADDER = [
     ["registry", "plugin"],
     ["position", "task"],
     ["model"],
+    ["eval"],
     ["train"],
     ["experiment"],
     ["taotp"],

@@ -1,6 +1,6 @@
 """The reader of eval/examples.jsonl, the samples `eval.examples` keeps of each grid cell.
 
-One JSON object a line, as lengen's evaluator writes it (framework/src/train/grid_results.cpp):
+One JSON object a line, as lengen's evaluator writes it (framework/src/eval/grid_results.cpp):
 
     {"cell": {"digits": 12}, "correct": false, "features": {"carries": 3},
      "prompt": "$ 1 2 + 3 4 =", "reference": "4 6 $", "response": "4 7 $"}

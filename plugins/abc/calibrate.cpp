@@ -13,13 +13,13 @@
 
 #include "lengen/analysis/attention.h"
 #include "lengen/core/error.h"
+#include "lengen/core/file.h"
 #include "lengen/core/log.h"
 #include "lengen/core/rng.h"
 #include "lengen/experiment/experiment.h"
 #include "lengen/plugin/plugin.h"
 #include "lengen/report/report.h"
 #include "lengen/stage/stage.h"
-#include "lengen/train/checkpoint.h"
 
 #include <nlohmann/json.hpp>
 

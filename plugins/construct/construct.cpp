@@ -19,6 +19,7 @@
 //   ARROW = 2 relu(PRE_ARROW - 1/2), EOS = ARROW + 6 relu(PRE_EOS - 1/3) - 1. Read-out:
 //   digits from SUM (weight 1), '>' from ARROW (10), '$' from EOS (100).
 #include "lengen/core/error.h"
+#include "lengen/core/file.h"
 #include "lengen/core/log.h"
 #include "lengen/core/version.h"
 #include "lengen/experiment/experiment.h"

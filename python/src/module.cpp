@@ -7,6 +7,8 @@
 #include "lengen/core/log.h"
 #include "lengen/core/run_dir.h"
 #include "lengen/core/version.h"
+#include "lengen/eval/decode.h"
+#include "lengen/eval/evaluator.h"
 #include "lengen/model/architecture.h"
 #include "lengen/model/batch.h"
 #include "lengen/plugin/abi.h"
@@ -15,7 +17,6 @@
 #include "lengen/stage/open_run.h"
 #include "lengen/stage/stage.h"
 #include "lengen/sweep/sweep.h"
-#include "lengen/train/evaluator.h"
 #include "lengen/train/trainer.h"
 
 #include <torch/extension.h>
@@ -365,7 +366,7 @@ class PyRun {
     std::vector<int64_t> response;
     {
       py::gil_scoped_release release;
-      response = r_.model->arch().decode(r_.model, task(), {ex}, r_.device)[0];
+      response = lengen::decode(r_.model, task(), {ex}, r_.device)[0];
     }
     all.insert(all.end(), response.begin(), response.end());
     py::dict d;

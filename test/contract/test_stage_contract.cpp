@@ -45,6 +45,9 @@ std::string value_for(const OptionSpec& o) {
       return "{}";
     case OptionType::kMapList:
       return "[]";
+    case OptionType::kComponent:  // no stage kind takes one yet
+      throw std::logic_error("stage contract: give option '" + o.key + "' (a " + o.reference +
+                             ") a value in value_for");
   }
   return "";
 }

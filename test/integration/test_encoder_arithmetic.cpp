@@ -4,9 +4,10 @@
 // gives the teacher-forced verdict sample by sample; the carry breakdown adds up and is written.
 #include "helpers.h"
 
+#include "lengen/eval/decode.h"
+#include "lengen/eval/evaluator.h"
 #include "lengen/experiment/experiment.h"
 #include "lengen/model/architecture.h"
-#include "lengen/train/evaluator.h"
 #include "lengen/train/trainer.h"
 
 #include <nlohmann/json.hpp>
@@ -89,7 +90,7 @@ TEST_CASE(
     }
   }
   auto tf = teacher_forced_exact_match(model, *exp.task, exs, torch::kCPU, 64);
-  auto decoded = model->arch().decode(model, *exp.task, exs, torch::kCPU);
+  auto decoded = decode(model, *exp.task, exs, torch::kCPU);
   int64_t correct = 0;
   for (size_t i = 0; i < exs.size(); ++i) {
     const bool ok = exp.task->exact_match(exs[i], decoded[i]);

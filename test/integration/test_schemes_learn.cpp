@@ -4,9 +4,9 @@
 // experiments in docs/results.md, not here.
 #include "helpers.h"
 
+#include "lengen/eval/evaluator.h"
 #include "lengen/experiment/experiment.h"
 #include "lengen/plugin/loader.h"
-#include "lengen/train/evaluator.h"
 #include "lengen/train/trainer.h"
 
 using namespace lengen;

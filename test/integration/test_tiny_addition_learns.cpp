@@ -4,9 +4,10 @@
 // by sample, and decoding feeds the same position IDs as teacher forcing on correct responses.
 #include "helpers.h"
 
+#include "lengen/eval/decode.h"
+#include "lengen/eval/evaluator.h"
 #include "lengen/experiment/experiment.h"
 #include "lengen/model/architecture.h"
-#include "lengen/train/evaluator.h"
 #include "lengen/train/trainer.h"
 
 using namespace lengen;
@@ -55,7 +56,6 @@ TEST_CASE("integration: a tiny coupled model learns addition; verdicts agree",
   Trainer trainer(exp.train, exp.seed, *exp.task, model, torch::kCPU, exp.run_dir());
   TrainResult tr = trainer.run(false);
   CHECK(tr.steps == exp.train.steps);
-  const Architecture* objective = &model->arch();
   const Layout layout = model->arch().layout();
   CHECK(tr.final_loss < 0.05);
 
@@ -82,7 +82,7 @@ TEST_CASE("integration: a tiny coupled model learns addition; verdicts agree",
     auto tf = teacher_forced_exact_match(model, *exp.task, exs, torch::kCPU, 64);
     auto first = teacher_forced_first_errors(model, *exp.task, exs, torch::kCPU, 64);
     std::vector<PositionIds> fed;
-    auto decoded = objective->decode(model, *exp.task, exs, torch::kCPU, &fed);
+    auto decoded = decode(model, *exp.task, exs, torch::kCPU, &fed);
     if (layout != Layout::kLabeled) {
       // The prompt-only entry point decodes the same.
       CHECK(greedy_decode(model, *exp.task, prompts, torch::kCPU) == decoded);

@@ -1,13 +1,13 @@
 #include "lengen/analysis/attention.h"
 
 #include "lengen/core/error.h"
+#include "lengen/core/file.h"
 #include "lengen/core/log.h"
 #include "lengen/core/rng.h"
+#include "lengen/eval/evaluator.h"
 #include "lengen/model/architecture.h"
 #include "lengen/model/batch.h"
 #include "lengen/report/report.h"
-#include "lengen/train/checkpoint.h"
-#include "lengen/train/evaluator.h"
 
 #include <nlohmann/json.hpp>
 

@@ -1,5 +1,5 @@
 // The architecture registry with the built-in architectures, and what every architecture
-// shares: logits, the loss, decoding grouped by prompt length and the layout check.
+// shares: logits, the loss, a decode's first inputs and the layout check.
 #include "lengen/model/architecture.h"
 
 #include "architecture/builtin.h"
@@ -84,37 +84,40 @@ torch::Tensor Architecture::loss(const torch::Tensor& logits,
   return (per_token * mask).sum() / mask.sum().clamp_min(1.0);
 }
 
-// Decodes the prompts grouped by length (each group one batch) and puts the results back in
-// order.
-std::vector<std::vector<int64_t>> Architecture::decode(Transformer& model,
-                                                       const Task& task,
-                                                       const std::vector<Example>& examples,
-                                                       const torch::Device& device,
-                                                       std::vector<PositionIds>* ids_out) const {
-  std::map<size_t, std::vector<size_t>> by_len;
-  for (size_t i = 0; i < examples.size(); ++i) {
-    by_len[static_cast<size_t>(examples[i].prompt_length)].push_back(i);
-  }
-  std::vector<std::vector<int64_t>> out(examples.size());
-  if (ids_out) {
-    ids_out->assign(examples.size(), PositionIds());
-  }
-  for (const auto& [len, idx] : by_len) {
-    std::vector<std::vector<int64_t>> group;
-    for (size_t i : idx) {
-      const auto& tokens = examples[i].tokens;
-      group.emplace_back(tokens.begin(), tokens.begin() + examples[i].prompt_length);
-    }
-    std::vector<PositionIds> fed;
-    auto responses = greedy_decode(model, task, group, device, ids_out ? &fed : nullptr);
-    for (size_t j = 0; j < idx.size(); ++j) {
-      out[idx[j]] = responses[j];
-      if (ids_out) {
-        (*ids_out)[idx[j]] = fed[j];
+ModelInputs Architecture::prompt_inputs(const Task& task,
+                                        const std::vector<std::vector<int64_t>>& prompts) const {
+  LENGEN_CHECK(!one_pass(),
+               "internal: the '{}' architecture decodes all output slots at once (predict)",
+               name());
+  const auto B = static_cast<int64_t>(prompts.size());
+  const auto T = static_cast<int64_t>(prompts.front().size());
+  const int64_t L = task.position_levels();
+  auto tokens = torch::empty({B, T}, torch::kInt64);
+  auto ids = torch::empty({L, B, T}, torch::kInt64);
+  for (int64_t b = 0; b < B; ++b) {
+    const auto& prompt = prompts[static_cast<size_t>(b)];
+    const PositionIds pid = task.causal_position_ids(prompt, T);
+    for (int64_t t = 0; t < T; ++t) {
+      tokens[b][t] = prompt[static_cast<size_t>(t)];
+      for (int64_t l = 0; l < L; ++l) {
+        ids[l][b][t] = pid[static_cast<size_t>(l)][static_cast<size_t>(t)];
       }
     }
   }
-  return out;
+  ModelInputs in;
+  in.tokens = tokens;
+  in.ids = ids;
+  return in;
+}
+
+std::vector<std::vector<int64_t>> Architecture::predict(Transformer&,
+                                                        const Task&,
+                                                        const std::vector<Example>&,
+                                                        const torch::Device&,
+                                                        std::vector<PositionIds>*) const {
+  throw Error(fmt::format(
+      "internal: the '{}' architecture decodes token by token (eval/decode.h), not in one pass",
+      name()));
 }
 
 void Architecture::check_layout(const Task& task,

@@ -35,13 +35,14 @@ const Section<ModelConfig>& model_section() {
   using M = ModelConfig;
   static const Section<ModelConfig> s = [] {
     return Section<ModelConfig>("model", "the architecture")
-        .field(
-            &M::arch,
-            O::string("arch",
-                      "a registered architecture (`lengen plugins`, \"Architectures\" below): "
-                      "decoder (causal, next token), encoder_decoder (bidirectional encoder over "
-                      "the query, causal decoder with cross-attention), encoder (bidirectional, a "
-                      "per-position classifier over output slots)"))
+        .field(&M::arch,
+               O::component(
+                   "arch",
+                   "a registered architecture (`lengen plugins`, \"Architectures\" below): "
+                   "decoder (causal, next token), encoder_decoder (bidirectional encoder over "
+                   "the query, causal decoder with cross-attention), encoder (bidirectional, a "
+                   "per-position classifier over output slots)",
+                   architecture_registry().kind()))
         .field(&M::layers,
                O::integer("layers",
                           "blocks per loop: the decoder's, or the encoder's for arch encoder; "
@@ -60,16 +61,15 @@ const Section<ModelConfig>& model_section() {
                        "only")
                 .at_least(0))
         .field(&M::norm,
-               O::string("norm", "a registered norm (\"Norms\" below)")
-                   .one_of(norm_registry().names()))
+               O::component("norm", "a registered norm (\"Norms\" below)", norm_registry().kind()))
         .field(&M::norm_position,
                O::string("norm_position",
                          "pre_post: a norm before and after each residual sum (Cho et al.)")
                    .one_of({"pre", "post", "pre_post"}))
         .field(&M::activation,
-               O::string("activation",
-                         "feed-forward activation: a registered one (\"Activations\" below)")
-                   .one_of(activation_registry().names()))
+               O::component("activation",
+                            "feed-forward activation: a registered one (\"Activations\" below)",
+                            activation_registry().kind()))
         .field(&M::dropout,
                O::number("dropout",
                          "on embeddings, attention weights and residual branches, in [0, 1)"))
@@ -155,10 +155,9 @@ ModelConfig ModelConfig::from_config(const ConfigNode& node) {
     c.attention_bias = bias;
   if (!o.given("ff_bias"))
     c.ff_bias = bias;
-  // The architecture by name from its registry (loading a plugin by convention); then the
-  // rules between keys (ranges are the schema's; and dropout's open end).
-  const auto arch = architecture_registry().create_named(
-      c.arch, ConfigNode(), ArchitectureContext{}, node.child("arch"));
+  // The architecture (its reference checked as the section was read); then the rules between
+  // keys (ranges are the schema's; and dropout's open end).
+  const auto arch = architecture(c.arch);
   const ArchitectureStacks stacks = arch->stacks();
   if (c.encoder_layers >= 0 && !(stacks.encoder && stacks.decoder)) {
     node.child("encoder_layers")

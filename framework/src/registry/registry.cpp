@@ -3,6 +3,8 @@
 // in position/scheme.cpp, task_registry() in task/task.cpp, norm_registry() in model/norm.cpp...).
 #include "lengen/registry/registry.h"
 
+#include "lengen/config/node.h"
+
 #include <algorithm>
 #include <vector>
 
@@ -29,6 +31,25 @@ RegistryBase::~RegistryBase() {
 std::vector<RegistryBase*> all_registries() {
   return registries();
 }
+
+namespace {
+// The check OptionSpec::component's references go through (config/schema.h): the registry of
+// their kind, which the section that declares the reference has built.
+void check_reference(const std::string& kind, const ConfigNode& node) {
+  for (const RegistryBase* r : registries()) {
+    if (r->kind() == kind) {
+      r->check_reference(node);
+      return;
+    }
+  }
+  node.fail(fmt::format("internal: no {} registry is built to check this reference", kind));
+}
+
+const bool reference_check_installed = [] {
+  set_reference_check(&check_reference);
+  return true;
+}();
+}  // namespace
 
 Registrar::~Registrar() = default;
 

@@ -1,9 +1,9 @@
 #include "lengen/report/paper.h"
 
 #include "lengen/core/error.h"
+#include "lengen/core/file.h"
 #include "lengen/core/log.h"
 #include "lengen/report/report.h"
-#include "lengen/train/checkpoint.h"
 
 #include <algorithm>
 #include <cmath>

@@ -4,7 +4,6 @@
 #include "lengen/core/log.h"
 #include "lengen/core/run_dir.h"
 #include "lengen/experiment/experiment.h"
-#include "lengen/train/checkpoint.h"
 #include "lengen/train/tensorboard.h"
 
 #include <nlohmann/json.hpp>

@@ -4,10 +4,10 @@
 
 #include "lengen/config/node.h"
 #include "lengen/core/error.h"
+#include "lengen/core/file.h"
 #include "lengen/core/run_dir.h"
-#include "lengen/experiment/paper.h"
+#include "lengen/eval/paper.h"
 #include "lengen/report/report.h"
-#include "lengen/train/checkpoint.h"
 
 #include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>

@@ -4,11 +4,11 @@
 #include "builtin.h"
 
 #include "lengen/core/error.h"
+#include "lengen/core/file.h"
 #include "lengen/core/log.h"
 #include "lengen/experiment/experiment.h"
 #include "lengen/report/report.h"
 #include "lengen/stage/stage.h"
-#include "lengen/train/checkpoint.h"
 
 #include <nlohmann/json.hpp>
 

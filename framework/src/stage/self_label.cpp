@@ -8,12 +8,13 @@
 
 #include "lengen/core/error.h"
 #include "lengen/core/fault.h"
+#include "lengen/core/file.h"
 #include "lengen/core/log.h"
 #include "lengen/core/rng.h"
+#include "lengen/eval/decode.h"
 #include "lengen/experiment/experiment.h"
 #include "lengen/model/architecture.h"
 #include "lengen/stage/stage.h"
-#include "lengen/train/checkpoint.h"
 #include "lengen/train/data.h"
 
 #include <nlohmann/json.hpp>
@@ -101,7 +102,6 @@ class SelfLabelStage : public Stage {
       models.push_back(ctx.load_model_from(v));
     for (auto& m : models)
       m->eval();
-    const Architecture& objective = models.front()->arch();
     const torch::Device device = ctx.device();
     const int64_t eos = task.vocabulary().eos();
 
@@ -133,7 +133,7 @@ class SelfLabelStage : public Stage {
                                        queries.begin() + static_cast<std::ptrdiff_t>(to));
       std::vector<std::vector<std::vector<int64_t>>> answers;  // [model][query] -> response
       for (auto& m : models)
-        answers.push_back(objective.decode(m, task, batch, device));
+        answers.push_back(decode(m, task, batch, device));
       fault::reached("label.batch");
       for (size_t i = 0; i < batch.size(); ++i) {
         const Example& q = batch[i];

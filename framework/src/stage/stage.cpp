@@ -4,6 +4,7 @@
 
 #include "lengen/core/error.h"
 #include "lengen/core/fault.h"
+#include "lengen/core/file.h"
 #include "lengen/core/lock.h"
 #include "lengen/core/log.h"
 #include "lengen/experiment/experiment.h"

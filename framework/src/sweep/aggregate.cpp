@@ -4,12 +4,12 @@
 
 #include "lengen/config/node.h"
 #include "lengen/core/error.h"
+#include "lengen/core/file.h"
 #include "lengen/core/log.h"
 #include "lengen/core/run_dir.h"
 #include "lengen/report/paper.h"
 #include "lengen/report/report.h"
 #include "lengen/sweep/sweep.h"
-#include "lengen/train/checkpoint.h"
 
 #include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>

@@ -4,13 +4,13 @@
 
 #include "lengen/core/error.h"
 #include "lengen/core/fault.h"
+#include "lengen/core/file.h"
 #include "lengen/core/lock.h"
 #include "lengen/core/log.h"
 #include "lengen/core/run_dir.h"
 #include "lengen/experiment/experiment.h"
 #include "lengen/report/report.h"
 #include "lengen/sweep/sweep.h"
-#include "lengen/train/checkpoint.h"
 
 #include <nlohmann/json.hpp>
 

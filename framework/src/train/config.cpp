@@ -87,8 +87,10 @@ const Section<TrainConfig>& train_section() {
                       .at_most(1))
           .field("schedule",
                  &C::decay,
-                 O::string("decay",
-                           "a registered decay after the warm-up (\"Learning-rate decays\" below)"))
+                 O::component("decay",
+                              "a registered decay after the warm-up (\"Learning-rate decays\" "
+                              "below)",
+                              decay_registry().kind()))
           .field("schedule",
                  &C::min_lr_ratio,
                  O::number("min_lr_ratio", "final lr = lr * min_lr_ratio").at_least(0).at_most(1))
@@ -161,12 +163,12 @@ TrainConfig TrainConfig::from_config(const ConfigNode& node) {
   }
   c.eval_grid = o.node("eval_grid");
   {
-    // The optimizer and decay are checked here, when the file loads, not at the first step.
+    // The optimizer is checked here, when the file loads, not at the first step (the decay, a
+    // component reference, was checked when the section was read).
     const std::string name = optimizer_name(c.optimizer);
     const ConfigNode name_node = c.optimizer.is_map() ? c.optimizer.child("name") : c.optimizer;
     const auto& entry = optimizer_registry().lookup(name, name_node.defined() ? name_node : node);
     c.lr = Options::validate(entry.spec, c.optimizer).get_float("lr");
-    make_decay(c.decay, sched.node("decay").defined() ? sched.node("decay") : ConfigNode());
   }
   auto require = [&](bool ok, const char* key, const std::string& msg) {
     if (!ok) {

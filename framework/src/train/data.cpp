@@ -1,8 +1,8 @@
 #include "lengen/train/data.h"
 
 #include "lengen/core/error.h"
+#include "lengen/core/file.h"
 #include "lengen/core/rng.h"
-#include "lengen/train/checkpoint.h"
 
 #include <nlohmann/json.hpp>
 

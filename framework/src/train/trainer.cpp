@@ -5,6 +5,7 @@
 #include "lengen/config/section.h"
 #include "lengen/core/error.h"
 #include "lengen/core/fault.h"
+#include "lengen/core/file.h"
 #include "lengen/core/log.h"
 #include "lengen/core/rng.h"
 #include "lengen/core/run_dir.h"

@@ -4,6 +4,7 @@
 // is refused with the reason.
 #include "helpers.h"
 
+#include "lengen/eval/decode.h"
 #include "lengen/experiment/experiment.h"
 #include "lengen/model/architecture.h"
 #include "lengen/registry/registry.h"
@@ -116,8 +117,7 @@ TEST_CASE("architecture: a registered one is taken by name everywhere", "[arch]"
   CHECK(test::max_abs_diff(a, b) == 0.0);
   CHECK(renamed->arch().loss(a, batch).item<double>() ==
         reference->arch().loss(b, batch).item<double>());
-  CHECK(renamed->arch().decode(renamed, *task, exs, torch::kCPU) ==
-        reference->arch().decode(reference, *task, exs, torch::kCPU));
+  CHECK(decode(renamed, *task, exs, torch::kCPU) == decode(reference, *task, exs, torch::kCPU));
 
   // An experiment file selects it by name; its depths follow its stacks.
   test::TempDir dir;

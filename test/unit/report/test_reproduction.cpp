@@ -3,7 +3,7 @@
 // pages that are a function of their data.
 #include "helpers.h"
 
-#include "lengen/experiment/paper.h"
+#include "lengen/eval/paper.h"
 #include "lengen/report/reproduction.h"
 
 #include <nlohmann/json.hpp>

@@ -4,9 +4,10 @@
 // a definition nobody here wrote.
 #include "helpers.h"
 
+#include "lengen/eval/decode.h"
+#include "lengen/eval/evaluator.h"
 #include "lengen/experiment/experiment.h"
 #include "lengen/taotp/model.h"
-#include "lengen/train/evaluator.h"
 #include "lengen/train/trainer.h"
 
 #include <cmath>

@@ -2,11 +2,11 @@
 // flops and kernel counts, TensorBoard events.
 #include "helpers.h"
 
+#include "lengen/eval/evaluator.h"
 #include "lengen/experiment/experiment.h"
 #include "lengen/model/architecture.h"
 #include "lengen/model/batch.h"
 #include "lengen/train/checkpoint.h"
-#include "lengen/train/evaluator.h"
 #include "lengen/train/flops.h"
 #include "lengen/train/op_count.h"
 #include "lengen/train/tensorboard.h"

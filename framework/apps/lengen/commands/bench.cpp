@@ -3,8 +3,8 @@
 #include "../cli.h"
 
 #include "lengen/core/version.h"
+#include "lengen/eval/evaluator.h"
 #include "lengen/model/architecture.h"
-#include "lengen/train/evaluator.h"
 #include "lengen/train/flops.h"
 #include "lengen/train/op_count.h"
 #include "lengen/train/trainer.h"

@@ -1,4 +1,6 @@
 // `lengen decode`: greedy-decode one query with a trained model.
+#include "lengen/eval/decode.h"
+
 #include "../cli.h"
 
 #include "lengen/model/architecture.h"
@@ -31,7 +33,7 @@ class Decode : public Command {
     Example ex = task.parse_query(query_);
     std::vector<int64_t> prompt(ex.tokens.begin(), ex.tokens.begin() + ex.prompt_length);
     std::vector<PositionIds> ids;
-    auto response = r.model->arch().decode(r.model, task, {ex}, r.device, &ids)[0];
+    auto response = decode(r.model, task, {ex}, r.device, &ids)[0];
     std::vector<int64_t> all = prompt;
     all.insert(all.end(), response.begin(), response.end());
     const bool ok = task.exact_match(ex, response);

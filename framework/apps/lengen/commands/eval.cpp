@@ -3,11 +3,11 @@
 #include "../cli.h"
 
 #include "lengen/core/error.h"
+#include "lengen/core/file.h"
 #include "lengen/core/log.h"
 #include "lengen/core/run_dir.h"
 #include "lengen/report/report.h"
 #include "lengen/sweep/sweep.h"
-#include "lengen/train/checkpoint.h"
 
 #include <cctype>
 #include <filesystem>

@@ -5,10 +5,10 @@
 #include "../cli.h"
 
 #include "lengen/core/error.h"
+#include "lengen/core/file.h"
 #include "lengen/core/log.h"
 #include "lengen/report/reproduction.h"
 #include "lengen/sweep/sweep.h"
-#include "lengen/train/checkpoint.h"
 
 #include <filesystem>
 #include <fstream>

@@ -3,11 +3,11 @@
 
 #include "../cli.h"
 
+#include "lengen/core/file.h"
 #include "lengen/core/lock.h"
 #include "lengen/core/log.h"
 #include "lengen/core/run_dir.h"
 #include "lengen/report/report.h"
-#include "lengen/train/checkpoint.h"
 
 #include <torch/cuda.h>
 

@@ -2,8 +2,8 @@
 // Programming): run one, count its parameters, or write a trained run as one.
 #include "../cli.h"
 
+#include "lengen/core/file.h"
 #include "lengen/taotp/model.h"
-#include "lengen/train/checkpoint.h"
 
 #include <nlohmann/json.hpp>
 

@@ -22,10 +22,19 @@ enum class OptionType {
   kFloatList,
   kMap,
   kMapList,
-  kStringList
+  kStringList,
+  kComponent
 };
 
 LENGEN_API const char* option_type_name(OptionType type);
+
+class ConfigNode;
+
+/// Checks one component reference (OptionSpec::component) against the registry of `kind`:
+/// the name is registered (a plugin loaded by convention first) and the options are the
+/// component's. Installed by the registry layer; fails through `node`.
+using ReferenceCheck = void (*)(const std::string& kind, const ConfigNode& node);
+LENGEN_API void set_reference_check(ReferenceCheck check);
 
 /// One option of a component: what `lengen plugins` prints and what YAML is validated
 /// against. Built fluently:
@@ -41,6 +50,7 @@ struct LENGEN_API OptionSpec {
   bool open = false;      ///< kMap: keys not declared here (the owner checks them)
   bool optional = false;  ///< may be absent with no default (Options::given says)
   std::string shorthand;  ///< kMap: a scalar x means {shorthand: x}
+  std::string reference;  ///< kComponent: the kind of component it names ("norm")
 
   static OptionSpec integer(std::string key, std::string doc);
   static OptionSpec number(std::string key, std::string doc);
@@ -54,6 +64,13 @@ struct LENGEN_API OptionSpec {
   static OptionSpec map(std::string key, std::string doc, std::vector<OptionSpec> fields = {});
   /// A list of maps, each validated against `fields` (absent: an empty list).
   static OptionSpec map_list(std::string key, std::string doc, std::vector<OptionSpec> fields);
+  /// A reference to a registered component of `kind` ("norm", "activation", "architecture",
+  /// "decay"): its name, or a map `{name: NAME, option: value, ...}` with its options. The
+  /// name and options are checked against the kind's registry when the file is read (plugins
+  /// on the search path included: see set_reference_check). Options::get_string gives the
+  /// name, or the whole reference as one-line YAML when it has options, which the registry's
+  /// create() reads back.
+  static OptionSpec component(std::string key, std::string doc, std::string kind);
 
   template <class T>
   OptionSpec& with_default(const T& value) {

@@ -2,13 +2,13 @@
 
 #include "lengen/config/node.h"
 #include "lengen/core/export.h"
-#include "lengen/experiment/paper.h"
+#include "lengen/eval/evaluator.h"
+#include "lengen/eval/paper.h"
 #include "lengen/experiment/stage_spec.h"
 #include "lengen/experiment/threads.h"
 #include "lengen/model/transformer.h"
 #include "lengen/task/task.h"
 #include "lengen/train/data.h"
-#include "lengen/train/evaluator.h"
 #include "lengen/train/trainer.h"
 
 #include <torch/types.h>

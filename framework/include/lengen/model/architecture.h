@@ -24,7 +24,7 @@ namespace lengen {
 struct ArchitectureContext {};
 
 /// One registered architecture: the stack wiring the Transformer builds, the batch layout,
-/// the loss, the teacher-forced verdict and greedy decoding (docs/architecture.md,
+/// the loss, the teacher-forced verdict and what greedy decoding needs (docs/architecture.md,
 /// "Architectures, layouts, objectives"). The trainer and the evaluator only talk to this
 /// interface, through TransformerImpl::arch().
 ///
@@ -74,17 +74,22 @@ class LENGEN_API Architecture {
                              const Batch& batch,
                              double label_smoothing = 0.0) const;
 
-  /// Greedy decoding of the examples' queries (their responses are not read, except by
-  /// per_position, whose slots take the response's IDs, which the query fixes; see
-  /// Task::to_labeled). Returns the generated responses, EOS included when produced; ids_out
-  /// receives the IDs fed for each sequence (prompt + response, as the one-sequence layout).
-  /// Default (next_token, seq2seq): KV-cached greedy_decode of the prompts, grouped by length.
-  virtual std::vector<std::vector<int64_t>> decode(
-      Transformer& model,
-      const Task& task,
-      const std::vector<Example>& examples,
-      const torch::Device& device,
-      std::vector<PositionIds>* ids_out = nullptr) const;
+  /// The first forward pass of a KV-cached greedy decode of same-length `prompts` (token
+  /// IDs, each BOS query =), on the CPU. Default (next_token): the prompts with their causal
+  /// position IDs. encoder_decoder: the task's source for the encoder and the start token for
+  /// the decoder. Not called for one_pass() architectures. eval/decode.h runs the loop.
+  virtual ModelInputs prompt_inputs(const Task& task,
+                                    const std::vector<std::vector<int64_t>>& prompts) const;
+
+  /// one_pass() architectures: the responses of one forward pass over the examples (their
+  /// responses are not read, except for the slots the query fixes; see Task::to_labeled);
+  /// ids_out receives each sequence's position IDs. Default: fails (the architecture decodes
+  /// token by token, eval/decode.h).
+  virtual std::vector<std::vector<int64_t>> predict(Transformer& model,
+                                                    const Task& task,
+                                                    const std::vector<Example>& examples,
+                                                    const torch::Device& device,
+                                                    std::vector<PositionIds>* ids_out) const;
 
   /// Fails naming the task and this architecture when the task cannot render its examples in
   /// this layout (tries `probe`, a few of its examples).
@@ -96,18 +101,5 @@ class LENGEN_API Architecture {
 /// The registered architecture `name` (built once per name and shared; architectures hold no
 /// state). Fails listing the registered ones and the closest.
 LENGEN_API std::shared_ptr<const Architecture> architecture(const std::string& name);
-
-/// Greedy KV-cached decoding of one prompt per row (all prompts the same length), for the
-/// autoregressive architectures (decoder; encoder_decoder: the encoder reads the prompt and
-/// is run once, the decoder starts from the prompt's last token). New tokens'
-/// position IDs come from task.causal_position_ids over the prompt and the generated prefix
-/// only. Returns the generated responses (EOS included when produced); when `ids_out` is
-/// given it receives the IDs fed for each sequence (prompt + response tokens fed back).
-LENGEN_API std::vector<std::vector<int64_t>> greedy_decode(
-    Transformer& model,
-    const Task& task,
-    const std::vector<std::vector<int64_t>>& prompts,
-    const torch::Device& device,
-    std::vector<PositionIds>* ids_out = nullptr);
 
 }  // namespace lengen

@@ -77,6 +77,10 @@ class LENGEN_API RegistryBase {
   virtual const ComponentEntry* entry(const std::string& name) const = 0;
   /// Removes everything a library registered (rollback of a failed registration).
   virtual void remove_library(const std::string& library) = 0;
+  /// Checks a reference to one of its components (a name, or a map with `name:` and options;
+  /// OptionSpec::component): the name is registered, loading its plugin by convention, and
+  /// the options are valid. Fails through `node`, naming the file, line and key.
+  virtual void check_reference(const ConfigNode& node) const = 0;
 
  private:
   std::string kind_, title_, where_;
@@ -193,6 +197,8 @@ class Registry final : public RegistryBase {
     Options opts = Options::validate(entry.spec, node);
     return entry.make(opts, ctx);
   }
+
+  void check_reference(const ConfigNode& node) const override { (void)options_of(node); }
 
   /// Validated options of `node` without building (for config dumps).
   Options options_of(const ConfigNode& node) const {

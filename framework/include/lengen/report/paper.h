@@ -2,10 +2,10 @@
 
 // The paper comparison people look at: the table printed at the end of `lengen run` and by
 // `lengen aggregate`, paper.csv and the picture (scripts/plot_paper.py). What is compared is
-// experiment/paper.h's.
+// eval/paper.h's.
 
 #include "lengen/core/export.h"
-#include "lengen/experiment/paper.h"
+#include "lengen/eval/paper.h"
 
 #include <string>
 #include <vector>

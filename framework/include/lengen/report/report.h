@@ -5,8 +5,8 @@
 // Commands and stages share these; nothing here decides what is measured.
 
 #include "lengen/core/export.h"
+#include "lengen/eval/evaluator.h"
 #include "lengen/model/transformer.h"
-#include "lengen/train/evaluator.h"
 
 #include <torch/types.h>
 

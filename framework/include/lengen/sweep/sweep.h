@@ -6,7 +6,7 @@
 // IQR / fraction-above-threshold tables and heatmaps over seeds. docs/sweeps.md has the format.
 
 #include "lengen/core/export.h"
-#include "lengen/experiment/paper.h"
+#include "lengen/eval/paper.h"
 
 #include <cstdint>
 #include <map>

@@ -33,7 +33,4 @@ LENGEN_API TensorFile load_safetensors(const std::string& path);
 /// when the file has none ("not a lengen training checkpoint") or it is not a step count.
 LENGEN_API int64_t training_step_of(const TensorFile& file, const std::string& path);
 
-/// Writes text to `path` atomically (temp file, fsync, rename).
-LENGEN_API void write_file_atomic(const std::string& path, const std::string& content);
-
 }  // namespace lengen

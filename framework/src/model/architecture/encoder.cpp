@@ -35,11 +35,11 @@ class Encoder final : public Architecture {
   }
 
   // All slots at once: the argmax of one forward pass, read back as the response.
-  std::vector<std::vector<int64_t>> decode(Transformer& model,
-                                           const Task& task,
-                                           const std::vector<Example>& examples,
-                                           const torch::Device& device,
-                                           std::vector<PositionIds>* ids_out) const override {
+  std::vector<std::vector<int64_t>> predict(Transformer& model,
+                                            const Task& task,
+                                            const std::vector<Example>& examples,
+                                            const torch::Device& device,
+                                            std::vector<PositionIds>* ids_out) const override {
     torch::NoGradGuard no_grad;
     model->eval();
     std::vector<LabeledExample> labeled;

@@ -1,5 +1,5 @@
 // Teacher-forced exact match (equal to the greedy verdict) and the evaluator's batches.
-#include "lengen/train/teacher_forced.h"
+#include "lengen/eval/teacher_forced.h"
 
 #include "batch_plan.h"
 

@@ -1,6 +1,6 @@
 // The `eval:` section: EvalConfig's schema, reading (the grid against the task's axes), writing
 // and its cells.
-#include "lengen/train/eval_config.h"
+#include "lengen/eval/config.h"
 
 #include "lengen/config/section.h"
 #include "lengen/core/error.h"

@@ -2,15 +2,15 @@
 
 // The grid evaluation (evaluate_grid) and its answer metrics. Its results and their files:
 // grid_results.h; the teacher-forced verdict and the batches: teacher_forced.h. Decoding is
-// the architecture's (model/architecture.h). src/train/evaluator.cpp.
+// the architecture's (model/architecture.h). src/eval/evaluator.cpp.
 
 #include "lengen/core/export.h"
+#include "lengen/eval/config.h"
+#include "lengen/eval/grid_results.h"
+#include "lengen/eval/teacher_forced.h"
 #include "lengen/model/architecture.h"
 #include "lengen/model/transformer.h"
 #include "lengen/task/task.h"
-#include "lengen/train/eval_config.h"
-#include "lengen/train/grid_results.h"
-#include "lengen/train/teacher_forced.h"
 
 #include <torch/types.h>
 

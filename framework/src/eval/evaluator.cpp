@@ -1,6 +1,6 @@
 // The grid evaluation: samples each cell, decides each sample (teacher-forced, decoded, or by
 // the final answer) and counts it.
-#include "lengen/train/evaluator.h"
+#include "lengen/eval/evaluator.h"
 
 #include "batch_plan.h"
 
@@ -8,6 +8,7 @@
 #include "lengen/core/fault.h"
 #include "lengen/core/rng.h"
 #include "lengen/core/torch_compat.h"
+#include "lengen/eval/decode.h"
 #include "lengen/model/architecture.h"
 #include "lengen/model/batch.h"
 
@@ -114,6 +115,35 @@ std::vector<Example> cell_samples(const Task& task, const EvalConfig& cfg, const
   return examples;
 }
 
+namespace {
+
+// eval.examples: the first `keep` wrong samples in sampling order, then right ones to fill the
+// count. decoded[i]: sample i's verdict and response.
+std::vector<SampleRecord> kept_examples(
+    const Task& task,
+    const std::vector<Example>& examples,
+    const std::vector<std::pair<bool, std::vector<int64_t>>>& decoded,
+    size_t keep) {
+  std::vector<SampleRecord> out;
+  for (const bool want : {false, true}) {
+    for (size_t i = 0; i < decoded.size() && out.size() < keep; ++i) {
+      if (decoded[i].first != want) {
+        continue;
+      }
+      const Example& ex = examples[i];
+      const std::vector<int64_t> prompt(ex.tokens.begin(), ex.tokens.begin() + ex.prompt_length);
+      out.push_back({task.render(prompt),
+                     task.render(ex.response()),
+                     task.render(decoded[i].second),
+                     want,
+                     ex.meta});
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 std::vector<CellResult> evaluate_grid(
     Transformer& model,
     const Task& task,
@@ -157,13 +187,12 @@ std::vector<CellResult> evaluate_grid(
     const auto keep = static_cast<size_t>(cfg.examples);
     std::vector<std::pair<bool, std::vector<int64_t>>> decoded(keep > 0 ? examples.size() : 0);
     if (decodes(cfg)) {
-      const Architecture& objective = model->arch();
       // A cell's counts do not depend on the order, so decode sorted by length too.
       const BatchPlan plan(examples, cfg.batch_size, cfg.batch_tokens, device, model);
       for (const auto& batch : plan.batches) {
         std::vector<Example> chunk = plan.chunk(examples, batch);
         const size_t first = batch.first;
-        auto responses = objective.decode(model, task, chunk, device);
+        auto responses = decode(model, task, chunk, device);
         for (size_t i = 0; i < chunk.size(); ++i) {
           const Example& ex = chunk[i];
           const auto& resp = responses[i];
@@ -207,21 +236,7 @@ std::vector<CellResult> evaluate_grid(
     r.samples = cfg.samples;
     r.correct = correct;
     r.analysis = std::move(analysis);
-    // The first `keep` wrong samples in sampling order, then right ones to fill the count.
-    for (const bool want : {false, true}) {
-      for (size_t i = 0; i < decoded.size() && r.examples.size() < keep; ++i) {
-        if (decoded[i].first != want) {
-          continue;
-        }
-        const Example& ex = examples[i];
-        const std::vector<int64_t> prompt(ex.tokens.begin(), ex.tokens.begin() + ex.prompt_length);
-        r.examples.push_back({task.render(prompt),
-                              task.render(ex.response()),
-                              task.render(decoded[i].second),
-                              want,
-                              ex.meta});
-      }
-    }
+    r.examples = kept_examples(task, examples, decoded, keep);
     for (const auto& [tokens, n] : first_errors) {
       r.first_errors[{token_name(task, tokens.first), token_name(task, tokens.second)}] += n;
     }

@@ -1,6 +1,10 @@
-// Greedy KV-cached decoding for the autoregressive architectures (declared in architecture.h).
+// Greedy decoding (eval/decode.h): grouped by prompt length, KV-cached token by token.
+#include "lengen/eval/decode.h"
+
 #include "lengen/core/error.h"
 #include "lengen/model/architecture.h"
+
+#include <map>
 
 namespace lengen {
 
@@ -27,12 +31,11 @@ std::vector<std::vector<int64_t>> greedy_decode(Transformer& model,
                                                 std::vector<PositionIds>* ids_out) {
   torch::NoGradGuard no_grad;
   model->eval();
-  const Layout layout = model->arch().layout();
-  LENGEN_CHECK(layout != Layout::kLabeled,
+  const Architecture& arch = model->arch();
+  LENGEN_CHECK(!arch.one_pass(),
                "greedy_decode: the '{}' architecture decodes all output slots at once; use "
-               "Architecture::decode with examples",
-               model->arch().name());
-  const bool seq2seq = layout == Layout::kSeq2Seq;
+               "decode() with examples",
+               arch.name());
   const int64_t B = static_cast<int64_t>(prompts.size());
   LENGEN_CHECK(B > 0, "greedy_decode: no prompts");
   const int64_t Tp = static_cast<int64_t>(prompts[0].size());
@@ -42,65 +45,17 @@ std::vector<std::vector<int64_t>> greedy_decode(Transformer& model,
   }
   const int64_t L = task.position_levels();
   const int64_t eos = task.vocabulary().eos();
-  auto tokens = torch::empty({B, Tp}, torch::kInt64);
-  auto ids = torch::empty({L, B, Tp}, torch::kInt64);
   std::vector<PositionIds> fed(static_cast<size_t>(B));
   int64_t max_new = 0;
   for (int64_t b = 0; b < B; ++b) {
-    PositionIds pid = task.causal_position_ids(prompts[b], Tp);
-    for (int64_t t = 0; t < Tp; ++t) {
-      tokens[b][t] = prompts[b][t];
-      for (int64_t l = 0; l < L; ++l) {
-        ids[l][b][t] = pid[l][t];
-      }
-    }
-    fed[b] = pid;
+    fed[b] = task.causal_position_ids(prompts[b], Tp);
     max_new = std::max(max_new, task.max_response_length(prompts[b]));
   }
   KVCache cache;
-  ModelInputs first;
-  if (seq2seq) {
-    // The encoder reads the task's source for the prompt and the decoder starts from the
-    // prompt's last token (the start token) with its IDs: Task::to_seq2seq of the prompt with a
-    // placeholder response (a source depends on the prompt alone; a paper's own format, e.g.
-    // seq2seq_arithmetic's, drops BOS and the start token).
-    std::vector<Seq2SeqExample> pairs;
-    for (int64_t b = 0; b < B; ++b) {
-      Example ex;
-      ex.tokens = prompts[b];
-      const int64_t R = std::max<int64_t>(1, task.max_response_length(prompts[b]));
-      ex.tokens.resize(static_cast<size_t>(Tp + R - 1), task.vocabulary().pad());
-      ex.tokens.push_back(eos);
-      ex.position_ids = task.causal_position_ids(ex.tokens, Tp);
-      ex.loss_mask.assign(ex.tokens.size(), 0);
-      ex.prompt_length = ex.answer_begin = Tp;
-      pairs.push_back(task.to_seq2seq(ex));
-      LENGEN_CHECK(pairs.back().source.size() == pairs.front().source.size(),
-                   "greedy_decode: prompts of one length gave sources of different lengths");
-    }
-    const auto S = static_cast<int64_t>(pairs.front().source.size());
-    auto source = torch::empty({B, S}, torch::kInt64);
-    auto source_ids = torch::empty({L, B, S}, torch::kInt64);
-    auto start = torch::empty({B, 1}, torch::kInt64);
-    auto start_ids = torch::empty({L, B, 1}, torch::kInt64);
-    for (int64_t b = 0; b < B; ++b) {
-      const auto& pr = pairs[static_cast<size_t>(b)];
-      for (int64_t t = 0; t < S; ++t) {
-        source[b][t] = pr.source[static_cast<size_t>(t)];
-        for (int64_t l = 0; l < L; ++l)
-          source_ids[l][b][t] = pr.source_ids[static_cast<size_t>(l)][static_cast<size_t>(t)];
-      }
-      start[b][0] = pr.target.front();
-      for (int64_t l = 0; l < L; ++l)
-        start_ids[l][b][0] = pr.target_ids[static_cast<size_t>(l)].front();
-    }
-    first.source = source.to(device);
-    first.source_ids = source_ids.to(device);
-    first.tokens = start.to(device);   // [B, 1]
-    first.ids = start_ids.to(device);  // [L, B, 1]
-  } else {
-    first.tokens = tokens.to(device);
-    first.ids = ids.to(device);
+  ModelInputs first = arch.prompt_inputs(task, prompts);
+  for (torch::Tensor* t : {&first.tokens, &first.ids, &first.source, &first.source_ids}) {
+    if (t->defined())
+      *t = t->to(device);
   }
   auto logits = model->forward(first, &cache);  // [B, T, V]
   // A model may write past what its position schemes represent (e.g. a scratchpad number that
@@ -160,6 +115,40 @@ std::vector<std::vector<int64_t>> greedy_decode(Transformer& model,
     *ids_out = fed;
   }
   return responses;
+}
+
+std::vector<std::vector<int64_t>> decode(Transformer& model,
+                                         const Task& task,
+                                         const std::vector<Example>& examples,
+                                         const torch::Device& device,
+                                         std::vector<PositionIds>* ids_out) {
+  if (model->arch().one_pass()) {
+    return model->arch().predict(model, task, examples, device, ids_out);
+  }
+  std::map<size_t, std::vector<size_t>> by_len;
+  for (size_t i = 0; i < examples.size(); ++i) {
+    by_len[static_cast<size_t>(examples[i].prompt_length)].push_back(i);
+  }
+  std::vector<std::vector<int64_t>> out(examples.size());
+  if (ids_out) {
+    ids_out->assign(examples.size(), PositionIds());
+  }
+  for (const auto& [len, idx] : by_len) {
+    std::vector<std::vector<int64_t>> group;
+    for (size_t i : idx) {
+      const auto& tokens = examples[i].tokens;
+      group.emplace_back(tokens.begin(), tokens.begin() + examples[i].prompt_length);
+    }
+    std::vector<PositionIds> fed;
+    auto responses = greedy_decode(model, task, group, device, ids_out ? &fed : nullptr);
+    for (size_t j = 0; j < idx.size(); ++j) {
+      out[idx[j]] = responses[j];
+      if (ids_out) {
+        (*ids_out)[idx[j]] = fed[j];
+      }
+    }
+  }
+  return out;
 }
 
 }  // namespace lengen

@@ -2,11 +2,11 @@
 // metrics and the first errors summary.json lists.
 #include "helpers.h"
 
+#include "lengen/eval/decode.h"
+#include "lengen/eval/evaluator.h"
 #include "lengen/experiment/experiment.h"
 #include "lengen/model/architecture.h"
 #include "lengen/model/batch.h"
-#include "lengen/train/checkpoint.h"
-#include "lengen/train/evaluator.h"
 #include "lengen/train/flops.h"
 #include "lengen/train/op_count.h"
 #include "lengen/train/tensorboard.h"
@@ -117,13 +117,12 @@ TEST_CASE("eval: a decode that runs past the position tables is a wrong answer, 
     model->named_parameters()["tok_emb.weight"].select(1, 0).fill_(1.0);  // a constant feature
     model->named_parameters()["lm_head.weight"][exp.task->vocabulary().id("7")][0] = 1.0;
   }
-  const Architecture* objective = &model->arch();
   Rng rng(3);
   std::vector<Example> examples;
   for (int i = 0; i < 4; ++i)
     examples.push_back(exp.task->sample_eval({{"digits", 2}}, rng));
   std::vector<std::vector<int64_t>> out;
-  REQUIRE_NOTHROW(out = objective->decode(model, *exp.task, examples, torch::kCPU));
+  REQUIRE_NOTHROW(out = decode(model, *exp.task, examples, torch::kCPU));
   for (size_t i = 0; i < examples.size(); ++i) {
     CHECK(out[i].size() == 4);  // '7' at IDs 2, 3, 4, then the fourth digit (ID 5) stops it
     CHECK_FALSE(exp.task->exact_match(examples[i], out[i]));

@@ -1,7 +1,7 @@
 #pragma once
 
 // What a grid evaluation measured, cell by cell, and the files it is written to (eval/grid.csv,
-// eval/breakdown.csv, eval/summary.json). src/train/grid_results.cpp.
+// eval/breakdown.csv, eval/summary.json). src/eval/grid_results.cpp.
 
 #include "lengen/core/export.h"
 #include "lengen/core/run_dir.h"

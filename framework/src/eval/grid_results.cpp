@@ -1,9 +1,9 @@
 // A grid evaluation's results: the breakdown of a cell, the Wilson interval, and the files
 // (grid.csv, breakdown.csv, summary.json).
-#include "lengen/train/grid_results.h"
+#include "lengen/eval/grid_results.h"
 
 #include "lengen/core/error.h"
-#include "lengen/train/checkpoint.h"
+#include "lengen/core/file.h"
 
 #include <nlohmann/json.hpp>
 

@@ -3,8 +3,8 @@
 // mixture proportions.
 #include "helpers.h"
 
+#include "lengen/eval/evaluator.h"
 #include "lengen/train/data.h"
-#include "lengen/train/evaluator.h"
 
 #include <set>
 

@@ -1,4 +1,4 @@
-#include "lengen/experiment/paper.h"
+#include "lengen/eval/paper.h"
 
 #include "lengen/core/error.h"
 #include "lengen/core/parse.h"

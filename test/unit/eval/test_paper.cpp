@@ -4,8 +4,8 @@
 #include "helpers.h"
 
 #include "lengen/core/version.h"
+#include "lengen/eval/paper.h"
 #include "lengen/experiment/experiment.h"
-#include "lengen/experiment/paper.h"
 #include "lengen/experiment/threads.h"
 #include "lengen/sweep/sweep.h"
 

@@ -2,7 +2,7 @@
 
 // The evaluator's batch plan (internal): examples sorted by length, cut by eval_batches.
 
-#include "lengen/train/teacher_forced.h"
+#include "lengen/eval/teacher_forced.h"
 
 #include <algorithm>
 #include <numeric>

@@ -1,7 +1,7 @@
 #pragma once
 
 // Exact match under greedy decoding decided by one teacher-forced pass, and the length-sorted
-// batches the evaluator cuts its examples into. src/train/teacher_forced.cpp.
+// batches the evaluator cuts its examples into. src/eval/teacher_forced.cpp.
 
 #include "lengen/core/export.h"
 #include "lengen/model/transformer.h"

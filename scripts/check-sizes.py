@@ -1,0 +1,212 @@
+#!/usr/bin/env python3
+"""Sizes the house style sets (docs/architecture.md, "Layers"): no C++ function over 120 lines
+and no source file over 400 lines in framework/, plugins/ and tasks/, except those listed in
+ALLOWED below with the reason they stay. Exits 1 naming each file (and function, with its
+first line) over its limit, or a listed exception that is no longer needed; 0 otherwise.
+CTest `unit.sizes` runs it on the tree.
+
+    scripts/check-sizes.py [--root DIR] [--list] [--no-allowed]   # --list: the 20 longest
+
+A function is a brace block whose enclosing blocks are only namespaces, classes, structs and
+`extern "C"`: a free function, a member function defined in or out of its class, or a
+namespace-scope lambda. Its length runs from the line its signature starts on to its closing
+brace. Strings, characters and comments are skipped when braces are counted.
+"""
+import argparse
+import os
+import re
+import sys
+
+MAX_FUNCTION = 120
+MAX_FILE = 400
+
+# path (relative to the root) or "path:function" -> (the most lines it may have, why it is
+# over the limit). A listed one that grows past its number fails too: the list only shrinks.
+SPLIT_LATER = "not split yet (issue 78)"
+ALLOWED = {
+    "framework/apps/lengen/commands/sweep.cpp:run_sweep": (122, SPLIT_LATER),
+    "framework/src/experiment/experiment.cpp:Experiment::from_node": (192, SPLIT_LATER),
+    "framework/src/experiment/stages.cpp:Experiment::parse_stages": (137, SPLIT_LATER),
+    "framework/src/model/attention.cpp:AttentionImpl::forward": (219, SPLIT_LATER),
+    "framework/src/model/transformer.cpp": (457, SPLIT_LATER),
+    "framework/src/model/transformer.cpp:TransformerImpl::forward": (170, SPLIT_LATER),
+    "framework/src/position/scheme.cpp": (475, SPLIT_LATER),
+    "framework/src/report/reproduction.cpp": (782, SPLIT_LATER),
+    "framework/src/report/reproduction.cpp:collect_sweep": (126, SPLIT_LATER),
+    "framework/src/report/reproduction_page.cpp": (879, SPLIT_LATER),
+    "framework/src/report/reproduction_page.cpp:line_chart": (150, SPLIT_LATER),
+    "framework/src/report/reproduction_page.cpp:render_reproductions": (260, SPLIT_LATER),
+    "framework/src/stage/self_label.cpp:run": (142, SPLIT_LATER),
+    "framework/src/sweep/aggregate.cpp:aggregate": (162, SPLIT_LATER),
+    "framework/src/sweep/plan.cpp": (703, SPLIT_LATER),
+    "framework/src/sweep/plan.cpp:load_sweep": (408, SPLIT_LATER),
+    "framework/src/sweep/run.cpp:run_local": (123, SPLIT_LATER),
+    "framework/src/taotp/program.cpp:parse_program": (139, SPLIT_LATER),
+    "framework/src/train/checkpoint.cpp:load_safetensors": (127, SPLIT_LATER),
+    "framework/src/train/trainer.cpp": (462, SPLIT_LATER),
+    "framework/src/train/trainer.cpp:Trainer::run": (144, SPLIT_LATER),
+    "plugins/abc/calibrate.cpp": (442, SPLIT_LATER),
+    "plugins/abc/calibrate.cpp:run": (224, SPLIT_LATER),
+    "plugins/abc/lines.cpp": (402, SPLIT_LATER),
+    "plugins/abc/test_lines.cpp": (414, "the unit tests of one component, a case per property"),
+    "plugins/construct/construct.cpp:run": (219, SPLIT_LATER),
+    "tasks/addition/addition.cpp": (602, SPLIT_LATER),
+    "tasks/padded_arithmetic/padded_arithmetic.cpp": (437, SPLIT_LATER),
+    "tasks/seq2seq_arithmetic/seq2seq_arithmetic.cpp": (443, SPLIT_LATER),
+}
+
+SCOPE = re.compile(r'^\s*(template\s*<.*>\s*)?(namespace\b|class\b|struct\b|union\b|enum\b|extern\s+"C"|extern\s+"C\+\+")')
+
+
+def strip(text):
+    """`text` with comments, string and character literals blanked (newlines kept)."""
+    out, i, n = [], 0, len(text)
+    while i < n:
+        c = text[i]
+        if text.startswith("//", i):
+            j = text.find("\n", i)
+            j = n if j < 0 else j
+            out.append(" " * (j - i))
+            i = j
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            out.append(re.sub(r"[^\n]", " ", text[i:j]))
+            i = j
+        elif text.startswith('R"', i) and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_")):
+            m = re.match(r'R"([^(\s]*)\(', text[i:])
+            if not m:
+                out.append(c)
+                i += 1
+                continue
+            end = ")" + m.group(1) + '"'
+            j = text.find(end, i + m.end())
+            j = n if j < 0 else j + len(end)
+            out.append(re.sub(r"[^\n]", " ", text[i:j]))
+            i = j
+        elif c in "\"'":
+            j = i + 1
+            while j < n and text[j] != c and text[j] != "\n":
+                j += 2 if text[j] == "\\" else 1
+            j = min(n, j + 1)
+            out.append(" " * (j - i))
+            i = j
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def functions(path):
+    """(name, first line, last line) of each function in a C++ file."""
+    with open(path, encoding="utf-8") as f:
+        text = strip(f.read())
+    lines = text.split("\n")
+    stack = []  # per open brace: "scope" or "function" or "block"
+    found = []
+    statement_start = 0  # the line the current statement began on (for a signature's start)
+    pending = ""
+    for number, line in enumerate(lines, 1):
+        for k, ch in enumerate(line):
+            if ch == "{":
+                head = (pending + line[:k]).strip()
+                if all(s == "scope" for s in stack):
+                    if SCOPE.match(head) or head.endswith("=") or head == "":
+                        # namespace/class bodies, aggregate initialisers, stray blocks
+                        kind = "scope" if SCOPE.match(head) else "block"
+                    else:
+                        kind = "function"
+                        m = re.findall(r"([~A-Za-z_][\w:~<>]*)\s*\(", head)
+                        name = m[0] if m else head[:40]
+                        if name in ("operator",) and len(m) > 1:
+                            name = m[1]
+                        found.append([name, statement_start or number, None, len(stack)])
+                else:
+                    kind = "block"
+                stack.append(kind)
+                pending = ""
+                statement_start = 0
+            elif ch == "}":
+                if stack:
+                    kind = stack.pop()
+                    if kind == "function":
+                        for fn in reversed(found):
+                            if fn[2] is None:
+                                fn[2] = number
+                                break
+                pending = ""
+                statement_start = 0
+            elif ch == ";":
+                pending = ""
+                statement_start = 0
+        if all(s == "scope" for s in stack):
+            rest = line
+            if "{" in line or "}" in line or ";" in line:
+                rest = re.split(r"[{};]", line)[-1]
+            if rest.strip():
+                if not pending.strip():
+                    statement_start = number
+                pending += " " + rest
+            if re.match(r"^\s*(public|private|protected)\s*:", line) or line.strip().startswith("#"):
+                pending = ""
+                statement_start = 0
+    return [(f[0], f[1], f[2]) for f in found if f[2] is not None]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--root", default=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    parser.add_argument("--list", action="store_true", help="print the 20 longest functions")
+    parser.add_argument("--no-allowed", action="store_true", help="ignore ALLOWED (the self-test's fixture)")
+    args = parser.parse_args()
+    if args.no_allowed:
+        ALLOWED.clear()
+    problems, used, files, every = [], set(), 0, []
+    for top in ("framework", "plugins", "tasks"):
+        for folder, _, names in os.walk(os.path.join(args.root, top)):
+            for name in sorted(names):
+                if not name.endswith((".h", ".cpp")):
+                    continue
+                path = os.path.join(folder, name)
+                rel = os.path.relpath(path, args.root)
+                files += 1
+                with open(path, encoding="utf-8") as f:
+                    count = sum(1 for _ in f)
+                if count > MAX_FILE:
+                    if rel in ALLOWED and count <= ALLOWED[rel][0]:
+                        used.add(rel)
+                    elif rel in ALLOWED:
+                        used.add(rel)
+                        problems.append(f"{rel}: {count} lines, more than the {ALLOWED[rel][0]} "
+                                        "scripts/check-sizes.py allows it: split it")
+                    else:
+                        problems.append(f"{rel}: {count} lines (over {MAX_FILE}): split it, or list it in "
+                                        "scripts/check-sizes.py with the reason it stays whole")
+                for fn, first, last in functions(path):
+                    length = last - first + 1
+                    every.append((length, f"{rel}:{first}: {fn}"))
+                    if length > MAX_FUNCTION:
+                        key = f"{rel}:{fn}"
+                        if key in ALLOWED and length <= ALLOWED[key][0]:
+                            used.add(key)
+                        elif key in ALLOWED:
+                            used.add(key)
+                            problems.append(f"{rel}:{first}: {fn} is {length} lines, more than the "
+                                            f"{ALLOWED[key][0]} scripts/check-sizes.py allows it: split it")
+                        else:
+                            problems.append(f"{rel}:{first}: {fn} is {length} lines (over {MAX_FUNCTION}): "
+                                            "split it along its own steps")
+    for key in sorted(set(ALLOWED) - used):
+        problems.append(f"{key}: listed in scripts/check-sizes.py but within its limit now: drop it")
+    if args.list:
+        for length, where in sorted(every, reverse=True)[:20]:
+            print(f"{length:5d}  {where}")
+    for p in problems:
+        print(p, file=sys.stderr)
+    print(f"check-sizes: {files} files, {len(problems)} over the limits "
+          f"(functions {MAX_FUNCTION} lines, files {MAX_FILE})")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
