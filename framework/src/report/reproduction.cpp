@@ -2,6 +2,8 @@
 // verdict rule and `--collect`. Rendering is reproduction_page.cpp's.
 #include "lengen/report/reproduction.h"
 
+#include "util.h"
+
 #include "lengen/config/node.h"
 #include "lengen/core/error.h"
 #include "lengen/core/file.h"
@@ -26,10 +28,6 @@ namespace fs = std::filesystem;
 
 namespace lengen {
 
-namespace {
-
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
 std::string slurp(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   LENGEN_CHECK(in.good(), "{}: cannot read (missing or unreadable)", path.string());
@@ -37,6 +35,41 @@ std::string slurp(const fs::path& path) {
   ss << in.rdbuf();
   return ss.str();
 }
+
+// The UTC day a file was last written, "2026-12-06".
+std::string utc_date_of(const std::string& path) {
+  struct stat st {};
+
+  if (::stat(path.c_str(), &st) != 0)
+    return "";
+  std::tm tm{};
+  gmtime_r(&st.st_mtime, &tm);
+  char buf[16];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
+  return buf;
+}
+
+// `s` as a double-quoted YAML scalar.
+std::string yaml_quote(const std::string& s) {
+  std::string out = "\"";
+  for (char ch : s) {
+    if (ch == '"' || ch == '\\')
+      out += '\\';
+    out += ch;
+  }
+  return out + "\"";
+}
+
+// A sweep's aggregate: SWEEP/aggregate, or for a named evaluation of its runs SWEEP/aggregate/
+// evals/NAME (the aggregate folder mirrors a run's: lengen aggregate --eval NAME).
+fs::path aggregate_of(const fs::path& sweep, const std::string& eval_name) {
+  const RunDir aggregate(sweep / "aggregate");
+  return eval_name.empty() ? aggregate.root() : aggregate.named_eval(eval_name).root();
+}
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // One CSV record's fields (RFC 4180: quoted fields may hold commas, quotes doubled).
 std::vector<std::string> csv_fields(const std::string& line,
@@ -309,30 +342,6 @@ std::string cell_key(const ConfigNode& node, size_t axes) {
   return key;
 }
 
-// The UTC day a file was last written, "2026-12-06".
-std::string utc_date_of(const std::string& path) {
-  struct stat st {};
-
-  if (::stat(path.c_str(), &st) != 0)
-    return "";
-  std::tm tm{};
-  gmtime_r(&st.st_mtime, &tm);
-  char buf[16];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
-  return buf;
-}
-
-// `s` as a double-quoted YAML scalar.
-std::string yaml_quote(const std::string& s) {
-  std::string out = "\"";
-  for (char ch : s) {
-    if (ch == '"' || ch == '\\')
-      out += '\\';
-    out += ch;
-  }
-  return out + "\"";
-}
-
 }  // namespace
 
 CellFigures CellFigures::of_seeds(std::vector<double> accuracies) {
@@ -498,13 +507,6 @@ Claim sweep_claim(const std::string& paper,
   return c;
 }
 
-// A sweep's aggregate: SWEEP/aggregate, or for a named evaluation of its runs SWEEP/aggregate/
-// evals/NAME (the aggregate folder mirrors a run's: lengen aggregate --eval NAME).
-fs::path aggregate_of(const fs::path& sweep, const std::string& eval_name) {
-  const RunDir aggregate(sweep / "aggregate");
-  return eval_name.empty() ? aggregate.root() : aggregate.named_eval(eval_name).root();
-}
-
 }  // namespace
 
 ReproductionPage sweep_reproductions(const std::string& sweep_dir, const std::string& eval_name) {
@@ -650,133 +652,6 @@ std::vector<ClaimRow> claim_rows(const ReproductionPage& page) {
     }
   }
   return rows;
-}
-
-std::string collect_sweep(const std::string& sweep_dir,
-                          const std::string& data_dir,
-                          const std::string& name,
-                          const std::string& eval_name) {
-  const fs::path sweep(sweep_dir);
-  LENGEN_CHECK(!name.empty() && name.find('/') == std::string::npos && name != "." && name != "..",
-               "--name '{}': a folder name, not a path",
-               name);
-  const ReproductionPage swept =
-      sweep_reproductions(sweep_dir, eval_name);  // checks the folder and its aggregate
-  // The evaluation aggregated: each run's own, or its `lengen eval --out NAME`.
-  auto evaluation_of = [&](const fs::path& run) {
-    return eval_name.empty() ? RunDir(run) : RunDir(run).named_eval(eval_name);
-  };
-  const DataSet& set = swept.data.begin()->second;
-  const auto m = nlohmann::json::parse(slurp(sweep / "sweep.json"));
-  // Provenance from each run that was aggregated: config.yaml's provenance, metrics.jsonl's
-  // last elapsed_s, and the evaluation's seconds.
-  std::set<std::string> commits, machines, kernels, threads, dates, files;
-  std::vector<double> seconds;
-  for (const auto& p : m.value("points", nlohmann::json::array())) {
-    const RunDir run(sweep / p.value("run_dir", std::string()));
-    const fs::path summary = evaluation_of(run.root()).summary();
-    if (!fs::exists(summary) || !fs::exists(run.config()))
-      continue;
-    dates.insert(utc_date_of(summary.string()));
-    const YAML::Node cfg = YAML::LoadFile(run.config().string());
-    const YAML::Node prov = cfg["provenance"];
-    if (prov && prov["source_tree"]) {
-      const auto st = prov["source_tree"];
-      std::string commit = st["commit"] ? st["commit"].as<std::string>() : "";
-      if (commit.empty() && st["version"])
-        commit = "version " + st["version"].as<std::string>();
-      if (commit.size() == 40 &&
-          commit.find_first_not_of("0123456789abcdef") == std::string::npos) {
-        commit = commit.substr(0, 7);  // as the docs cite commits
-      }
-      if (!commit.empty())
-        commits.insert(commit + (st["dirty"] && st["dirty"].as<bool>() ? "-dirty" : ""));
-    }
-    if (prov && prov["machine"]) {
-      if (prov["machine"]["cpu"])
-        machines.insert(prov["machine"]["cpu"].as<std::string>());
-      if (prov["machine"]["kernel_set"])
-        kernels.insert(prov["machine"]["kernel_set"].as<std::string>());
-    }
-    if (prov && prov["threads_used"])
-      threads.insert(prov["threads_used"].as<std::string>());
-    if (prov && prov["source"])
-      files.insert(prov["source"].as<std::string>());
-    double total = 0;
-    std::ifstream metrics(run.metrics());
-    for (std::string line; std::getline(metrics, line);) {
-      const auto j = nlohmann::json::parse(line, nullptr, false);
-      if (!j.is_discarded() && j.contains("elapsed_s"))
-        total = std::max(total, j["elapsed_s"].get<double>());
-    }
-    const auto evaluated = nlohmann::json::parse(slurp(summary));
-    for (const auto& cell : evaluated.value("cells", nlohmann::json::array()))
-      total += cell.value("seconds", 0.0);
-    seconds.push_back(std::round(total));
-  }
-  auto one = [](const std::set<std::string>& s) {
-    return join(std::vector<std::string>(s.begin(), s.end()), " / ");
-  };
-  YAML::Emitter out;
-  out << YAML::BeginMap;
-  // A folder of `lengen compare` names no file: the runs' own experiment file, where they share
-  // one.
-  std::string file = set.source.file;
-  if (file.empty() && files.size() == 1) {
-    file = *files.begin();
-    const fs::path rel = fs::path(file).lexically_relative(fs::current_path());
-    if (fs::path(file).is_absolute() && !rel.empty() && *rel.begin() != "..")
-      file = rel.string();
-  }
-  out << YAML::Key << "file" << YAML::Value << file;
-  out << YAML::Key << "origin" << YAML::Value << "collected";
-  out << YAML::Key << "measured" << YAML::Value
-      << (dates.empty()       ? std::string()
-          : dates.size() == 1 ? *dates.begin()
-                              : *dates.begin() + " to " + *dates.rbegin());
-  out << YAML::Key << "commit" << YAML::Value << one(commits);
-  out << YAML::Key << "machine" << YAML::Value << one(machines);
-  out << YAML::Key << "kernels" << YAML::Value << one(kernels);
-  out << YAML::Key << "threads" << YAML::Value
-      << (threads.size() == 1 ? std::stoll(*threads.begin()) : 0);
-  out << YAML::Key << "seconds" << YAML::Value << YAML::Flow << seconds;
-  out << YAML::Key << "cell_axes" << YAML::Value << YAML::Flow << set.source.cell_axes;
-  if (!set.source.trained.empty()) {
-    out << YAML::Key << "trained" << YAML::Value << YAML::BeginMap;
-    for (const auto& [axis, range] : set.source.trained) {
-      out << YAML::Key << axis << YAML::Value << YAML::Flow
-          << std::vector<int64_t>{range.first, range.second};
-    }
-    out << YAML::EndMap;
-  }
-  out << YAML::EndMap;
-  const fs::path folder = fs::path(data_dir) / name;
-  fs::create_directories(folder);
-  const fs::path aggregate = aggregate_of(sweep, eval_name);
-  write_file_atomic((folder / "results.csv").string(), slurp(aggregate / "results.csv"));
-  write_file_atomic((folder / "source.yaml").string(),
-                    fmt::format("# Collected by `lengen report --collect {}` (measured: the day "
-                                "each run's evaluation was written).\n{}\n",
-                                sweep_dir,
-                                out.c_str()));
-  // The claims a paper: row would take (the user adds the protocol and checks the wording).
-  std::string claims;
-  if (swept.claims.empty() || std::isnan(swept.claims.front().value))
-    return claims;
-  for (const auto& c : swept.claims) {
-    claims += fmt::format(
-        "  - {{id: {}, paper: KEY, where: {}, cell: \"{}\", value: {:g}, statistic: {},\n"
-        "     data: {}, config: {}, command: {}}}\n",
-        yaml_quote(name + "-" + c.cell),
-        yaml_quote(c.where),
-        c.cell,
-        100 * c.value,
-        c.statistic,
-        name,
-        yaml_quote(c.config),
-        yaml_quote(c.command));
-  }
-  return claims;
 }
 
 }  // namespace lengen

@@ -236,6 +236,34 @@ std::string gpu_for_slot(size_t slot, const std::vector<std::string>& gpus) {
   return gpus.empty() ? "" : gpus[slot % gpus.size()];
 }
 
+namespace {
+
+// One worker of a local sweep: the point it runs, if any.
+struct Slot {
+  pid_t pid = 0;
+  const Point* point = nullptr;
+  std::chrono::steady_clock::time_point start;
+};
+
+// The sweep's ETA when `done` has just finished: from the mean duration of the points done so
+// far and how long the other running points have run.
+double eta_seconds(const std::vector<Slot>& slots,
+                   const Slot& done,
+                   std::chrono::steady_clock::time_point now,
+                   double mean_point_seconds,
+                   int64_t waiting,
+                   int64_t workers) {
+  std::vector<double> running;
+  for (const auto& other : slots) {
+    if (other.pid > 0 && &other != &done) {
+      running.push_back(std::chrono::duration<double>(now - other.start).count());
+    }
+  }
+  return sweep_eta_seconds(mean_point_seconds, running, waiting, workers);
+}
+
+}  // namespace
+
 int64_t run_local(const Sweep& s,
                   const std::string& lengen,
                   int64_t workers,
@@ -261,12 +289,6 @@ int64_t run_local(const Sweep& s,
   g_stop = false;
   auto old_int = std::signal(SIGINT, on_stop_signal);
   auto old_term = std::signal(SIGTERM, on_stop_signal);
-
-  struct Slot {
-    pid_t pid = 0;
-    const Point* point = nullptr;
-    std::chrono::steady_clock::time_point start;
-  };
 
   std::vector<Slot> slots(static_cast<size_t>(workers));
   size_t next = 0;
@@ -308,16 +330,12 @@ int64_t run_local(const Sweep& s,
             } else {
               finished_s += secs;
               ++succeeded;
-              std::vector<double> running;
-              for (const auto& other : slots) {
-                if (other.pid > 0 && &other != &sl) {
-                  running.push_back(std::chrono::duration<double>(now - other.start).count());
-                }
-              }
-              const double eta = sweep_eta_seconds(finished_s / static_cast<double>(succeeded),
-                                                   running,
-                                                   static_cast<int64_t>(todo.size() - next),
-                                                   workers);
+              const double eta = eta_seconds(slots,
+                                             sl,
+                                             now,
+                                             finished_s / static_cast<double>(succeeded),
+                                             static_cast<int64_t>(todo.size() - next),
+                                             workers);
               log->info("done {} in {:.0f}s [{}/{}] ETA {:.0f}s",
                         sl.point->name,
                         secs,

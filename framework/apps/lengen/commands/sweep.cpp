@@ -21,6 +21,35 @@ namespace lengen::cli {
 
 namespace {
 
+// `--status` (and a local dry run): each point's state, then the count of each state.
+// `states` are s.points' states in order; `total` the whole sweep's points.
+void print_status(const sweep::Sweep& s,
+                  size_t total,
+                  bool only,
+                  const std::vector<sweep::State>& states) {
+  std::map<sweep::State, int64_t> counts;
+  for (auto st : states)
+    ++counts[st];
+  fmt::print("{} ({} points{}, folder {})\n",
+             s.name,
+             total,
+             only ? fmt::format(", {} kept by --only", s.points.size()) : "",
+             s.dir);
+  for (size_t i = 0; i < s.points.size(); ++i) {
+    fmt::print(
+        "  {:>4}  {:<12} {}\n", s.points[i].index, sweep::state_name(states[i]), s.points[i].name);
+  }
+  std::vector<std::string> parts;
+  for (auto st : {sweep::State::kDone,
+                  sweep::State::kRunning,
+                  sweep::State::kFailed,
+                  sweep::State::kInterrupted,
+                  sweep::State::kMissing}) {
+    parts.push_back(fmt::format("{} {}", counts[st], sweep::state_name(st)));
+  }
+  fmt::print("{}\n", join(parts, ", "));
+}
+
 int run_sweep(const std::string& file,
               const std::string& executor,
               int64_t jobs,
@@ -64,13 +93,11 @@ int run_sweep(const std::string& file,
     return sweep::run_point(s, p, self_exe(), s.threads_per_run, job);
   }
   // One state query per point (a running Slurm point costs a squeue call).
-  std::map<sweep::State, int64_t> counts;
   std::vector<sweep::State> states;
   std::vector<int64_t> todo;
   for (const auto& p : s.points) {
     auto st = sweep::point_state(p);
     states.push_back(st);  // in the order of s.points
-    ++counts[st];
     if (st != sweep::State::kDone && st != sweep::State::kRunning)
       todo.push_back(p.index);
   }
@@ -79,26 +106,7 @@ int run_sweep(const std::string& file,
   if (dry && executor == "local")
     sweep::check_plan(whole);
   if (status || (dry && executor == "local")) {
-    fmt::print("{} ({} points{}, folder {})\n",
-               s.name,
-               whole.points.size(),
-               only.empty() ? "" : fmt::format(", {} kept by --only", s.points.size()),
-               s.dir);
-    for (size_t i = 0; i < s.points.size(); ++i) {
-      fmt::print("  {:>4}  {:<12} {}\n",
-                 s.points[i].index,
-                 sweep::state_name(states[i]),
-                 s.points[i].name);
-    }
-    std::vector<std::string> parts;
-    for (auto st : {sweep::State::kDone,
-                    sweep::State::kRunning,
-                    sweep::State::kFailed,
-                    sweep::State::kInterrupted,
-                    sweep::State::kMissing}) {
-      parts.push_back(fmt::format("{} {}", counts[st], sweep::state_name(st)));
-    }
-    fmt::print("{}\n", join(parts, ", "));
+    print_status(s, whole.points.size(), !only.empty(), states);
     return 0;
   }
   if (executor == "slurm") {
