@@ -33,6 +33,43 @@ struct Provenance {
   std::vector<double> seconds;
 };
 
+// The seconds a run or stage folder trained: its metrics.jsonl's last elapsed_s (0 without).
+double training_seconds(const RunDir& folder) {
+  double total = 0;
+  std::ifstream metrics(folder.metrics());
+  for (std::string line; std::getline(metrics, line);) {
+    const auto j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_discarded() && j.contains("elapsed_s"))
+      total = std::max(total, j["elapsed_s"].get<double>());
+  }
+  return total;
+}
+
+// The seconds an evaluation took: its summary.json's cells' seconds (0 without the file).
+double evaluation_seconds(const fs::path& summary) {
+  double total = 0;
+  if (fs::exists(summary)) {
+    const auto evaluated = nlohmann::json::parse(slurp(summary));
+    for (const auto& cell : evaluated.value("cells", nlohmann::json::array()))
+      total += cell.value("seconds", 0.0);
+  }
+  return total;
+}
+
+// A run's training and evaluation seconds. A staged run's are its stages' (RUN/eval is a copy
+// of the last stage's evaluation, counted once), plus `summary`'s when that is a named
+// evaluation of the run (`named`); a plain run's, its own training and `summary`'s.
+double run_seconds(const RunDir& run, const fs::path& summary, bool named) {
+  if (!fs::is_directory(run.stages()))
+    return training_seconds(run) + evaluation_seconds(summary);
+  double total = named ? evaluation_seconds(summary) : 0.0;
+  for (const auto& e : fs::directory_iterator(run.stages())) {
+    const RunDir stage(e.path());
+    total += training_seconds(stage) + evaluation_seconds(stage.summary());
+  }
+  return total;
+}
+
 Provenance provenance_of(const fs::path& sweep,
                          const nlohmann::json& plan,
                          const std::string& eval_name) {
@@ -68,16 +105,7 @@ Provenance provenance_of(const fs::path& sweep,
       threads.insert(prov["threads_used"].as<std::string>());
     if (prov && prov["source"])
       files.insert(prov["source"].as<std::string>());
-    double total = 0;
-    std::ifstream metrics(run.metrics());
-    for (std::string line; std::getline(metrics, line);) {
-      const auto j = nlohmann::json::parse(line, nullptr, false);
-      if (!j.is_discarded() && j.contains("elapsed_s"))
-        total = std::max(total, j["elapsed_s"].get<double>());
-    }
-    const auto evaluated = nlohmann::json::parse(slurp(summary));
-    for (const auto& cell : evaluated.value("cells", nlohmann::json::array()))
-      total += cell.value("seconds", 0.0);
+    const double total = run_seconds(run, summary, !eval_name.empty());
     seconds.push_back(std::round(total));
   }
   return out;

@@ -307,6 +307,30 @@ void write_fake_sweep(const test::TempDir& dir, bool with_paper) {
 
 }  // namespace
 
+TEST_CASE("report: --collect counts a staged run's seconds stage by stage", "[report]") {
+  test::TempDir dir;
+  write_fake_sweep(dir, false);
+  // Seed 1 as a staged run: a training stage, a labelling stage with no times, an evaluation
+  // stage; RUN/eval is a copy of the last stage's evaluation and RUN has no metrics.jsonl.
+  const auto run = dir.path / "sw" / "runs/q/1";
+  std::filesystem::remove(run / "metrics.jsonl");
+  const auto stages = run / "stages";
+  std::filesystem::create_directories(stages / "base" / "eval");
+  std::filesystem::create_directories(stages / "label");
+  std::filesystem::create_directories(stages / "final" / "eval");
+  test::write_text((stages / "base" / "metrics.jsonl").string(),
+                   "{\"step\": 5, \"elapsed_s\": 20.0}\n{\"step\": 9, \"elapsed_s\": 50.0}\n");
+  test::write_text((stages / "base" / "eval" / "summary.json").string(),
+                   R"({"axes": ["digits"], "cells": [{"digits": 5, "seconds": 3.0}]})");
+  test::write_text((stages / "final" / "eval" / "summary.json").string(),
+                   R"({"axes": ["digits"], "cells": [{"digits": 5, "seconds": 7.0}]})");
+  test::write_text((run / "eval" / "summary.json").string(),
+                   R"({"axes": ["digits"], "cells": [{"digits": 5, "seconds": 7.0}]})");
+  collect_sweep(dir.file("sw"), dir.file("data"), "q-staged");
+  const DataSet set = load_data_set(dir.file("data/q-staged"));
+  CHECK(set.source.seconds == std::vector<double>{100, 60});  // 50 + 3 + 7, the copy once
+}
+
 TEST_CASE("report: a sweep folder is a page; --collect keeps its figures and where they came from",
           "[report]") {
   test::TempDir dir;
