@@ -54,7 +54,7 @@ def kind_of(text, rel):
     is_sweep = re.search(r"^base:", text, re.M) and re.search(r"^(grid|zip|points):", text, re.M)
     if is_sweep:
         return "sweep"
-    if re.search(r"^(task|model|train|stages):", text, re.M):
+    if re.search(r"^(task|model|train|stages|position|eval|name):", text, re.M):
         return "run"
     return "fragment (`extends:`)"
 
