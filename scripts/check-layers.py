@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """The include ladder of docs/architecture.md, checked: no file of a layer includes a header of
-a higher layer (`#include "lengen/<layer>/..."`). Layers are the folders of
+a higher layer (`#include "lengen/<layer>/..."`), and none declares a function that only a
+higher layer defines (a prototype at namespace scope, `void run_stage(Context&);`, which would
+let a lower layer call up without including anything; read by scripts/cxx_scan.py). Layers are the folders of
 framework/include/lengen/ and framework/src/, and framework/apps/ on top. Exits 1 naming each
 file and line that breaks the ladder, 0 when none does. A CTest unit test (unit.layers) runs
 it on the tree, and once on a fixture that breaks it (it must fail there).
@@ -11,6 +13,9 @@ import argparse
 import os
 import re
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cxx_scan import scan  # noqa: E402
 
 # Lowest first; layers on one line are one level and may include each other.
 LADDER = [
@@ -34,6 +39,25 @@ LEVEL = {layer: level for level, layers in enumerate(LADDER) for layer in layers
 # here fails the check, and a listed one that no longer happens is reported so it is dropped.
 ALLOWED = {}
 
+# Known declarations of a higher layer's function, "file:function" (relative to the root) ->
+# why it is still there. The same rules as ALLOWED.
+CENTRAL_LIST = ("the central list of component kinds in registry.h; each kind is to declare its "
+                "registry in its own header (issue 78)")
+ALLOWED_DECLARATIONS = {
+    "framework/include/lengen/config/section.h:framework_sections": (
+        "`lengen plugins` and the config reference list the framework's sections; the list is "
+        "the experiment layer's (issue 78: top-level keys on the schema machinery)"),
+    "framework/include/lengen/registry/registry.h:position_registry": CENTRAL_LIST,
+    "framework/include/lengen/registry/registry.h:task_registry": CENTRAL_LIST,
+    "framework/include/lengen/registry/registry.h:stage_registry": CENTRAL_LIST,
+    "framework/include/lengen/registry/registry.h:norm_registry": CENTRAL_LIST,
+    "framework/include/lengen/registry/registry.h:activation_registry": CENTRAL_LIST,
+    "framework/include/lengen/registry/registry.h:architecture_registry": CENTRAL_LIST,
+    "framework/include/lengen/registry/registry.h:optimizer_registry": CENTRAL_LIST,
+    "framework/include/lengen/registry/registry.h:decay_registry": CENTRAL_LIST,
+    "framework/include/lengen/registry/registry.h:add_position_scheme": CENTRAL_LIST,
+}
+
 INCLUDE = re.compile(r'^\s*#\s*include\s+"lengen/([a-z_]+)/')
 
 
@@ -53,6 +77,8 @@ def main():
     parser.add_argument("--root", default=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     args = parser.parse_args()
     breaks, seen_allowed, files = [], set(), 0
+    defined = {}  # function name -> layers that define one of that name
+    declared = []  # (path, line, layer, name) of each prototype
     for top in ("framework/include/lengen", "framework/src", "framework/apps"):
         for folder, _, names in os.walk(os.path.join(args.root, top)):
             for name in sorted(names):
@@ -63,6 +89,11 @@ def main():
                 if layer is None:
                     continue
                 files += 1
+                functions, prototypes = scan(path)
+                for fn, _, _ in functions:
+                    defined.setdefault(fn.split("::")[-1], set()).add(layer)
+                for fn, number in prototypes:
+                    declared.append((path, number, layer, fn))
                 if layer not in LEVEL:
                     breaks.append(f"{path}: layer '{layer}' is not on the ladder (scripts/check-layers.py, "
                                   "docs/architecture.md): place it")
@@ -81,11 +112,26 @@ def main():
                                 continue
                             breaks.append(f"{path}:{number}: {layer}/ includes lengen/{target}/, a higher layer "
                                           f"({target} is level {LEVEL[target]}, {layer} level {LEVEL[layer]})")
+    for path, number, layer, fn in declared:
+        where = defined.get(fn, set()) - {"apps"} if layer != "apps" else set()
+        where = {w for w in where if w in LEVEL}
+        if layer in LEVEL and where and all(LEVEL[w] > LEVEL[layer] for w in where):
+            key = f"{os.path.relpath(path, args.root)}:{fn}"
+            if key in ALLOWED_DECLARATIONS:
+                seen_allowed.add(key)
+                continue
+            above = ", ".join(sorted(where))
+            breaks.append(f"{path}:{number}: {layer}/ declares {fn}(), which only {above}/ defines, a higher "
+                          "layer: a call up the ladder through a declaration")
     for pair in sorted(set(ALLOWED) - seen_allowed):
         print(f"check-layers: the allowed break {pair[0]} -> {pair[1]} no longer happens; remove it from ALLOWED")
+    for key in sorted(set(ALLOWED_DECLARATIONS) - seen_allowed):
+        if os.path.exists(os.path.join(args.root, key.split(":")[0])):
+            print(f"check-layers: the allowed declaration {key} no longer happens; remove it from "
+                  "ALLOWED_DECLARATIONS")
     for b in breaks:
         print(b)
-    print(f"check-layers: {files} files, {len(breaks)} break(s) of the include ladder"
+    print(f"check-layers: {files} files, {len(declared)} declarations, {len(breaks)} break(s) of the ladder"
           + (f", {len(seen_allowed)} known one(s) allowed" if seen_allowed else ""))
     return 1 if breaks else 0
 
