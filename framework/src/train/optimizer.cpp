@@ -36,7 +36,7 @@ ComponentSpec with_learning_rate(ComponentSpec spec) {
   return spec;
 }
 
-void add_optimizer(ComponentSpec spec, PluginOrigin origin, OptimizerRegistry::Factory make) {
+void add_optimizer_entry(ComponentSpec spec, PluginOrigin origin, OptimizerRegistry::Factory make) {
   optimizer_registry().add(with_learning_rate(std::move(spec)), std::move(origin), std::move(make));
 }
 

@@ -30,10 +30,16 @@ class LENGEN_API Activation {
   virtual torch::Tensor forward(const torch::Tensor& up) const = 0;
 };
 
-// activations: activation_registry() (lengen/registry/registry.h); the built-in ones are registered
-// on first use.
-
 /// Builds the registered activation `name`; an unknown name fails listing the registered ones.
 LENGEN_API std::shared_ptr<Activation> make_activation(const std::string& name);
+
+/// The feed-forward activations (`model.activation`), and the one an Activation class
+/// registers in (Registrar::add_activation); the built-in ones are registered on first use.
+using ActivationRegistry = Registry<Activation, ActivationContext>;
+LENGEN_API ActivationRegistry& activation_registry();
+
+inline ActivationRegistry& registry_of(const Activation*) {
+  return activation_registry();
+}
 
 }  // namespace lengen

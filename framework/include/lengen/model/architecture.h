@@ -102,4 +102,13 @@ class LENGEN_API Architecture {
 /// state). Fails listing the registered ones and the closest.
 LENGEN_API std::shared_ptr<const Architecture> architecture(const std::string& name);
 
+/// The architectures (`model.arch`), and the one an Architecture class registers in
+/// (Registrar::add_architecture).
+using ArchitectureRegistry = Registry<Architecture, ArchitectureContext>;
+LENGEN_API ArchitectureRegistry& architecture_registry();
+
+inline ArchitectureRegistry& registry_of(const Architecture*) {
+  return architecture_registry();
+}
+
 }  // namespace lengen

@@ -32,9 +32,6 @@ class LENGEN_API NormFunction {
   virtual torch::Tensor forward(const torch::Tensor& x) = 0;
 };
 
-// norms: norm_registry() (lengen/registry/registry.h); the built-in ones are registered on
-// first use.
-
 /// The module a block or stack holds for one norm: it builds the registered norm `kind`,
 /// whose parameters it holds. An unknown kind fails listing the registered ones.
 class LENGEN_API NormImpl : public torch::nn::Module {
@@ -47,5 +44,14 @@ class LENGEN_API NormImpl : public torch::nn::Module {
 };
 
 TORCH_MODULE(Norm);
+
+/// The norms (`model.norm`), and the one a NormFunction class registers in
+/// (Registrar::add_norm); the built-in ones are registered on first use.
+using NormRegistry = Registry<NormFunction, NormContext>;
+LENGEN_API NormRegistry& norm_registry();
+
+inline NormRegistry& registry_of(const NormFunction*) {
+  return norm_registry();
+}
 
 }  // namespace lengen

@@ -3,6 +3,7 @@
 #include "lengen/config/schema.h"
 #include "lengen/core/export.h"
 #include "lengen/position/attention_context.h"
+#include "lengen/registry/registry.h"
 
 #include <torch/nn/module.h>
 #include <torch/types.h>
@@ -336,5 +337,20 @@ class LENGEN_API RelativeVectors {
 /// plugins. A short table (tens of IDs) wants a small base: with 10000 most columns are
 /// nearly constant over its rows and the few fast ones alias after about 2*pi rows.
 LENGEN_API torch::Tensor sinusoidal_table(int64_t rows, int64_t dim, double base = 10000.0);
+
+/// The position schemes (`position: [...]`), and the one a PositionScheme class registers in
+/// (Registrar::add_position).
+using PositionRegistry = Registry<PositionScheme, SchemeContext>;
+LENGEN_API PositionRegistry& position_registry();
+
+inline PositionRegistry& registry_of(const PositionScheme*) {
+  return position_registry();
+}
+
+/// Adds a position scheme to position_registry() with the options the framework gives every
+/// scheme (`cyclic`) appended to its spec and applied to what `make` builds.
+LENGEN_API void add_position_scheme(ComponentSpec spec,
+                                    PluginOrigin origin,
+                                    PositionRegistry::Factory make);
 
 }  // namespace lengen

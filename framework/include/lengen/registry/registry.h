@@ -14,22 +14,8 @@
 
 namespace lengen {
 
-class PositionScheme;
-struct SchemeContext;
-class Task;
-struct TaskContext;
 class Stage;
 struct StageInfo;
-class NormFunction;
-struct NormContext;
-class Activation;
-struct ActivationContext;
-class Optimizer;
-struct OptimizerContext;
-class Decay;
-struct DecayContext;
-class Architecture;
-struct ArchitectureContext;
 
 /// Which library a component came from; recorded in every run's config.yaml.
 struct PluginOrigin {
@@ -244,42 +230,17 @@ void add_builtin(Registry<Base, Context>& registry) {
                });
 }
 
-using PositionRegistry = Registry<PositionScheme, SchemeContext>;
-using TaskRegistry = Registry<Task, TaskContext>;
+// Each kind declares its registry in its own header: position_registry() in
+// lengen/position/scheme.h, task_registry() in lengen/task/task.h, norm_registry() in
+// lengen/model/norm.h, activation_registry() in lengen/model/activation.h,
+// architecture_registry() in lengen/model/architecture.h, optimizer_registry() in
+// lengen/train/optimizer.h, decay_registry() in lengen/train/schedule.h, each with a
+// `registry_of(const Base*)` the Registrar finds it by. Stage kinds are the exception still:
+// their interface is the experiment layer's and their registry the stage layer's.
 using StageRegistry = Registry<Stage, StageInfo>;
-using NormRegistry = Registry<NormFunction, NormContext>;
-using ActivationRegistry = Registry<Activation, ActivationContext>;
-using OptimizerRegistry = Registry<Optimizer, OptimizerContext>;
-using DecayRegistry = Registry<Decay, DecayContext>;
-using ArchitectureRegistry = Registry<Architecture, ArchitectureContext>;
 
-/// The process-wide registries (owned by liblengen).
-LENGEN_API PositionRegistry& position_registry();
-LENGEN_API TaskRegistry& task_registry();
 /// Stage kinds (`stages[i].kind`); see lengen/stage/stage.h.
 LENGEN_API StageRegistry& stage_registry();
-/// Norms (`model.norm`, lengen/model/norm.h) and feed-forward activations (`model.activation`,
-/// lengen/model/activation.h).
-LENGEN_API NormRegistry& norm_registry();
-LENGEN_API ActivationRegistry& activation_registry();
-/// Architectures (`model.arch`, lengen/model/architecture.h).
-LENGEN_API ArchitectureRegistry& architecture_registry();
-/// Optimizers (`train.optimizer`, lengen/train/optimizer.h) and learning-rate decays after
-/// the warm-up (`train.schedule.decay`, lengen/train/schedule.h).
-LENGEN_API OptimizerRegistry& optimizer_registry();
-LENGEN_API DecayRegistry& decay_registry();
-
-/// Adds a position scheme to position_registry() with the options the framework gives every
-/// scheme (`cyclic`) appended to its spec and applied to what `make` builds.
-LENGEN_API void add_position_scheme(ComponentSpec spec,
-                                    PluginOrigin origin,
-                                    PositionRegistry::Factory make);
-
-/// Adds an optimizer to optimizer_registry() with the option the framework gives every
-/// optimizer (`lr`, the peak learning rate the schedule scales) put first in its spec.
-LENGEN_API void add_optimizer(ComponentSpec spec,
-                              PluginOrigin origin,
-                              OptimizerRegistry::Factory make);
 
 /// Handed to a plugin's register function; bound to the library being loaded so every
 /// component it adds records its origin.
@@ -293,7 +254,8 @@ class LENGEN_API Registrar {
   /// `Scheme(const Options&, const SchemeContext&)`.
   template <class Scheme>
   void add_position() {
-    add_position_scheme(Scheme::spec(), origin_, [](const Options& o, const SchemeContext& c) {
+    // add_position_scheme (lengen/position/scheme.h, which a scheme includes) adds `cyclic`.
+    add_position_scheme(Scheme::spec(), origin_, [](const Options& o, const auto& c) {
       return std::make_shared<Scheme>(o, c);
     });
   }
@@ -302,9 +264,7 @@ class LENGEN_API Registrar {
   /// `T(const Options&, const TaskContext&)`.
   template <class T>
   void add_task() {
-    task_registry().add(T::spec(), origin_, [](const Options& o, const TaskContext& c) {
-      return std::make_shared<T>(o, c);
-    });
+    add_to<T>(registry_of(static_cast<const T*>(nullptr)));
   }
 
   /// Registers a stage kind with `static ComponentSpec spec()` and a constructor
@@ -321,7 +281,8 @@ class LENGEN_API Registrar {
   /// options gain `lr`.
   template <class O>
   void add_optimizer() {
-    lengen::add_optimizer(O::spec(), origin_, [](const Options& o, const OptimizerContext& c) {
+    // add_optimizer_entry (lengen/train/optimizer.h) puts `lr` first in its options.
+    add_optimizer_entry(O::spec(), origin_, [](const Options& o, const auto& c) {
       return std::make_shared<O>(o, c);
     });
   }
@@ -331,17 +292,17 @@ class LENGEN_API Registrar {
   /// `static ComponentSpec spec()` and a constructor `(const Options&, const Context&)`.
   template <class D>
   void add_decay() {
-    add_to<D>(decay_registry());
+    add_to<D>(registry_of(static_cast<const D*>(nullptr)));
   }
 
   template <class N>
   void add_norm() {
-    add_to<N>(norm_registry());
+    add_to<N>(registry_of(static_cast<const N*>(nullptr)));
   }
 
   template <class A>
   void add_activation() {
-    add_to<A>(activation_registry());
+    add_to<A>(registry_of(static_cast<const A*>(nullptr)));
   }
 
   /// Registers an architecture (include lengen/model/architecture.h): a class deriving from
@@ -349,7 +310,7 @@ class LENGEN_API Registrar {
   /// `(const Options&, const ArchitectureContext&)`.
   template <class A>
   void add_architecture() {
-    add_to<A>(architecture_registry());
+    add_to<A>(registry_of(static_cast<const A*>(nullptr)));
   }
 
   const PluginOrigin& origin() const { return origin_; }

@@ -3,6 +3,7 @@
 #include "lengen/config/schema.h"
 #include "lengen/core/export.h"
 #include "lengen/core/rng.h"
+#include "lengen/registry/registry.h"
 #include "lengen/task/example.h"
 #include "lengen/task/vocabulary.h"
 
@@ -102,5 +103,13 @@ class LENGEN_API Task {
 /// slots [slot_begin, T) with trailing pad tokens removed (the reference gives the response).
 LENGEN_API std::vector<int64_t> labeled_response(const std::vector<int64_t>& predicted_slots,
                                                  int64_t pad_id);
+
+/// The tasks (`task:`), and the one a Task class registers in (Registrar::add_task).
+using TaskRegistry = Registry<Task, TaskContext>;
+LENGEN_API TaskRegistry& task_registry();
+
+inline TaskRegistry& registry_of(const Task*) {
+  return task_registry();
+}
 
 }  // namespace lengen

@@ -91,4 +91,19 @@ LENGEN_API std::shared_ptr<Optimizer> make_optimizer(
 /// The name `train.optimizer` selects: its `name:`, the bare value, or "adam".
 LENGEN_API std::string optimizer_name(const ConfigNode& node);
 
+/// The optimizers (`train.optimizer`), and the one an Optimizer class registers in
+/// (Registrar::add_optimizer).
+using OptimizerRegistry = Registry<Optimizer, OptimizerContext>;
+LENGEN_API OptimizerRegistry& optimizer_registry();
+
+inline OptimizerRegistry& registry_of(const Optimizer*) {
+  return optimizer_registry();
+}
+
+/// Adds an optimizer to optimizer_registry() with the option the framework gives every
+/// optimizer (`lr`, the peak learning rate the schedule scales) put first in its spec.
+LENGEN_API void add_optimizer_entry(ComponentSpec spec,
+                                    PluginOrigin origin,
+                                    OptimizerRegistry::Factory make);
+
 }  // namespace lengen

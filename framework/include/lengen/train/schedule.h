@@ -45,4 +45,13 @@ struct LENGEN_API LearningRateSchedule {
   double at(int64_t step) const;
 };
 
+/// The learning-rate decays after the warm-up (`train.schedule.decay`), and the one a Decay
+/// class registers in (Registrar::add_decay).
+using DecayRegistry = Registry<Decay, DecayContext>;
+LENGEN_API DecayRegistry& decay_registry();
+
+inline DecayRegistry& registry_of(const Decay*) {
+  return decay_registry();
+}
+
 }  // namespace lengen
