@@ -41,15 +41,7 @@ ALLOWED = {}
 
 # Known declarations of a higher layer's function, "file:function" (relative to the root) ->
 # why it is still there. The same rules as ALLOWED.
-STAGE_KINDS = ("stage kinds: their interface (Stage, StageInfo) is the experiment layer's, their "
-               "registry and built-in kinds the stage layer's; registry.h declares the registry "
-               "both use (issue 78)")
-ALLOWED_DECLARATIONS = {
-    "framework/include/lengen/config/section.h:framework_sections": (
-        "`lengen plugins` and the config reference list the framework's sections; the list is "
-        "the experiment layer's (issue 78: top-level keys on the schema machinery)"),
-    "framework/include/lengen/registry/registry.h:stage_registry": STAGE_KINDS,
-}
+ALLOWED_DECLARATIONS = {}
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"lengen/([a-z_]+)/')
 

@@ -6,7 +6,9 @@
 // positions and shared by every layer and step. Limit: not defined for cross attention.
 #include "lengen/core/error.h"
 #include "lengen/plugin/plugin.h"
+#include "lengen/position/memo.h"
 #include "lengen/position/scheme.h"
+#include "lengen/position/sourced_scheme.h"
 
 #include <cmath>
 

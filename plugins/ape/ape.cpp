@@ -6,6 +6,8 @@
 #include "lengen/core/error.h"
 #include "lengen/plugin/plugin.h"
 #include "lengen/position/scheme.h"
+#include "lengen/position/sourced_scheme.h"
+#include "lengen/position/tables.h"
 
 namespace {
 

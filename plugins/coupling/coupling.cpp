@@ -10,6 +10,7 @@
 #include "lengen/core/error.h"
 #include "lengen/plugin/plugin.h"
 #include "lengen/position/scheme.h"
+#include "lengen/position/tables.h"
 
 namespace {
 

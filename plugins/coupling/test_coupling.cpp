@@ -1,6 +1,8 @@
 // Position Coupling: random offsets, per-level tables, refusal of out-of-range IDs.
 #include "helpers.h"
 
+#include "lengen/position/sinusoidal.h"
+
 using lengen::test::make_scheme;
 
 namespace {

@@ -11,7 +11,9 @@
 // Limit: no meaning in cross attention.
 #include "lengen/core/error.h"
 #include "lengen/plugin/plugin.h"
+#include "lengen/position/memo.h"
 #include "lengen/position/scheme.h"
+#include "lengen/position/sourced_scheme.h"
 
 #include <cmath>
 

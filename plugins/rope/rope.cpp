@@ -6,7 +6,9 @@
 // defined for cross attention (queries and keys live in different position spaces).
 #include "lengen/core/error.h"
 #include "lengen/plugin/plugin.h"
+#include "lengen/position/memo.h"
 #include "lengen/position/scheme.h"
+#include "lengen/position/sourced_scheme.h"
 
 #include <cmath>
 

@@ -9,7 +9,9 @@
 #pragma once
 
 #include "lengen/plugin/plugin.h"
+#include "lengen/position/relative_vectors.h"
 #include "lengen/position/scheme.h"
+#include "lengen/position/sourced_scheme.h"
 
 namespace lengen_rpe {
 

@@ -5,6 +5,7 @@
 #include "lengen/core/error.h"
 #include "lengen/plugin/plugin.h"
 #include "lengen/position/scheme.h"
+#include "lengen/position/sourced_scheme.h"
 
 #include <cmath>
 

@@ -6,7 +6,9 @@
 // buckets are computed once per set of positions. Limit: T5 adds no bias to cross attention.
 #include "lengen/core/error.h"
 #include "lengen/plugin/plugin.h"
+#include "lengen/position/memo.h"
 #include "lengen/position/scheme.h"
+#include "lengen/position/sourced_scheme.h"
 
 #include <cmath>
 

@@ -17,6 +17,7 @@
 // Hooks: additive bias, remembered per set of positions. KV cache: rows by ID, nothing to do.
 #include "lengen/core/error.h"
 #include "lengen/plugin/plugin.h"
+#include "lengen/position/memo.h"
 #include "lengen/position/scheme.h"
 
 #include <limits>

@@ -153,6 +153,8 @@ ConfigNode check_value(const OptionSpec& opt,
         reference_check(opt.reference, c);
       break;
     }
+    case OptionType::kAny:
+      break;  // its owner reads and checks it
     case OptionType::kMapList:
       if (!c.is_sequence()) {
         c.fail(fmt::format("{}.{}: expected a list of maps", component, opt.key));
@@ -196,6 +198,8 @@ Options Options::validate(const ComponentSpec& spec,
       auto src = std::make_shared<ConfigSource>();
       src->file = fmt::format("default of {}", o.component_);
       c = ConfigNode(*opt.default_value, src, opt.key);
+    } else if (section) {
+      node.fail(fmt::format("{}: missing required key '{}' ({})", o.component_, opt.key, opt.doc));
     } else {
       node.fail(fmt::format("{} needs option '{}' ({}: {})",
                             o.component_,

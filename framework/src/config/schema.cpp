@@ -28,6 +28,8 @@ const char* option_type_name(OptionType type) {
       return "list<string>";
     case OptionType::kComponent:
       return "component";
+    case OptionType::kAny:
+      return "any";
   }
   return "?";
 }
@@ -88,10 +90,19 @@ OptionSpec OptionSpec::component(std::string key, std::string doc, std::string k
   return s;
 }
 
+OptionSpec OptionSpec::any(std::string key, std::string doc, std::string shape) {
+  OptionSpec s = make_spec(std::move(key), OptionType::kAny, std::move(doc));
+  s.shape = std::move(shape);
+  return s;
+}
+
 std::string OptionSpec::describe_type() const {
   std::string s = option_type_name(type);
   if (type == OptionType::kComponent) {
     s = "registered " + reference + ": NAME or {name: NAME, options...}";
+  }
+  if (type == OptionType::kAny) {
+    s = shape;
   }
   if (!choices.empty()) {
     s = "one of {" + join(choices, ", ") + "}";
@@ -110,7 +121,7 @@ std::string OptionSpec::describe_type() const {
       e << YAML::Flow << *default_value;
       d = e.c_str();
     }
-    s += ", default " + d;
+    s += ", default " + (d.empty() ? std::string("\"\"") : d);
   } else {
     s += ", required";
   }

@@ -82,23 +82,61 @@ std::vector<std::pair<std::string, double>> read_values(const ConfigNode& node,
 
 }  // namespace
 
+ComponentSpec PaperReference::schema(bool allow_rows) {
+  using O = OptionSpec;
+  const auto values = [](std::string doc) {
+    return O::any("values", std::move(doc), "map of grid cell -> accuracy");
+  };
+  ComponentSpec spec{
+      "section",
+      allow_rows ? "sweep paper" : "paper",
+      allow_rows ? "the paper's figures beside a sweep's configurations: `values:` beside every "
+                   "one, or `rows:`; `paper: inherit` prints the base experiment's beside each"
+                 : "the paper's figures beside the run's: the end of `lengen run` prints both "
+                   "with the difference and writes eval/paper.csv and plots/paper.png",
+      {O::string("cite", "the paper (authors, year, title or arXiv id)"),
+       O::string("table", "where in the paper the figures are (table, figure, section)"),
+       O::string("note", "a protocol difference worth printing beside the figures")
+           .with_default(std::string("")),
+       O::string("unit", "what the values are in")
+           .with_default(std::string("percent"))
+           .one_of({"percent", "fraction"}),
+       O::string("statistic",
+                 "what the paper's numbers are over its seeds; lengen's figure in that statistic "
+                 "is printed beside the median")
+           .with_default(std::string("median"))
+           .one_of({"median", "mean", "best"}),
+       O::string("label", "the row's label").with_default(std::string("")),
+       values("the paper's accuracy per grid cell, e.g. {10: 100, 20: 97.5}; ~ where the paper "
+              "gives none")
+           .may_be_absent()}};
+  if (allow_rows) {
+    spec.options.push_back(O::map_list(
+        "rows",
+        "several rows, each beside the configurations it names",
+        {O::string("label", "the row's label; default: row N").with_default(std::string("")),
+         O::map("where", "sweep axis -> value: the configurations it stands beside").any_keys(),
+         O::string("stage", "the eval stage whose figures it stands beside")
+             .with_default(std::string("")),
+         values("the paper's accuracy per grid cell")}));
+  }
+  return spec;
+}
+
 PaperReference PaperReference::from_config(const ConfigNode& node,
                                            const std::vector<std::string>& grid_axes,
                                            bool allow_rows) {
   PaperReference p;
   if (!node.defined())
     return p;
-  MapReader r(node);
-  p.cite = r.required("cite").as_string();
-  p.table = r.required("table").as_string();
-  p.note = r.get_string("note", "");
-  const std::string unit = r.get_choice("unit", "percent", {"percent", "fraction"});
-  p.statistic = r.get_choice("statistic", "median", {"median", "mean", "best"});
-  const double scale = unit == "percent" ? 100.0 : 1.0;
-  const ConfigNode values = r.child("values");
-  const ConfigNode rows = allow_rows ? r.child("rows") : ConfigNode();
-  const std::string label = r.get_string("label", "");
-  r.finish();
+  const Options o = Options::validate(schema(allow_rows), node, {});
+  p.cite = o.get_string("cite");
+  p.table = o.get_string("table");
+  p.note = o.get_string("note");
+  p.statistic = o.get_string("statistic");
+  const double scale = o.get_string("unit") == "percent" ? 100.0 : 1.0;
+  const ConfigNode values = o.node("values");
+  const ConfigNode rows = allow_rows ? o.node("rows") : ConfigNode();
   if (values.defined() == rows.defined()) {
     node.fail(
         allow_rows
@@ -107,25 +145,21 @@ PaperReference PaperReference::from_config(const ConfigNode& node,
             : "paper: give 'values:', the paper's accuracy per grid cell");
   }
   if (values.defined()) {
-    p.rows.push_back({label, {}, read_values(values, grid_axes, scale), {}, ""});
+    p.rows.push_back({o.get_string("label"), {}, read_values(values, grid_axes, scale), {}, ""});
     return p;
   }
-  if (!rows.is_sequence() || rows.size() == 0)
+  if (rows.size() == 0)
     rows.fail("paper.rows: a non-empty list of {label, where, values}");
-  for (size_t i = 0; i < rows.size(); ++i) {
-    MapReader rr(rows.at(i));
+  const std::vector<Options> entries = o.get_map_list("rows");
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const Options& rr = entries[i];
     PaperRow row;
-    row.label = rr.get_string("label", "");
-    const ConfigNode where = rr.child("where");
-    if (where.defined()) {
-      if (!where.is_map())
-        where.fail("paper row 'where:' is a map of sweep axis -> value");
-      for (const auto& k : where.keys())
-        row.where.emplace_back(k, where.child(k).yaml());
-    }
-    row.stage = rr.get_string("stage", "");
-    row.values = read_values(rr.required("values"), grid_axes, scale);
-    rr.finish();
+    row.label = rr.get_string("label");
+    const ConfigNode where = rr.node("where");
+    for (const auto& k : where.defined() ? where.keys() : std::vector<std::string>{})
+      row.where.emplace_back(k, where.child(k).yaml());
+    row.stage = rr.get_string("stage");
+    row.values = read_values(rr.node("values"), grid_axes, scale);
     if (row.label.empty())
       row.label = fmt::format("row {}", i + 1);
     p.rows.push_back(std::move(row));

@@ -72,20 +72,20 @@ Experiment Experiment::from_node(const ConfigNode& root_in,
   e.file = path;
   const ConfigNode root = root_in;
   e.root = root;
-  MapReader r(root);
-  e.name = r.get_string("name", fs::path(path).stem().string());
-  e.seed = static_cast<uint64_t>(r.get_int("seed", 0));
-  e.device = r.get_choice("device", e.device, {"cpu", "cuda", "auto"});
-  e.dtype = r.get_choice("dtype", e.dtype, {"float32", "float64", "bfloat16"});
-  e.output_dir = r.get_string("output_dir", e.output_dir);
-  e.threads = r.get_int("threads", e.threads);
-  r.ignore("provenance");  // written into resolved configs; informational only
+  const Options top = Options::validate(schema(), root, {});
+  e.name = top.given("name") ? top.get_string("name") : fs::path(path).stem().string();
+  e.seed = static_cast<uint64_t>(top.get_int("seed"));
+  e.device = top.get_string("device");
+  e.dtype = top.get_string("dtype");
+  e.output_dir = top.get_string("output_dir");
+  e.threads = top.get_int("threads");
 
   // Plugins listed in the file are loaded first (paths relative to the file).
-  ConfigNode plugins = r.child("plugins");
+  ConfigNode plugins = top.node("plugins");
   if (plugins.defined()) {
-    for (size_t i = 0; i < plugins.size(); ++i) {
-      ConfigNode p = plugins.at(i);
+    const ConfigNode list = plugins.is_sequence() ? plugins : ConfigNode();
+    for (size_t i = 0; i < (list.defined() ? list.size() : 1); ++i) {
+      ConfigNode p = list.defined() ? list.at(i) : plugins;
       fs::path pp = p.as_string();
       if (pp.is_relative()) {
         pp = fs::path(path).parent_path() / pp;
@@ -99,7 +99,7 @@ Experiment Experiment::from_node(const ConfigNode& root_in,
     }
   }
 
-  ConfigNode task_in = r.required("task");
+  ConfigNode task_in = top.node("task");
   ConfigNode mixture = task_in.is_map() ? task_in.child("mixture") : ConfigNode();
   e.task_node = mixture.defined() ? without_keys(task_in, {"mixture"}) : task_in;
   e.task = task_registry().create(e.task_node, TaskContext{});
@@ -107,9 +107,9 @@ Experiment Experiment::from_node(const ConfigNode& root_in,
     e.sources = parse_mixture(e.task_node, mixture, e.task);
     e.mixture_node = mixture;
   }
-  e.model = ModelConfig::from_config(r.child("model"));
+  e.model = ModelConfig::from_config(root.child("model"));
 
-  ConfigNode pos = r.required("position");
+  ConfigNode pos = top.node("position");
   if (pos.is_sequence()) {
     if (pos.size() == 0) {
       pos.fail("position: lists no scheme; use [nope] for no position information");
@@ -120,10 +120,10 @@ Experiment Experiment::from_node(const ConfigNode& root_in,
   } else {
     e.position_nodes.push_back(pos);
   }
-  e.train = TrainConfig::from_config(r.child("train"));
-  e.eval = EvalConfig::from_config(r.child("eval"), e.task->grid_axes());
+  e.train = TrainConfig::from_config(root.child("train"));
+  e.eval = EvalConfig::from_config(root.child("eval"), e.task->grid_axes());
   e.curve_eval = e.train.eval_every > 0
-                     ? EvalConfig::from_config(merge_config(r.child("eval"), e.train.eval_grid),
+                     ? EvalConfig::from_config(merge_config(root.child("eval"), e.train.eval_grid),
                                                e.task->grid_axes())
                      : e.eval;
   for (const EvalConfig* ec : {&e.eval, &e.curve_eval}) {
@@ -148,13 +148,12 @@ Experiment Experiment::from_node(const ConfigNode& root_in,
             "train.dataset_size does not apply to a task.mixture: give each source its own "
             "dataset_size");
   }
-  e.paper_node = r.child("paper");
+  e.paper_node = root.child("paper");
   e.paper = PaperReference::from_config(e.paper_node, e.eval.axes(), false);
-  ConfigNode stages = r.child("stages");
+  ConfigNode stages = root.child("stages");
   if (stages.defined() && !allow_stages) {
     stages.fail("a stage cannot have stages of its own");
   }
-  r.finish();
 
   // Build the schemes once now: validates their options and lets them check that every
   // evaluation cell and the training distribution fit (e.g. IDs <= max_position), so an
@@ -256,10 +255,6 @@ Experiment Experiment::from_node(const ConfigNode& root_in,
     e.parse_stages(stages);
   }
   return e;
-}
-
-std::vector<ComponentSpec> framework_sections() {
-  return {ModelConfig::schema(), TrainConfig::schema(), EvalConfig::schema(), StageSpec::schema()};
 }
 
 TrainingData Experiment::training_data(const std::string& run) const {

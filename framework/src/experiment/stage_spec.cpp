@@ -2,13 +2,16 @@
 // keys of a stage entry, and the registered expansions of compact entries.
 #include "lengen/experiment/stage_spec.h"
 
-#include "lengen/registry/registry.h"
-
 #include <map>
 
 namespace lengen {
 
 Stage::~Stage() = default;
+
+StageRegistry& stage_registry() {
+  static StageRegistry r("stage", "stage kinds", "stages[i].kind");
+  return r;
+}
 
 ComponentSpec StageSpec::schema() {
   using O = OptionSpec;
@@ -56,7 +59,6 @@ void register_stage_expansion(const std::string& kind, StageExpansion expand) {
 }
 
 const StageExpansion* find_stage_expansion(const std::string& kind) {
-  (void)stage_registry();  // the built-in kinds register their expansions with themselves
   auto it = expansions().find(kind);
   return it == expansions().end() ? nullptr : &it->second;
 }

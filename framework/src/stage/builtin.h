@@ -1,7 +1,7 @@
 #pragma once
-// The built-in stage kinds' registration functions, one per file in this folder; called from
-// stage_registry() (stage.cpp) before anything else reads or adds to it.
-#include "lengen/registry/registry.h"
+// The built-in stage kinds' registration functions, one per file in this folder; called once
+// when the library loads (stage.cpp), before anything reads stage_registry().
+#include "lengen/experiment/stage_spec.h"
 
 namespace lengen {
 

@@ -164,21 +164,22 @@ std::string StageContext::write_tensors(
 }
 
 // ---------------------------------------------------------------------------------------
-// The stage kinds' registry, with the built-in kinds (one file each in this folder)
+// The built-in stage kinds (one file each in this folder) join the experiment layer's registry
+// when the library loads, before anything can read a file; their expansions with them.
 
-StageRegistry& stage_registry() {
-  static StageRegistry r("stage", "stage kinds", "stages[i].kind");
-  static const bool registered = [] {
-    register_train_stage(r);
-    register_eval_stage(r);
-    register_self_label_stage(r);
-    register_self_improve_stage(r);
-    register_compare_stages_stage(r);
-    return true;
-  }();
-  (void)registered;
-  return r;
-}
+namespace {
+
+const bool builtin_stage_kinds_registered = [] {
+  StageRegistry& r = stage_registry();
+  register_train_stage(r);
+  register_eval_stage(r);
+  register_self_label_stage(r);
+  register_self_improve_stage(r);
+  register_compare_stages_stage(r);
+  return true;
+}();
+
+}  // namespace
 
 namespace {
 

@@ -3,6 +3,7 @@
 
 #include "lengen/core/error.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <fstream>
@@ -75,6 +76,57 @@ std::string capture(const std::string& cmd, int* status) {
   const int rc = ::pclose(p);
   *status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
   return out;
+}
+
+// Whether an axis value is the one a user wrote: the same YAML, or for a scalar, the value's
+// component label (`coupling` for `[{name: coupling, max_position: 101}]`).
+bool value_matches(const YAML::Node& want, const YAML::Node& have) {
+  return flow(want) == flow(have) ||
+         (want.IsScalar() && (want.as<std::string>() == label(have, false) ||
+                              want.as<std::string>() == label(have, true)));
+}
+
+// A `labels:` name written for `key` stands for its value; anything else is returned as written.
+YAML::Node resolve_label(const std::map<std::string, std::map<std::string, std::string>>& labels,
+                         const std::string& key,
+                         const YAML::Node& want) {
+  const auto named = labels.find(key);
+  if (named == labels.end() || !want.IsScalar())
+    return want;
+  const std::string written = want.as<std::string>();
+  for (const auto& [value, name] : named->second) {
+    if (name == written)
+      return YAML::Load(value);
+  }
+  return want;
+}
+
+// The value at a dotted key (`model.shared_layers`) of a YAML tree; undefined where it has none.
+YAML::Node value_at(const YAML::Node& tree, const std::string& key) {
+  if (!tree.IsMap())
+    return YAML::Node(YAML::NodeType::Undefined);
+  const auto dot = key.find('.');
+  const YAML::Node child = tree[key.substr(0, dot)];
+  if (!child)
+    return YAML::Node(YAML::NodeType::Undefined);
+  return dot == std::string::npos ? child : value_at(child, key.substr(dot + 1));
+}
+
+// A point's value of an axis key: the value it sets, or for a point that does not set the key
+// (an explicit point, or a grid point beside explicit ones), the value its resolved experiment
+// has there (`model.shared_layers: false` from the base). Undefined where neither has it.
+YAML::Node point_value(const std::vector<std::pair<std::string, YAML::Node>>& values,
+                       const YAML::Node& resolved,
+                       const std::string& key) {
+  auto it =
+      std::find_if(values.begin(), values.end(), [&](const auto& kv) { return kv.first == key; });
+  return it != values.end() ? it->second : value_at(resolved, key);
+}
+
+YAML::Node point_value(const Point& p, const std::string& key) {
+  auto it = std::find_if(
+      p.varied.begin(), p.varied.end(), [&](const auto& kv) { return kv.first == key; });
+  return it != p.varied.end() ? YAML::Load(it->second) : value_at(YAML::Load(p.resolved), key);
 }
 
 }  // namespace lengen::sweep

@@ -5,6 +5,7 @@
 #include "lengen/core/error.h"
 #include "lengen/core/log.h"
 #include "lengen/model/architecture.h"
+#include "lengen/position/memo.h"
 #include "lengen/train/trainer.h"
 #include "lengen/train/weights.h"
 

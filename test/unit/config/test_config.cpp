@@ -4,6 +4,7 @@
 #include "lengen/config/section.h"
 #include "lengen/core/parse.h"
 #include "lengen/experiment/experiment.h"
+#include "lengen/experiment/sections.h"
 
 using namespace lengen;
 using Catch::Contains;
@@ -274,7 +275,7 @@ TEST_CASE("config: map and list-of-map options, and sections bound to structs",
   CHECK_THROWS_WITH(validate("{sources: [{source: a}, {source: b, weight: -1}]}"),
                     Contains("demo.sources[1].weight must be >= 0"));
   CHECK_THROWS_WITH(validate("{sources: [{source: a}, {weight: 2}]}"),
-                    Contains("needs option 'source'"));
+                    Contains("demo.sources[1]: missing required key 'source'"));
   CHECK_THROWS_WITH(validate("{sources: {source: a}}"), Contains("expected a list of maps"));
   CHECK_THROWS_WITH(validate("{steps: 0}"), Contains("demo.steps must be >= 1, got 0"));
 
@@ -325,7 +326,8 @@ TEST_CASE("config: map and list-of-map options, and sections bound to structs",
   std::vector<std::string> names;
   for (const auto& s : framework_sections())
     names.push_back(s.name);
-  CHECK(names == std::vector<std::string>{"model", "train", "eval", "stages[i]"});
+  CHECK(names ==
+        std::vector<std::string>{"experiment", "model", "train", "eval", "stages[i]", "paper"});
 }
 
 TEST_CASE("config: leading_integer reads what std::stoll reads, without throwing", "[config]") {

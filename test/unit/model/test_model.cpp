@@ -3,6 +3,7 @@
 
 #include "lengen/model/transformer.h"
 #include "lengen/plugin/loader.h"
+#include "lengen/position/memo.h"
 #include "lengen/train/op_count.h"
 
 #include <functional>

@@ -4,12 +4,15 @@
 
 #include "lengen/config/section.h"
 #include "lengen/core/log.h"
+#include "lengen/experiment/sections.h"
+#include "lengen/experiment/stage_spec.h"
 #include "lengen/model/activation.h"
 #include "lengen/model/architecture.h"
 #include "lengen/model/norm.h"
 #include "lengen/model/transformer.h"
 #include "lengen/plugin/loader.h"
 #include "lengen/registry/registry.h"
+#include "lengen/sweep/sweep.h"
 #include "lengen/train/optimizer.h"
 #include "lengen/train/schedule.h"
 
@@ -59,7 +62,10 @@ class Plugins : public Command {
     if (markdown_) {
       // The framework's own sections, from the schemas that validate them.
       fmt::print("## Sections\n\n");
-      for (const auto& spec : framework_sections()) {
+      std::vector<ComponentSpec> sections = framework_sections();
+      for (auto& spec : sweep::sweep_sections())
+        sections.push_back(std::move(spec));
+      for (const auto& spec : sections) {
         fmt::print("### `{}`\n\n{}\n\n| key | type | description |\n| --- | --- | --- |\n",
                    spec.name,
                    spec.summary);

@@ -23,7 +23,8 @@ enum class OptionType {
   kMap,
   kMapList,
   kStringList,
-  kComponent
+  kComponent,
+  kAny
 };
 
 LENGEN_API const char* option_type_name(OptionType type);
@@ -51,6 +52,7 @@ struct LENGEN_API OptionSpec {
   bool optional = false;  ///< may be absent with no default (Options::given says)
   std::string shorthand;  ///< kMap: a scalar x means {shorthand: x}
   std::string reference;  ///< kComponent: the kind of component it names ("norm")
+  std::string shape;      ///< kAny: what the value is, for listings ("a list of schemes")
 
   static OptionSpec integer(std::string key, std::string doc);
   static OptionSpec number(std::string key, std::string doc);
@@ -71,6 +73,10 @@ struct LENGEN_API OptionSpec {
   /// name, or the whole reference as one-line YAML when it has options, which the registry's
   /// create() reads back.
   static OptionSpec component(std::string key, std::string doc, std::string kind);
+  /// A key whose value its owner reads and checks itself (a list of position schemes, the
+  /// task with its mixture, stage entries): declared so that it is a known key and
+  /// documented, `shape` saying what it holds.
+  static OptionSpec any(std::string key, std::string doc, std::string shape);
 
   template <class T>
   OptionSpec& with_default(const T& value) {

@@ -160,8 +160,4 @@ class Section {
   std::vector<Binding> bindings_;
 };
 
-/// The framework's sections, for `lengen plugins --markdown` (docs/config-reference.md):
-/// model, train, eval and the framework keys of a stage entry.
-LENGEN_API std::vector<ComponentSpec> framework_sections();
-
 }  // namespace lengen

@@ -20,6 +20,7 @@
 //       - {label: "vanilla", stage: vanilla, values: {6: 100, 10: 0}}   # an eval stage's figures
 
 #include "lengen/config/node.h"
+#include "lengen/config/schema.h"
 #include "lengen/core/export.h"
 
 #include <nlohmann/json_fwd.hpp>
@@ -56,6 +57,9 @@ struct LENGEN_API PaperReference {
 
   /// The same reference with only the rows of `stage` ("": the run's own evaluation).
   PaperReference of_stage(const std::string& stage) const;
+
+  /// The keys of a `paper:` block (with `rows:` in a sweep file).
+  static ComponentSpec schema(bool allow_rows);
 
   /// Reads a `paper:` block. `grid_axes` are the evaluation grid's axes (a value's key has one
   /// integer per axis); `allow_rows` is true for sweeps (`rows:` with `where:`), false for an

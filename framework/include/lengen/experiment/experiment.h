@@ -65,6 +65,9 @@ struct LENGEN_API Experiment {
 
   /// The same from a loaded tree; `path` names the file in messages and relative plugin
   /// paths. `allow_stages` is false for a stage's own experiment.
+  /// The top level's schema (what from_node validates the file's keys against).
+  static ComponentSpec schema();
+
   static Experiment from_node(const ConfigNode& root,
                               const std::string& path,
                               bool allow_stages = true);

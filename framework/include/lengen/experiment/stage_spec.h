@@ -7,6 +7,7 @@
 
 #include "lengen/config/schema.h"
 #include "lengen/core/export.h"
+#include "lengen/registry/registry.h"
 #include "lengen/train/weights.h"
 
 #include <yaml-cpp/yaml.h>
@@ -46,6 +47,15 @@ class LENGEN_API Stage {
   /// Reads other stages' evaluations (compare_stages): skipped by --no-eval too.
   virtual bool reads_evaluations() const { return false; }
 };
+
+/// Stage kinds (`stages[i].kind`). The built-in kinds (the stage layer's) join it when the
+/// library loads; a plugin's with Registrar::add_stage.
+using StageRegistry = Registry<Stage, StageInfo>;
+LENGEN_API StageRegistry& stage_registry();
+
+inline StageRegistry& registry_of(const Stage*) {
+  return stage_registry();
+}
 
 /// One entry of `stages:`, validated when the experiment loads.
 struct LENGEN_API StageSpec {

@@ -1,26 +1,14 @@
 #pragma once
 
+// Everything a position hook may look at for one attention call.
+
+#include "lengen/position/attention_kind.h"
+
 #include <torch/types.h>
 
 #include <cstdint>
 
 namespace lengen {
-
-/// Which attention a hook is being called for.
-enum class AttentionKind { kCausalSelf, kBidirectionalSelf, kCross };
-
-/// "causal_self", "bidirectional_self", "cross".
-inline const char* attention_kind_name(AttentionKind kind) {
-  switch (kind) {
-    case AttentionKind::kCausalSelf:
-      return "causal_self";
-    case AttentionKind::kBidirectionalSelf:
-      return "bidirectional_self";
-    case AttentionKind::kCross:
-      return "cross";
-  }
-  return "?";
-}
 
 /// Everything a position hook may look at for one attention call. Position IDs are the
 /// task's IDs after this scheme's transform_ids (random offsets, cyclic indexing, ...).

@@ -14,9 +14,6 @@
 
 namespace lengen {
 
-class Stage;
-struct StageInfo;
-
 /// Which library a component came from; recorded in every run's config.yaml.
 struct PluginOrigin {
   std::string library;  ///< absolute path of the .so, or "<builtin>"
@@ -234,13 +231,9 @@ void add_builtin(Registry<Base, Context>& registry) {
 // lengen/position/scheme.h, task_registry() in lengen/task/task.h, norm_registry() in
 // lengen/model/norm.h, activation_registry() in lengen/model/activation.h,
 // architecture_registry() in lengen/model/architecture.h, optimizer_registry() in
-// lengen/train/optimizer.h, decay_registry() in lengen/train/schedule.h, each with a
-// `registry_of(const Base*)` the Registrar finds it by. Stage kinds are the exception still:
-// their interface is the experiment layer's and their registry the stage layer's.
-using StageRegistry = Registry<Stage, StageInfo>;
-
-/// Stage kinds (`stages[i].kind`); see lengen/stage/stage.h.
-LENGEN_API StageRegistry& stage_registry();
+// lengen/train/optimizer.h, decay_registry() in lengen/train/schedule.h, stage_registry() in
+// lengen/experiment/stage_spec.h, each with a `registry_of(const Base*)` the Registrar finds
+// it by (argument-dependent lookup, in the plugin's own translation unit).
 
 /// Handed to a plugin's register function; bound to the library being loaded so every
 /// component it adds records its origin.
@@ -271,9 +264,7 @@ class LENGEN_API Registrar {
   /// `S(const Options&, const StageInfo&)` (include lengen/stage/stage.h).
   template <class S>
   void add_stage() {
-    stage_registry().add(S::spec(), origin_, [](const Options& o, const StageInfo& c) {
-      return std::make_shared<S>(o, c);
-    });
+    add_to<S>(registry_of(static_cast<const S*>(nullptr)));
   }
 
   /// Registers an optimizer with `static ComponentSpec spec()` and a constructor

@@ -64,6 +64,10 @@ struct Sweep {
 /// A sweep of more than `max_points` points (grid and explicit points together) is refused
 /// before it is expanded: planning validates each point (about 3 ms each on a 2-core Zen 4).
 inline constexpr uint64_t kMaxSweepPoints = 100000;
+/// The keys of a sweep file (validation and docs/config-reference.md).
+LENGEN_API ComponentSpec sweep_schema();
+/// The sweep file's sections for `lengen plugins --markdown`: its top level and its `paper:`.
+LENGEN_API std::vector<ComponentSpec> sweep_sections();
 LENGEN_API Sweep load_sweep(const std::string& path,
                             const std::vector<std::string>& overrides = {},
                             uint64_t max_points = kMaxSweepPoints);
