@@ -46,6 +46,7 @@ std::string value_for(const OptionSpec& o) {
     case OptionType::kMapList:
       return "[]";
     case OptionType::kComponent:  // no stage kind takes one yet
+    case OptionType::kAny:
       throw std::logic_error("stage contract: give option '" + o.key + "' (a " + o.reference +
                              ") a value in value_for");
   }

@@ -65,23 +65,11 @@ std::vector<torch::Tensor> layout_ids(const Task& task,
 
 }  // namespace
 
-Experiment Experiment::from_node(const ConfigNode& root_in,
-                                 const std::string& path,
-                                 bool allow_stages) {
-  Experiment e;
-  e.file = path;
-  const ConfigNode root = root_in;
-  e.root = root;
-  const Options top = Options::validate(schema(), root, {});
-  e.name = top.given("name") ? top.get_string("name") : fs::path(path).stem().string();
-  e.seed = static_cast<uint64_t>(top.get_int("seed"));
-  e.device = top.get_string("device");
-  e.dtype = top.get_string("dtype");
-  e.output_dir = top.get_string("output_dir");
-  e.threads = top.get_int("threads");
+namespace {
 
-  // Plugins listed in the file are loaded first (paths relative to the file).
-  ConfigNode plugins = top.node("plugins");
+// Loads the plugins a file lists (paths relative to the file); returns their paths.
+std::vector<std::string> load_file_plugins(const ConfigNode& plugins, const std::string& path) {
+  std::vector<std::string> loaded;
   if (plugins.defined()) {
     const ConfigNode list = plugins.is_sequence() ? plugins : ConfigNode();
     for (size_t i = 0; i < (list.defined() ? list.size() : 1); ++i) {
@@ -95,37 +83,15 @@ Experiment Experiment::from_node(const ConfigNode& root_in,
       } catch (const Error& err) {
         p.fail(err.what());
       }
-      e.plugins.push_back(pp.string());
+      loaded.push_back(pp.string());
     }
   }
+  return loaded;
+}
 
-  ConfigNode task_in = top.node("task");
-  ConfigNode mixture = task_in.is_map() ? task_in.child("mixture") : ConfigNode();
-  e.task_node = mixture.defined() ? without_keys(task_in, {"mixture"}) : task_in;
-  e.task = task_registry().create(e.task_node, TaskContext{});
-  if (mixture.defined() && mixture.size() > 0) {
-    e.sources = parse_mixture(e.task_node, mixture, e.task);
-    e.mixture_node = mixture;
-  }
-  e.model = ModelConfig::from_config(root.child("model"));
-
-  ConfigNode pos = top.node("position");
-  if (pos.is_sequence()) {
-    if (pos.size() == 0) {
-      pos.fail("position: lists no scheme; use [nope] for no position information");
-    }
-    for (size_t i = 0; i < pos.size(); ++i) {
-      e.position_nodes.push_back(pos.at(i));
-    }
-  } else {
-    e.position_nodes.push_back(pos);
-  }
-  e.train = TrainConfig::from_config(root.child("train"));
-  e.eval = EvalConfig::from_config(root.child("eval"), e.task->grid_axes());
-  e.curve_eval = e.train.eval_every > 0
-                     ? EvalConfig::from_config(merge_config(root.child("eval"), e.train.eval_grid),
-                                               e.task->grid_axes())
-                     : e.eval;
+// The evaluation settings fit the architecture and the model; a mixture sizes its own sources.
+void check_eval_settings(const Experiment& e) {
+  const ConfigNode& root = e.root;
   for (const EvalConfig* ec : {&e.eval, &e.curve_eval}) {
     if (ec->adaptive_loops > 0 && !architecture(e.model.arch)->one_pass()) {
       root.child("eval")
@@ -148,30 +114,30 @@ Experiment Experiment::from_node(const ConfigNode& root_in,
             "train.dataset_size does not apply to a task.mixture: give each source its own "
             "dataset_size");
   }
-  e.paper_node = root.child("paper");
-  e.paper = PaperReference::from_config(e.paper_node, e.eval.axes(), false);
-  ConfigNode stages = root.child("stages");
-  if (stages.defined() && !allow_stages) {
-    stages.fail("a stage cannot have stages of its own");
-  }
+}
 
-  // Build the schemes once now: validates their options and lets them check that every
-  // evaluation cell and the training distribution fit (e.g. IDs <= max_position), so an
-  // impossible length fails before training instead of after it.
-  auto schemes = build_schemes(e.position_nodes,
-                               scheme_context(e.model, e.task->position_levels(), e.run_dir()));
+// Without a causal mask nothing tells positions apart: an encoder whose schemes add no
+// position information gives equal tokens equal outputs.
+void warn_if_unordered(const Experiment& e,
+                       const std::vector<std::shared_ptr<PositionScheme>>& schemes) {
   if (architecture(e.model.arch)->one_pass() &&
       std::all_of(
           schemes.begin(), schemes.end(), [](const auto& s) { return s->hooks() == kHookNone; })) {
-    // Without a causal mask nothing tells positions apart: equal tokens get equal outputs.
     logger("config")->warn(
         "{}: an encoder whose position schemes add no position information is "
         "permutation-equivariant: "
         "equal input tokens (e.g. the output slots) always get equal outputs, so a task whose "
         "output "
         "slots must differ cannot be learned; add a scheme with positions (e.g. rpe_k)",
-        path);
+        e.file);
   }
+}
+
+// Every evaluation cell (of the grid and of the eval curve) can be sampled, carries the
+// breakdown's features, and fits every scheme (e.g. IDs <= max_position).
+void check_eval_cells(const Experiment& e,
+                      const std::vector<std::shared_ptr<PositionScheme>>& schemes) {
+  const ConfigNode& root = e.root;
   std::vector<GridCell> cells = e.eval.cells();
   for (const auto& c : e.curve_eval.cells()) {
     if (std::find(cells.begin(), cells.end(), c) == cells.end())
@@ -223,34 +189,104 @@ Experiment Experiment::from_node(const ConfigNode& root_in,
       }
     }
   }
-  {
-    Rng rng(mix_seed(e.seed, {0xC0FFEE}));
-    std::vector<Example> sample;
-    for (int i = 0; i < 256; ++i) {
-      sample.push_back(
-          e.sources.empty()
-              ? e.task->sample_train(rng)
-              : e.sources[static_cast<size_t>(i) % e.sources.size()].task->sample_train(rng));
-    }
-    // The task must render its examples in the architecture's layout (a refusal names both).
-    const std::string task_name =
-        e.task_node.is_scalar() ? e.task_node.as_string() : e.task_node.child("name").as_string();
+}
+
+// The task renders training examples in the architecture's layout, and every scheme takes
+// their IDs.
+void check_training_sample(const Experiment& e,
+                           const std::vector<std::shared_ptr<PositionScheme>>& schemes) {
+  const ConfigNode& root = e.root;
+  Rng rng(mix_seed(e.seed, {0xC0FFEE}));
+  std::vector<Example> sample;
+  for (int i = 0; i < 256; ++i) {
+    sample.push_back(
+        e.sources.empty()
+            ? e.task->sample_train(rng)
+            : e.sources[static_cast<size_t>(i) % e.sources.size()].task->sample_train(rng));
+  }
+  // The task must render its examples in the architecture's layout (a refusal names both).
+  const std::string task_name =
+      e.task_node.is_scalar() ? e.task_node.as_string() : e.task_node.child("name").as_string();
+  try {
+    architecture(e.model.arch)->check_layout(*e.task, task_name, sample);
+  } catch (const Error& err) {
+    root.child("model").child("arch").fail(err.what());
+  }
+  for (size_t i = 0; i < schemes.size(); ++i) {
     try {
-      architecture(e.model.arch)->check_layout(*e.task, task_name, sample);
-    } catch (const Error& err) {
-      root.child("model").child("arch").fail(err.what());
-    }
-    for (size_t i = 0; i < schemes.size(); ++i) {
-      try {
-        for (const auto& t : layout_ids(*e.task, *architecture(e.model.arch), sample)) {
-          schemes[i]->position_ids(t, /*offset=*/0, /*training=*/true);
-        }
-      } catch (const Error& err) {
-        e.position_nodes[i].fail(
-            fmt::format("training examples cannot be represented: {}", err.what()));
+      for (const auto& t : layout_ids(*e.task, *architecture(e.model.arch), sample)) {
+        schemes[i]->position_ids(t, /*offset=*/0, /*training=*/true);
       }
+    } catch (const Error& err) {
+      e.position_nodes[i].fail(
+          fmt::format("training examples cannot be represented: {}", err.what()));
     }
   }
+}
+
+}  // namespace
+
+Experiment Experiment::from_node(const ConfigNode& root_in,
+                                 const std::string& path,
+                                 bool allow_stages) {
+  Experiment e;
+  e.file = path;
+  const ConfigNode root = root_in;
+  e.root = root;
+  const Options top = Options::validate(schema(), root, {});
+  e.name = top.given("name") ? top.get_string("name") : fs::path(path).stem().string();
+  e.seed = static_cast<uint64_t>(top.get_int("seed"));
+  e.device = top.get_string("device");
+  e.dtype = top.get_string("dtype");
+  e.output_dir = top.get_string("output_dir");
+  e.threads = top.get_int("threads");
+
+  // Plugins listed in the file are loaded first (paths relative to the file).
+  e.plugins = load_file_plugins(top.node("plugins"), path);
+
+  ConfigNode task_in = top.node("task");
+  ConfigNode mixture = task_in.is_map() ? task_in.child("mixture") : ConfigNode();
+  e.task_node = mixture.defined() ? without_keys(task_in, {"mixture"}) : task_in;
+  e.task = task_registry().create(e.task_node, TaskContext{});
+  if (mixture.defined() && mixture.size() > 0) {
+    e.sources = parse_mixture(e.task_node, mixture, e.task);
+    e.mixture_node = mixture;
+  }
+  e.model = ModelConfig::from_config(root.child("model"));
+
+  ConfigNode pos = top.node("position");
+  if (pos.is_sequence()) {
+    if (pos.size() == 0) {
+      pos.fail("position: lists no scheme; use [nope] for no position information");
+    }
+    for (size_t i = 0; i < pos.size(); ++i) {
+      e.position_nodes.push_back(pos.at(i));
+    }
+  } else {
+    e.position_nodes.push_back(pos);
+  }
+  e.train = TrainConfig::from_config(root.child("train"));
+  e.eval = EvalConfig::from_config(root.child("eval"), e.task->grid_axes());
+  e.curve_eval = e.train.eval_every > 0
+                     ? EvalConfig::from_config(merge_config(root.child("eval"), e.train.eval_grid),
+                                               e.task->grid_axes())
+                     : e.eval;
+  check_eval_settings(e);
+  e.paper_node = root.child("paper");
+  e.paper = PaperReference::from_config(e.paper_node, e.eval.axes(), false);
+  ConfigNode stages = root.child("stages");
+  if (stages.defined() && !allow_stages) {
+    stages.fail("a stage cannot have stages of its own");
+  }
+
+  // Build the schemes once now: validates their options and lets them check that every
+  // evaluation cell and the training distribution fit (e.g. IDs <= max_position), so an
+  // impossible length fails before training instead of after it.
+  auto schemes = build_schemes(e.position_nodes,
+                               scheme_context(e.model, e.task->position_levels(), e.run_dir()));
+  warn_if_unordered(e, schemes);
+  check_eval_cells(e, schemes);
+  check_training_sample(e, schemes);
   if (stages.defined()) {
     e.parse_stages(stages);
   }

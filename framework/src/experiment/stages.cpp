@@ -27,12 +27,13 @@ const std::vector<std::string> kStageSections = {"task", "model", "position", "t
 
 }  // namespace
 
-void Experiment::parse_stages(const ConfigNode& stages) {
-  if (!stages.is_sequence() || stages.size() == 0) {
-    stages.fail("stages: must be a non-empty list of {name, kind, ...} entries");
-  }
-  const ConfigNode base = without_keys(root, {"stages"});
-  // Compact entries (`kind: self_improve`) stand for several stages: expand them first.
+namespace {
+
+// Compact entries (`kind: self_improve`) stand for several stages: the entries with them
+// expanded. `seed` is the file's.
+std::vector<ConfigNode> expand_stage_entries(const ConfigNode& stages,
+                                             const ConfigNode& root,
+                                             uint64_t seed) {
   std::vector<ConfigNode> entries;
   for (size_t i = 0; i < stages.size(); ++i) {
     ConfigNode entry = stages.at(i);
@@ -64,24 +65,73 @@ void Experiment::parse_stages(const ConfigNode& stages) {
           y, root.source(), fmt::format("stages[{}] ({} stage {})", i, kind.as_string(), ++k));
     }
   }
+  return entries;
+}
+
+// The stage's name: a folder name, not taken by an earlier stage.
+std::string stage_name(const ConfigNode& entry, const std::vector<StageSpec>& earlier) {
+  if (!entry.child("name").defined())
+    entry.fail("a stage needs a name: (its folder is RUN/stages/<name>)");
+  const std::string name = entry.child("name").as_string();
+  if (name.empty() || name.find_first_of("/\\ ") != std::string::npos || name == "." ||
+      name == "..") {
+    entry.child("name").fail(
+        fmt::format("'{}' cannot name a folder; use letters, digits, - and _", name));
+  }
+  for (const auto& prev : earlier) {
+    if (prev.name == name)
+      entry.child("name").fail(fmt::format("two stages are named '{}'", name));
+  }
+  return name;
+}
+
+// init_from: an earlier stage by name, or a run directory. Stages that do not train read the
+// previous stage's model unless told otherwise. `i` is the entry's index in `entries`.
+void resolve_init_from(StageSpec& st,
+                       const ConfigNode& entry,
+                       size_t i,
+                       const std::vector<ConfigNode>& entries,
+                       const std::vector<StageSpec>& earlier) {
+  ConfigNode init = entry.child("init_from");
+  if (init.defined()) {
+    st.init_from = init.as_string();
+  } else if (!st.trains && i > 0) {
+    st.init_from = earlier.back().name;
+  }
+  for (const auto& prev : earlier) {
+    if (prev.name == st.init_from)
+      st.init_from_stage = true;
+  }
+  if (init.defined() && !st.init_from_stage) {
+    for (size_t j = i; j < entries.size(); ++j) {
+      ConfigNode later = entries[j].child("name");
+      if (later.defined() && later.as_string() == st.init_from) {
+        init.fail(fmt::format(
+            "stage '{}' starts from '{}', which runs {}; init_from names an earlier stage "
+            "or a run directory",
+            st.name,
+            st.init_from,
+            j == i ? "as itself" : "after it"));
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void Experiment::parse_stages(const ConfigNode& stages) {
+  if (!stages.is_sequence() || stages.size() == 0) {
+    stages.fail("stages: must be a non-empty list of {name, kind, ...} entries");
+  }
+  const ConfigNode base = without_keys(root, {"stages"});
+  const std::vector<ConfigNode> entries = expand_stage_entries(stages, root, seed);
   for (size_t i = 0; i < entries.size(); ++i) {
     ConfigNode entry = entries[i];
     if (!entry.is_map())
       entry.fail("a stage is a map with at least name: and kind:");
     StageSpec st;
     st.node = entry;
-    if (!entry.child("name").defined())
-      entry.fail("a stage needs a name: (its folder is RUN/stages/<name>)");
-    st.name = entry.child("name").as_string();
-    if (st.name.empty() || st.name.find_first_of("/\\ ") != std::string::npos || st.name == "." ||
-        st.name == "..") {
-      entry.child("name").fail(
-          fmt::format("'{}' cannot name a folder; use letters, digits, - and _", st.name));
-    }
-    for (const auto& prev : this->stages) {
-      if (prev.name == st.name)
-        entry.child("name").fail(fmt::format("two stages are named '{}'", st.name));
-    }
+    st.name = stage_name(entry, this->stages);
     ConfigNode kind = entry.child("kind");
     st.kind = kind.defined() ? kind.as_string() : "train";
     const auto& reg = stage_registry().lookup(st.kind, kind.defined() ? kind : entry);
@@ -99,31 +149,7 @@ void Experiment::parse_stages(const ConfigNode& stages) {
       st.evaluates = made->evaluates();
       st.reads_evaluations = made->reads_evaluations();
     }
-    // init_from: an earlier stage by name, or a run directory. Stages that do not train read
-    // the previous stage's model unless told otherwise.
-    ConfigNode init = entry.child("init_from");
-    if (init.defined()) {
-      st.init_from = init.as_string();
-    } else if (!st.trains && i > 0) {
-      st.init_from = this->stages.back().name;
-    }
-    for (const auto& prev : this->stages) {
-      if (prev.name == st.init_from)
-        st.init_from_stage = true;
-    }
-    if (init.defined() && !st.init_from_stage) {
-      for (size_t j = i; j < entries.size(); ++j) {
-        ConfigNode later = entries[j].child("name");
-        if (later.defined() && later.as_string() == st.init_from) {
-          init.fail(fmt::format(
-              "stage '{}' starts from '{}', which runs {}; init_from names an earlier stage "
-              "or a run directory",
-              st.name,
-              st.init_from,
-              j == i ? "as itself" : "after it"));
-        }
-      }
-    }
+    resolve_init_from(st, entry, i, entries, this->stages);
     st.init.init_new = all.get_string("new_parameters") == "init";
     st.init.drop_unused = all.get_string("dropped_parameters") == "ignore";
     st.init_optimizer = all.get_bool("init_optimizer");

@@ -65,6 +65,94 @@ bool applies(const PositionScheme& s, AttentionKind kind) {
   return kind != AttentionKind::kCross || s.supports(kind);
 }
 
+// The IDs scheme i sees in ctx: its query IDs from column ids_from (the rows kept) and its key
+// IDs.
+void set_scheme_ids(AttentionContext& ctx, const AttentionInputs& in, size_t i, int64_t ids_from) {
+  const auto& ids = (*in.query_ids)[i];  // [L', B|1, T]
+  ctx.query_ids = ids_from > 0 ? ids.narrow(-1, ids_from, ctx.query_length) : ids;
+  ctx.key_ids = (*in.key_ids)[i];
+}
+
+// The schemes' additive terms: biases (positions only) and relative logits (q-dependent);
+// undefined when none adds one. [B|1, H|1, T, S]
+torch::Tensor position_terms(const std::vector<std::shared_ptr<PositionScheme>>& schemes,
+                             AttentionKind kind,
+                             AttentionContext& ctx,
+                             const AttentionInputs& in,
+                             int64_t ids_from,
+                             const torch::Tensor& q,
+                             const torch::Tensor& k) {
+  torch::Tensor extra;
+  for (size_t i = 0; i < schemes.size(); ++i) {
+    const uint32_t h = schemes[i]->hooks();
+    if (!(h & (kHookAdditiveBias | kHookRelativeLogits)) || !applies(*schemes[i], kind)) {
+      continue;
+    }
+    set_scheme_ids(ctx, in, i, ids_from);
+    if (h & kHookAdditiveBias) {
+      auto b = schemes[i]->additive_bias(ctx);  // [B|1, H|1, T, S] or undefined: nothing
+      if (b.defined())
+        extra = extra.defined() ? extra + b : b;
+    }
+    if (h & kHookRelativeLogits) {
+      auto r = schemes[i]->relative_logits(q, k, ctx);  // [B, H, T, S]
+      extra = extra.defined() ? extra + r : r;
+    }
+  }
+  return extra;
+}
+
+// Long sequences without gradients (evaluation): query rows block by block, each block
+// against only the keys it can see. Never materialises [T, S] scores and skips the masked
+// upper triangle (about half the work). Equal to the explicit path (tested).
+torch::Tensor blocked_causal_attention(const torch::Tensor& q,
+                                       const torch::Tensor& k,
+                                       const torch::Tensor& v,
+                                       const torch::Tensor& extra,
+                                       int64_t offset,
+                                       double scale) {
+  const double neg_inf = -std::numeric_limits<double>::infinity();
+  const int64_t T = q.size(2);
+  const auto qs = q * scale;
+  std::vector<torch::Tensor> parts;
+  for (int64_t r0 = 0; r0 < T; r0 += kBlockRows) {
+    const int64_t rows = std::min(kBlockRows, T - r0), end = offset + r0 + rows;
+    auto s = torch::matmul(qs.narrow(2, r0, rows),
+                           k.narrow(2, 0, end).transpose(-2, -1));  // [B, H, rows, end]
+    if (extra.defined()) {
+      s.add_((extra.size(-2) == 1 ? extra : extra.narrow(-2, r0, rows)).narrow(-1, 0, end));
+    }
+    s.masked_fill_(causal_block_mask(rows, end, offset + r0, q.device()), neg_inf);
+    parts.push_back(torch::matmul(torch::softmax(s, -1), v.narrow(2, 0, end)));  // [B, H, rows, D]
+  }
+  return torch::cat(parts, 2);  // [B, H, T, D]
+}
+
+// The fused kernel. Causal rows from 0 without a bias: the kernel's own causal mask (flash). A
+// bias, or causal rows that start at an offset (a KV cache, rows_from): one mask for it.
+torch::Tensor fused_attention(const torch::Tensor& q,
+                              const torch::Tensor& k,
+                              const torch::Tensor& v,
+                              const torch::Tensor& extra,
+                              bool causal,
+                              int64_t offset,
+                              double p,
+                              double scale) {
+  const double neg_inf = -std::numeric_limits<double>::infinity();
+  const int64_t T = q.size(2), S = k.size(2);
+  torch::Tensor mask = extra.defined() ? extra.to(q.scalar_type()) : extra;
+  bool is_causal = false;
+  if (causal && T > 1) {
+    if (!mask.defined() && offset == 0) {
+      is_causal = true;
+    } else {
+      auto hidden = causal_block_mask(T, S, offset, q.device());  // [T, S]
+      mask = mask.defined() ? mask.masked_fill(hidden, neg_inf) : hidden.logical_not();
+    }
+  }
+  return compat::fused_attention(q, k, v, mask, is_causal, p, scale);  // [B, H, T, D]
+}
+
 }  // namespace
 
 torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionInputs& in) {
@@ -88,31 +176,8 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionInpu
   }
   torch::Tensor q, k, v;
   int64_t offset = 0;
+  project(x, in, q, k, v, offset);
   const bool cached = in.cache_k && in.cache_k->defined();
-  if (cross) {
-    q = q_(x).view({B, T, heads_, head_dim_}).transpose(1, 2);  // [B, H, T, D]
-    if (cached) {
-      k = *in.cache_k;  // [B, H, S, D]
-      v = *in.cache_v;
-    } else {
-      LENGEN_CHECK(in.memory.defined(), "internal: cross-attention without an encoder output");
-      const int64_t S = in.memory.size(1);
-      auto kv = kv_(in.memory)                           // [B, S, 2*H*D]
-                    .view({B, S, 2, heads_, head_dim_})  // [B, S, 2, H, D]
-                    .permute({2, 0, 3, 1, 4});           // [2, B, H, S, D]
-      auto kv_parts = kv.unbind(0);  // one gradient kernel (stack), not one per part
-      k = kv_parts[0];
-      v = kv_parts[1];
-    }
-  } else {
-    auto qkv = qkv_(x)                                  // [B, T, 3*H*D]
-                   .view({B, T, 3, heads_, head_dim_})  // [B, T, 3, H, D]
-                   .permute({2, 0, 3, 1, 4});           // [3, B, H, T, D]
-    auto parts = qkv.unbind(0);                // one gradient kernel (stack), not one per part
-    q = parts[0], k = parts[1], v = parts[2];  // [B, H, T, D]
-    offset = cached ? in.cache_k->size(2) : 0;
-  }
-
   AttentionContext ctx;
   ctx.kind = kind_;
   ctx.layer = layer_;
@@ -125,11 +190,6 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionInpu
   ctx.key_padding = in.key_padding;
   ctx.training = is_training();
   int64_t ids_from = 0;  // the first query row's column in query_ids (rows_from once narrowed)
-  auto set_ids = [&](size_t i) {
-    const auto& ids = (*in.query_ids)[i];  // [L', B|1, T]
-    ctx.query_ids = ids_from > 0 ? ids.narrow(-1, ids_from, T) : ids;
-    ctx.key_ids = (*in.key_ids)[i];
-  };
 
   // Cross keys are cached as projected (every call transforms them again with the queries).
   if (cross && in.cache_k && !cached) {
@@ -140,7 +200,7 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionInpu
   // transformed.
   for (size_t i = 0; i < schemes.size(); ++i) {
     if ((schemes[i]->hooks() & kHookQKTransform) && applies(*schemes[i], kind_)) {
-      set_ids(i);
+      set_scheme_ids(ctx, in, i, ids_from);
       std::tie(q, k) = schemes[i]->transform_qk(q, k, ctx);
     }
   }
@@ -169,23 +229,7 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionInpu
 
   // Additive terms: the schemes' biases (positions only) and relative logits (q-dependent),
   // then the key-padding mask.
-  torch::Tensor extra;
-  for (size_t i = 0; i < schemes.size(); ++i) {
-    const uint32_t h = schemes[i]->hooks();
-    if (!(h & (kHookAdditiveBias | kHookRelativeLogits)) || !applies(*schemes[i], kind_)) {
-      continue;
-    }
-    set_ids(i);
-    if (h & kHookAdditiveBias) {
-      auto b = schemes[i]->additive_bias(ctx);  // [B|1, H|1, T, S] or undefined: nothing
-      if (b.defined())
-        extra = extra.defined() ? extra + b : b;
-    }
-    if (h & kHookRelativeLogits) {
-      auto r = schemes[i]->relative_logits(q, k, ctx);  // [B, H, T, S]
-      extra = extra.defined() ? extra + r : r;
-    }
-  }
+  torch::Tensor extra = position_terms(schemes, kind_, ctx, in, ids_from, q, k);
   if (in.key_padding.defined()) {
     auto pad = torch::zeros({B, 1, 1, S}, q.options())
                    .masked_fill_(in.key_padding.view({B, 1, 1, S}), neg_inf);  // [B, 1, 1, S]
@@ -211,80 +255,105 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionInpu
   torch::Tensor y;
   const bool exact_softmax = softmax_eps_ == 0.0;  // else only the explicit path adds eps
   if (compat::kHasSdpa && !value_hooks && in.attn_out == nullptr && exact_softmax) {
-    // Causal rows from 0 without a bias: the kernel's own causal mask (flash). A bias, or
-    // causal rows that start at an offset (a KV cache, rows_from): one mask for the kernel.
-    torch::Tensor mask = extra.defined() ? extra.to(q.scalar_type()) : extra;
-    bool is_causal = false;
-    if (causal && T > 1) {
-      if (!mask.defined() && offset == 0) {
-        is_causal = true;
-      } else {
-        auto hidden = causal_block_mask(T, S, offset, x.device());  // [T, S]
-        mask = mask.defined() ? mask.masked_fill(hidden, neg_inf) : hidden.logical_not();
-      }
-    }
-    y = compat::fused_attention(q, k, v, mask, is_causal, p, scale);  // [B, H, T, D]
+    y = fused_attention(q, k, v, extra, causal, offset, p, scale);  // [B, H, T, D]
   }
   if (!y.defined() && causal && T > kBlockRows && !torch::GradMode::is_enabled() && !value_hooks &&
       in.attn_out == nullptr && exact_softmax) {
-    // Long sequences without gradients (evaluation): query rows block by block, each block
-    // against only the keys it can see. Never materialises [T, S] scores and skips the masked
-    // upper triangle (about half the work). Equal to the path below (tested).
-    const auto qs = q * scale;
-    std::vector<torch::Tensor> parts;
-    for (int64_t r0 = 0; r0 < T; r0 += kBlockRows) {
-      const int64_t rows = std::min(kBlockRows, T - r0), end = offset + r0 + rows;
-      auto s = torch::matmul(qs.narrow(2, r0, rows),
-                             k.narrow(2, 0, end).transpose(-2, -1));  // [B, H, rows, end]
-      if (extra.defined()) {
-        s.add_((extra.size(-2) == 1 ? extra : extra.narrow(-2, r0, rows)).narrow(-1, 0, end));
-      }
-      s.masked_fill_(causal_block_mask(rows, end, offset + r0, x.device()), neg_inf);
-      parts.push_back(
-          torch::matmul(torch::softmax(s, -1), v.narrow(2, 0, end)));  // [B, H, rows, D]
-    }
-    y = torch::cat(parts, 2);  // [B, H, T, D]
+    y = blocked_causal_attention(q, k, v, extra, offset, scale);  // [B, H, T, D]
   }
   if (!y.defined()) {
-    // In-place steps are safe under autograd: matmul and add keep no outputs for backward.
-    auto scores = torch::matmul(
-        q * scale, k.transpose(-2, -1));  // [B, H, T, D] x [B, H, D, S] -> [B, H, T, S]
-    if (extra.defined()) {
-      scores.add_(extra);  // broadcast [B|1, H|1, T, S]
-    }
-    if (causal) {
-      scores.masked_fill_(causal_block_mask(T, S, offset, x.device()), neg_inf);
-    }
-    if (in.attn_out && in.scores) {
-      *in.attn_out = scores.detach().clone();
-    }
-    torch::Tensor probs;
-    if (exact_softmax) {
-      probs = torch::softmax(scores, -1);  // [B, H, T, S]
-    } else {
-      // TAOTP's Figure 1.1: exp(s - max) / (sum exp(s - max) + eps).
-      auto e = (scores - std::get<0>(scores.max(-1, /*keepdim=*/true))).exp();  // [B, H, T, S]
-      probs = e / (e.sum(-1, /*keepdim=*/true) + softmax_eps_);                 // [B, H, T, S]
-    }
-    if (in.attn_out && !in.scores) {
-      *in.attn_out = probs.detach();
-    }
-    if (p > 0) {
-      probs = torch::dropout(probs, p, /*train=*/true);
-    }
-    y = torch::matmul(probs, v);  // [B, H, T, S] x [B, H, S, D] -> [B, H, T, D]
-    for (size_t i = 0; i < schemes.size(); ++i) {
-      if ((schemes[i]->hooks() & kHookRelativeValues) && applies(*schemes[i], kind_)) {
-        set_ids(i);
-        y = y + schemes[i]->relative_values(probs, ctx);  // [B, H, T, D]
-      }
-    }
+    y = explicit_attention(q, k, v, extra, offset, in, ctx, ids_from);  // [B, H, T, D]
   }
   if (in.probe) {
     y = in.probe->visit(in.site + ".heads", y);  // [B, H, T, D]
   }
   y = y.transpose(1, 2).reshape({B, T, heads_ * head_dim_});  // [B, T, H*D]
   return out_(y);                                             // [B, T, C]
+}
+
+void AttentionImpl::project(const torch::Tensor& x,
+                            const AttentionInputs& in,
+                            torch::Tensor& q,
+                            torch::Tensor& k,
+                            torch::Tensor& v,
+                            int64_t& offset) {
+  const int64_t B = x.size(0), T = x.size(1);
+  const bool cached = in.cache_k && in.cache_k->defined();
+  if (kind_ == AttentionKind::kCross) {
+    q = q_(x).view({B, T, heads_, head_dim_}).transpose(1, 2);  // [B, H, T, D]
+    if (cached) {
+      k = *in.cache_k;  // [B, H, S, D]
+      v = *in.cache_v;
+    } else {
+      LENGEN_CHECK(in.memory.defined(), "internal: cross-attention without an encoder output");
+      const int64_t S = in.memory.size(1);
+      auto kv = kv_(in.memory)                           // [B, S, 2*H*D]
+                    .view({B, S, 2, heads_, head_dim_})  // [B, S, 2, H, D]
+                    .permute({2, 0, 3, 1, 4});           // [2, B, H, S, D]
+      auto kv_parts = kv.unbind(0);  // one gradient kernel (stack), not one per part
+      k = kv_parts[0];
+      v = kv_parts[1];
+    }
+  } else {
+    auto qkv = qkv_(x)                                  // [B, T, 3*H*D]
+                   .view({B, T, 3, heads_, head_dim_})  // [B, T, 3, H, D]
+                   .permute({2, 0, 3, 1, 4});           // [3, B, H, T, D]
+    auto parts = qkv.unbind(0);                // one gradient kernel (stack), not one per part
+    q = parts[0], k = parts[1], v = parts[2];  // [B, H, T, D]
+    offset = cached ? in.cache_k->size(2) : 0;
+  }
+}
+
+torch::Tensor AttentionImpl::explicit_attention(const torch::Tensor& q,
+                                                const torch::Tensor& k,
+                                                const torch::Tensor& v,
+                                                const torch::Tensor& extra,
+                                                int64_t offset,
+                                                const AttentionInputs& in,
+                                                AttentionContext& ctx,
+                                                int64_t ids_from) {
+  static const std::vector<std::shared_ptr<PositionScheme>> kNone;
+  const auto& schemes = in.schemes ? *in.schemes : kNone;
+  const int64_t T = q.size(2), S = k.size(2);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim_));
+  const double neg_inf = -std::numeric_limits<double>::infinity();
+  const bool causal = kind_ == AttentionKind::kCausalSelf;
+  const bool exact_softmax = softmax_eps_ == 0.0;
+  const double p = is_training() ? dropout_ : 0.0;
+  // In-place steps are safe under autograd: matmul and add keep no outputs for backward.
+  auto scores =
+      torch::matmul(q * scale, k.transpose(-2, -1));  // [B, H, T, D] x [B, H, D, S] -> [B, H, T, S]
+  if (extra.defined()) {
+    scores.add_(extra);  // broadcast [B|1, H|1, T, S]
+  }
+  if (causal) {
+    scores.masked_fill_(causal_block_mask(T, S, offset, q.device()), neg_inf);
+  }
+  if (in.attn_out && in.scores) {
+    *in.attn_out = scores.detach().clone();
+  }
+  torch::Tensor probs;
+  if (exact_softmax) {
+    probs = torch::softmax(scores, -1);  // [B, H, T, S]
+  } else {
+    // TAOTP's Figure 1.1: exp(s - max) / (sum exp(s - max) + eps).
+    auto e = (scores - std::get<0>(scores.max(-1, /*keepdim=*/true))).exp();  // [B, H, T, S]
+    probs = e / (e.sum(-1, /*keepdim=*/true) + softmax_eps_);                 // [B, H, T, S]
+  }
+  if (in.attn_out && !in.scores) {
+    *in.attn_out = probs.detach();
+  }
+  if (p > 0) {
+    probs = torch::dropout(probs, p, /*train=*/true);
+  }
+  auto y = torch::matmul(probs, v);  // [B, H, T, S] x [B, H, S, D] -> [B, H, T, D]
+  for (size_t i = 0; i < schemes.size(); ++i) {
+    if ((schemes[i]->hooks() & kHookRelativeValues) && applies(*schemes[i], kind_)) {
+      set_scheme_ids(ctx, in, i, ids_from);
+      y = y + schemes[i]->relative_values(probs, ctx);  // [B, H, T, D]
+    }
+  }
+  return y;
 }
 
 }  // namespace lengen

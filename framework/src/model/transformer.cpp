@@ -104,157 +104,6 @@ void TransformerImpl::set_adaptive_loops(int64_t extra) {
   adaptive_extra_ = extra;
 }
 
-namespace {
-
-// The name of one application of a stack's block: "blocks.1", "encoder.0.cross", with "@<loop>"
-// when the stack loops. attention_names() and the probe's sites both spell it so.
-std::string application_name(
-    const char* stack, int64_t layer, const char* suffix, int64_t loop, int64_t loops) {
-  return fmt::format("{}.{}{}{}", stack, layer, suffix, loops > 1 ? fmt::format("@{}", loop) : "");
-}
-
-}  // namespace
-
-std::vector<std::string> TransformerImpl::attention_names() const {
-  std::vector<std::string> out;
-  auto add = [&](const char* prefix, int64_t depth, const char* suffix) {
-    for (int64_t loop = 0; loop < loops_; ++loop) {
-      for (int64_t l = 0; l < depth; ++l) {
-        out.push_back(application_name(prefix, l, suffix, loop, loops_));
-      }
-    }
-  };
-  if (stacks_.encoder && stacks_.decoder) {
-    add("encoder", cfg_.encoder_depth(), "");
-  }
-  add("blocks", stacks_.decoder ? cfg_.decoder_depth() : cfg_.encoder_depth(), "");
-  if (stacks_.cross) {
-    add("blocks", cfg_.decoder_depth(), ".cross");
-  }
-  return out;
-}
-
-torch::Tensor TransformerImpl::run_stack(torch::nn::ModuleList& stack,
-                                         int64_t depth,
-                                         torch::Tensor x,
-                                         const AttentionInputs& self,
-                                         const AttentionInputs& cross,
-                                         KVCache* cache,
-                                         bool with_cross,
-                                         std::vector<torch::Tensor>* attention,
-                                         size_t attention_offset,
-                                         int64_t rows_from) {
-  const torch::Tensor x0 = x;  // [B, T, C]
-  const size_t apps = static_cast<size_t>(depth * loops_);
-  if (cache) {
-    cache->keys.resize(apps);
-    cache->values.resize(apps);
-    if (with_cross) {
-      cache->cross_keys.resize(apps);
-      cache->cross_values.resize(apps);
-    }
-  }
-  size_t app = 0;
-  for (int64_t loop = 0; loop < loops_; ++loop) {
-    if (loop > 0 && cfg_.input_injection) {
-      x = x + x0;  // [B, T, C]
-    }
-    for (int64_t l = 0; l < depth; ++l, ++app) {
-      AttentionInputs s = self, c = cross;
-      if (cache) {
-        s.cache_k = &cache->keys[app];
-        s.cache_v = &cache->values[app];
-        if (with_cross) {
-          c.cache_k = &cache->cross_keys[app];
-          c.cache_v = &cache->cross_values[app];
-        }
-      }
-      if (attention) {
-        s.attn_out = &(*attention)[attention_offset + app];
-        s.scores = attention_scores_;
-        if (with_cross) {
-          c.attn_out = &(*attention)[attention_offset + apps + app];
-          c.scores = attention_scores_;
-        }
-      }
-      if (app + 1 == apps) {
-        s.rows_from = rows_from;  // the last application: only the wanted rows
-      }
-      std::string site;
-      if (probe_) {  // names as attention_names() gives them
-        const char* name = &stack == &encoder_ ? "encoder" : "blocks";
-        site = application_name(name, l, "", loop, loops_);
-        s.probe = c.probe = probe_.get();
-        s.site = site;
-        c.site = application_name(name, l, ".cross", loop, loops_);
-      }
-      auto block = stack->ptr<BlockImpl>(cfg_.shared_layers ? 0 : l);
-      x = block->forward(x, s, c);  // [B, T, C]
-      if (probe_) {
-        x = probe_->visit(site, x);  // [B, T, C]
-      }
-    }
-  }
-  return x;
-}
-
-torch::Tensor TransformerImpl::run_encoder_per_sample(torch::Tensor x,
-                                                      const AttentionInputs& self,
-                                                      const torch::Tensor& host_loops,
-                                                      const torch::Tensor& labelled,
-                                                      bool adaptive,
-                                                      int64_t rows_from) {
-  const int64_t depth = cfg_.encoder_depth(), B = x.size(0), T = x.size(1);
-  const int64_t most = host_loops.max().item<int64_t>();  // a host tensor: no device read
-  const torch::Tensor loops = host_loops.to(x.device());  // [B]
-  const torch::Tensor x0 = x;                             // [B, T, C]
-  // Per-loop logits are read on every loop, so only a non-adaptive pass narrows its last one.
-  const int64_t last_rows_from = adaptive ? 0 : rows_from;
-  torch::Tensor best, best_score;  // [B, T', V], [B]
-  torch::Tensor scored;            // [B, T'] labelled rows of the logits
-  if (adaptive) {
-    scored = labelled.defined()
-                 ? labelled.narrow(1, rows_from, T - rows_from).to(torch::kFloat32)
-                 : torch::ones({B, T - rows_from}, x.options().dtype(torch::kFloat32));
-  }
-  for (int64_t loop = 0; loop < most; ++loop) {
-    const torch::Tensor start = x;  // [B, T, C]
-    if (loop > 0 && cfg_.input_injection) {
-      x = x + x0;
-    }
-    for (int64_t l = 0; l < depth; ++l) {
-      AttentionInputs s = self;
-      if (loop + 1 == most && l + 1 == depth) {
-        s.rows_from = last_rows_from;
-      }
-      x = blocks_->ptr<BlockImpl>(cfg_.shared_layers ? 0 : l)->forward(x, s, {});  // [B, T', C]
-    }
-    // A sample past its own loop count keeps its state.
-    const int64_t from = x.size(1) == T ? 0 : last_rows_from;
-    const auto running = (loops > loop).view({B, 1, 1});             // [B, 1, 1]
-    x = torch::where(running, x, start.narrow(1, from, x.size(1)));  // [B, T', C]
-    if (adaptive) {
-      auto logits = head(x.narrow(1, rows_from, T - rows_from));  // [B, T - rows_from, V]
-      // Cross-entropy of the output against its own argmax: -log p(argmax) = logsumexp - max.
-      auto lf = logits.to(torch::kFloat32);
-      auto surprise = torch::logsumexp(lf, -1) - std::get<0>(lf.max(-1));  // [B, T']
-      auto score = (surprise * scored).sum(1);                             // [B]
-      if (!best.defined()) {
-        best = logits;
-        best_score = score;
-      } else {
-        const auto better = score < best_score;  // [B]; ties keep the earlier loop
-        best = torch::where(better.view({B, 1, 1}), logits, best);
-        best_score = torch::where(better, score, best_score);
-      }
-    }
-  }
-  if (adaptive) {
-    return best;  // [B, T - rows_from, V]
-  }
-  return head(x);  // [B, T - rows_from, V]
-}
-
 torch::Tensor TransformerImpl::head(torch::Tensor x) {
   if (norm_final_) {
     x = norm_final_(x);
@@ -275,6 +124,115 @@ torch::Tensor TransformerImpl::forward(const torch::Tensor& tokens,
   return forward(in, cache, attention);
 }
 
+torch::Tensor TransformerImpl::embed(const torch::Tensor& tokens,
+                                     const std::vector<torch::Tensor>& ids) {
+  auto x = tok_emb_(tokens);  // [B, T, C]
+  if (cfg_.scale_embedding) {
+    x = x * std::sqrt(static_cast<double>(cfg_.d_model));
+  }
+  for (size_t i = 0; i < schemes_.size(); ++i) {
+    if (schemes_[i]->hooks() & kHookInputEmbedding) {
+      x = x + schemes_[i]->embed(ids[i]);  // [B, T, C]
+    }
+  }
+  if (norm_embedding_) {
+    x = norm_embedding_(x);  // [B, T, C]
+  }
+  return is_training() && cfg_.dropout > 0 ? emb_dropout_(x) : x;
+}
+
+torch::Tensor TransformerImpl::forward_encoder(const ModelInputs& in,
+                                               std::vector<torch::Tensor>* attention,
+                                               int64_t rows_from) {
+  const bool train = is_training();
+  const size_t n = schemes_.size();
+  const int64_t enc_depth = cfg_.encoder_depth();
+  std::vector<torch::Tensor> ids(n);
+  for (size_t i = 0; i < n; ++i) {
+    ids[i] = schemes_[i]->position_ids(in.ids, 0, train);  // [L', B, T]
+  }
+  AttentionInputs self;
+  self.schemes = &schemes_;
+  self.query_ids = self.key_ids = &ids;
+  self.key_padding = in.padding;
+  const bool adaptive = adaptive_extra_ > 0 && !train;
+  if (cfg_.loops_per_length > 0 || adaptive) {
+    LENGEN_CHECK(in.lengths.defined(),
+                 "model.loops_per_length and adaptive looping need each sample's input length "
+                 "(ModelInputs::lengths, set by the labeled batch)");
+    LENGEN_CHECK(attention == nullptr,
+                 "attention maps of a model whose loop count varies by sample are not available; "
+                 "set model.loops_per_length: 0 and a fixed eval.loops to look at them");
+    torch::Tensor loops = cfg_.loops_per_length > 0 ? cfg_.sample_loops(in.lengths)
+                                                    : torch::full_like(in.lengths, loops_);  // [B]
+    if (adaptive) {
+      loops = loops + adaptive_extra_;
+    }
+    return run_encoder_per_sample(
+        embed(in.tokens, ids), self, loops.cpu(), in.labelled, adaptive, rows_from);
+  }
+  auto x = run_stack(
+      blocks_, enc_depth, embed(in.tokens, ids), self, {}, nullptr, false, attention, 0, rows_from);
+  return head(x);  // [B, T - outputs_from, V]
+}
+
+torch::Tensor TransformerImpl::encode_source(const ModelInputs& in,
+                                             KVCache* cache,
+                                             std::vector<torch::Tensor>* attention,
+                                             std::vector<torch::Tensor>& mem_ids,
+                                             std::vector<torch::Tensor>& q_ids,
+                                             std::vector<torch::Tensor>& k_ids,
+                                             torch::Tensor& memory_padding,
+                                             bool& target_done) {
+  const bool train = is_training();
+  const size_t n = schemes_.size();
+  const int64_t enc_depth = cfg_.encoder_depth();
+  torch::Tensor memory;
+  if (cache && cache->memory.defined()) {
+    memory = cache->memory;
+    memory_padding = cache->memory_padding;
+    mem_ids = cache->memory_ids;
+  } else {
+    LENGEN_CHECK(in.source.defined() && in.source_ids.defined(),
+                 "the '{}' architecture needs a source (ModelInputs::source)",
+                 arch_->name());
+    for (size_t i = 0; i < n; ++i) {
+      if (cache == nullptr) {
+        // One forward over whole sequences: randomness (offsets) shared by both sides.
+        std::tie(mem_ids[i], q_ids[i]) =
+            schemes_[i]->position_ids_pair(in.source_ids, in.ids, train);
+        k_ids[i] = q_ids[i];
+        target_done = true;
+      } else {
+        mem_ids[i] = schemes_[i]->position_ids(in.source_ids, 0, train);  // [L', B, S]
+      }
+    }
+    AttentionInputs self;
+    self.schemes = &schemes_;
+    self.query_ids = self.key_ids = &mem_ids;
+    self.key_padding = in.source_padding;
+    memory = run_stack(encoder_,
+                       enc_depth,
+                       embed(in.source, mem_ids),
+                       self,
+                       {},
+                       nullptr,
+                       false,
+                       attention,
+                       0);  // [B, S, C]
+    if (norm_encoder_) {
+      memory = norm_encoder_(memory);
+    }
+    memory_padding = in.source_padding;
+    if (cache) {
+      cache->memory = memory;
+      cache->memory_padding = memory_padding;
+      cache->memory_ids = mem_ids;
+    }
+  }
+  return memory;
+}
+
 torch::Tensor TransformerImpl::forward(const ModelInputs& in,
                                        KVCache* cache,
                                        std::vector<torch::Tensor>* attention) {
@@ -287,21 +245,6 @@ torch::Tensor TransformerImpl::forward(const ModelInputs& in,
                rows_from);
   LENGEN_CHECK(rows_from == 0 || (cache == nullptr && attention == nullptr),
                "outputs_from needs a forward without a cache and without attention maps");
-  auto embed = [&](const torch::Tensor& tokens, const std::vector<torch::Tensor>& ids) {
-    auto x = tok_emb_(tokens);  // [B, T, C]
-    if (cfg_.scale_embedding) {
-      x = x * std::sqrt(static_cast<double>(cfg_.d_model));
-    }
-    for (size_t i = 0; i < n; ++i) {
-      if (schemes_[i]->hooks() & kHookInputEmbedding) {
-        x = x + schemes_[i]->embed(ids[i]);  // [B, T, C]
-      }
-    }
-    if (norm_embedding_) {
-      x = norm_embedding_(x);  // [B, T, C]
-    }
-    return train && cfg_.dropout > 0 ? emb_dropout_(x) : x;
-  };
   const int64_t enc_depth = cfg_.encoder_depth(), dec_depth = cfg_.decoder_depth();
   if (attention) {
     const int64_t per_loop = enc_depth + dec_depth * (stacks_.cross ? 2 : 1);
@@ -318,42 +261,7 @@ torch::Tensor TransformerImpl::forward(const ModelInputs& in,
     // Encoder only: every position sees every real position; no incremental decoding.
     LENGEN_CHECK(
         cache == nullptr, "the '{}' architecture has no incremental decoding", arch_->name());
-    std::vector<torch::Tensor> ids(n);
-    for (size_t i = 0; i < n; ++i) {
-      ids[i] = schemes_[i]->position_ids(in.ids, 0, train);  // [L', B, T]
-    }
-    AttentionInputs self;
-    self.schemes = &schemes_;
-    self.query_ids = self.key_ids = &ids;
-    self.key_padding = in.padding;
-    const bool adaptive = adaptive_extra_ > 0 && !train;
-    if (cfg_.loops_per_length > 0 || adaptive) {
-      LENGEN_CHECK(in.lengths.defined(),
-                   "model.loops_per_length and adaptive looping need each sample's input length "
-                   "(ModelInputs::lengths, set by the labeled batch)");
-      LENGEN_CHECK(attention == nullptr,
-                   "attention maps of a model whose loop count varies by sample are not available; "
-                   "set model.loops_per_length: 0 and a fixed eval.loops to look at them");
-      torch::Tensor loops = cfg_.loops_per_length > 0
-                                ? cfg_.sample_loops(in.lengths)
-                                : torch::full_like(in.lengths, loops_);  // [B]
-      if (adaptive) {
-        loops = loops + adaptive_extra_;
-      }
-      return run_encoder_per_sample(
-          embed(in.tokens, ids), self, loops.cpu(), in.labelled, adaptive, rows_from);
-    }
-    auto x = run_stack(blocks_,
-                       enc_depth,
-                       embed(in.tokens, ids),
-                       self,
-                       {},
-                       nullptr,
-                       false,
-                       attention,
-                       0,
-                       rows_from);
-    return head(x);  // [B, T - outputs_from, V]
+    return forward_encoder(in, attention, rows_from);
   }
 
   const int64_t offset = cache ? cache->length() : 0;
@@ -361,48 +269,8 @@ torch::Tensor TransformerImpl::forward(const ModelInputs& in,
   torch::Tensor memory, memory_padding;
   bool target_done = false;
   if (stacks_.encoder) {
-    if (cache && cache->memory.defined()) {
-      memory = cache->memory;
-      memory_padding = cache->memory_padding;
-      mem_ids = cache->memory_ids;
-    } else {
-      LENGEN_CHECK(in.source.defined() && in.source_ids.defined(),
-                   "the '{}' architecture needs a source (ModelInputs::source)",
-                   arch_->name());
-      for (size_t i = 0; i < n; ++i) {
-        if (cache == nullptr) {
-          // One forward over whole sequences: randomness (offsets) shared by both sides.
-          std::tie(mem_ids[i], q_ids[i]) =
-              schemes_[i]->position_ids_pair(in.source_ids, in.ids, train);
-          k_ids[i] = q_ids[i];
-          target_done = true;
-        } else {
-          mem_ids[i] = schemes_[i]->position_ids(in.source_ids, 0, train);  // [L', B, S]
-        }
-      }
-      AttentionInputs self;
-      self.schemes = &schemes_;
-      self.query_ids = self.key_ids = &mem_ids;
-      self.key_padding = in.source_padding;
-      memory = run_stack(encoder_,
-                         enc_depth,
-                         embed(in.source, mem_ids),
-                         self,
-                         {},
-                         nullptr,
-                         false,
-                         attention,
-                         0);  // [B, S, C]
-      if (norm_encoder_) {
-        memory = norm_encoder_(memory);
-      }
-      memory_padding = in.source_padding;
-      if (cache) {
-        cache->memory = memory;
-        cache->memory_padding = memory_padding;
-        cache->memory_ids = mem_ids;
-      }
-    }
+    memory =
+        encode_source(in, cache, attention, mem_ids, q_ids, k_ids, memory_padding, target_done);
   }
   // The decoder: the new tokens' IDs as queries, every cached token's and theirs as keys.
   const torch::Tensor all_ids =

@@ -81,6 +81,24 @@ class LENGEN_API AttentionImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& x, const AttentionInputs& in);
 
  private:
+  /// The projections: q [B, H, T, D], and the keys and values (cross-attention: of the encoder's
+  /// output, or the cached ones); `offset` is the number of cached self-attention keys.
+  void project(const torch::Tensor& x,
+               const AttentionInputs& in,
+               torch::Tensor& q,
+               torch::Tensor& k,
+               torch::Tensor& v,
+               int64_t& offset);
+  /// The weights-and-values path over [T, S] scores (what the fused and blocked paths skip:
+  /// relative values, the attention maps, TAOTP's softmax epsilon, dropout): -> [B, H, T, D].
+  torch::Tensor explicit_attention(const torch::Tensor& q,
+                                   const torch::Tensor& k,
+                                   const torch::Tensor& v,
+                                   const torch::Tensor& extra,
+                                   int64_t offset,
+                                   const AttentionInputs& in,
+                                   AttentionContext& ctx,
+                                   int64_t ids_from);
   int64_t layer_, heads_, head_dim_;
   AttentionKind kind_;
   double dropout_;

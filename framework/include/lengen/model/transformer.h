@@ -192,6 +192,24 @@ class LENGEN_API TransformerImpl : public torch::nn::Module {
                                        bool adaptive,
                                        int64_t rows_from);
   torch::Tensor head(torch::Tensor x);
+  /// The token embedding plus every input-embedding scheme's term (ids: one per scheme), with
+  /// the embedding norm and dropout.
+  torch::Tensor embed(const torch::Tensor& tokens, const std::vector<torch::Tensor>& ids);
+  /// forward() of an architecture without a decoder stack: every position sees every real one.
+  torch::Tensor forward_encoder(const ModelInputs& in,
+                                std::vector<torch::Tensor>* attention,
+                                int64_t rows_from);
+  /// The encoder's output over the source (an encoder-decoder), from the cache when it holds
+  /// it; fills mem_ids, and q_ids/k_ids when one pass over whole sequences draws both sides'
+  /// IDs together (returns target_done then).
+  torch::Tensor encode_source(const ModelInputs& in,
+                              KVCache* cache,
+                              std::vector<torch::Tensor>* attention,
+                              std::vector<torch::Tensor>& mem_ids,
+                              std::vector<torch::Tensor>& q_ids,
+                              std::vector<torch::Tensor>& k_ids,
+                              torch::Tensor& memory_padding,
+                              bool& target_done);
   /// model.init: normal: every Linear and Embedding weight of the core N(0, std), biases 0.
   void init_normal(double std);
 

@@ -97,6 +97,9 @@ class LENGEN_API Trainer {
   int64_t load_checkpoint(const std::string& path);
 
  private:
+  /// The step training starts from: the latest checkpoint's with `resume` (metrics.jsonl cut
+  /// back to it), else 0 in a folder without checkpoints (an old metrics.jsonl removed).
+  int64_t start_step(bool resume, const std::string& metrics_path);
   TrainConfig cfg_;
   uint64_t seed_;
   const Task& task_;
