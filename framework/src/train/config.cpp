@@ -9,8 +9,12 @@ namespace lengen {
 
 namespace {
 
+// The optimizer's node as written and its options, validated here once (the decay, a
+// component reference, is checked when the section is read).
 void read_optimizer(TrainConfig& c, const Options& train) {
   c.optimizer = train.node("optimizer");
+  c.optimizer_options = optimizer_options(c.optimizer);
+  c.lr = c.optimizer_options.get_float("lr");
 }
 
 // The optimizer's name and every option, defaults filled in (the run's config.yaml).
@@ -19,7 +23,7 @@ YAML::Node optimizer_yaml(const TrainConfig& c) {
   const std::string name = optimizer_name(c.optimizer);
   out["name"] = name;
   const auto& entry = optimizer_registry().lookup(name, c.optimizer);
-  const Options o = Options::validate(entry.spec, c.optimizer);
+  const Options& o = c.optimizer_options;
   // Numbers are written from their values, as the section's own keys are ("0.003" and "3e-3"
   // resolve alike), so a resolved file does not depend on how the YAML spelled them.
   const YAML::Node as_written = o.to_yaml();
@@ -146,6 +150,10 @@ const Section<TrainConfig>& train_section() {
 
 }  // namespace
 
+Options TrainConfig::default_optimizer_options() {
+  return lengen::optimizer_options(ConfigNode());
+}
+
 ComponentSpec TrainConfig::schema() {
   return train_section().spec();
 }
@@ -162,14 +170,6 @@ TrainConfig TrainConfig::from_config(const ConfigNode& node) {
         std::llround(sched.get_float("warmup_fraction") * static_cast<double>(c.steps)));
   }
   c.eval_grid = o.node("eval_grid");
-  {
-    // The optimizer is checked here, when the file loads, not at the first step (the decay, a
-    // component reference, was checked when the section was read).
-    const std::string name = optimizer_name(c.optimizer);
-    const ConfigNode name_node = c.optimizer.is_map() ? c.optimizer.child("name") : c.optimizer;
-    const auto& entry = optimizer_registry().lookup(name, name_node.defined() ? name_node : node);
-    c.lr = Options::validate(entry.spec, c.optimizer).get_float("lr");
-  }
   auto require = [&](bool ok, const char* key, const std::string& msg) {
     if (!ok) {
       ConfigNode n = node.child(key);

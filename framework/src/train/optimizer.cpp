@@ -49,11 +49,24 @@ std::string optimizer_name(const ConfigNode& node) {
   return n.defined() ? n.as_string() : "adam";
 }
 
+Options optimizer_options(const ConfigNode& node) {
+  const ConfigNode name = node.is_map() ? node.child("name") : node;
+  const auto& entry = optimizer_registry().lookup(optimizer_name(node), name.defined() ? name : node);
+  return Options::validate(entry.spec, node.defined() && node.is_map() ? node : ConfigNode());
+}
+
+std::shared_ptr<Optimizer> make_optimizer(
+    const std::string& name,
+    const Options& options,
+    std::vector<std::pair<std::string, torch::Tensor>> params) {
+  const auto* entry = optimizer_registry().find(name);
+  LENGEN_CHECK(entry, "optimizer '{}' is not registered (validate it with optimizer_options)", name);
+  return entry->make(options, OptimizerContext{std::move(params)});
+}
+
 std::shared_ptr<Optimizer> make_optimizer(
     const ConfigNode& node, std::vector<std::pair<std::string, torch::Tensor>> params) {
-  const ConfigNode options = node.defined() && node.is_map() ? node : ConfigNode();
-  return optimizer_registry().create_named(
-      optimizer_name(node), options, OptimizerContext{std::move(params)}, node);
+  return make_optimizer(optimizer_name(node), optimizer_options(node), std::move(params));
 }
 
 Optimizer::Optimizer(const OptimizerContext& ctx) : params_(ctx.params) {}

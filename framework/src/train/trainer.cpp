@@ -89,7 +89,8 @@ Trainer::Trainer(TrainConfig cfg,
       model_(std::move(model)),
       device_(device),
       run_dir_(std::move(run_dir)),
-      optimizer_(make_optimizer(cfg_.optimizer, named_weights(model_))),
+      optimizer_(make_optimizer(
+          optimizer_name(cfg_.optimizer), cfg_.optimizer_options, named_weights(model_))),
       schedule_(cfg_.schedule()),
       objective_(&model_->arch()),
       // Not owned: the caller keeps the task alive for the trainer's lifetime.

@@ -176,6 +176,14 @@ TEST_CASE("train: train.optimizer names a registered optimizer, checked when the
   CHECK(optimizer_name(c.optimizer) == "adam");
   CHECK(c.lr == 0.02);
   CHECK(optimizer_name(TrainConfig{}.optimizer) == "adam");
+  // The options are validated once, when the section is read, and kept: the trainer builds the
+  // optimizer and config.yaml writes it from them.
+  auto w = TrainConfig::from_config(
+      load_config_string("{optimizer: {name: adamw, lr: 0.003, weight_decay: 0.2}}", "t.yaml"));
+  CHECK(w.optimizer_options.get_float("weight_decay") == 0.2);
+  CHECK(w.optimizer_options.get_float("beta2") == 0.999);  // the default, filled in
+  CHECK(w.to_yaml()["optimizer"]["weight_decay"].as<double>() == 0.2);
+  CHECK(TrainConfig{}.optimizer_options.get_float("lr") == TrainConfig{}.lr);
   CHECK(TrainConfig{}.to_yaml()["optimizer"]["beta2"].as<double>() ==
         0.999);  // defaults written out
   CHECK_THROWS_WITH(

@@ -21,6 +21,10 @@ struct LENGEN_API TrainConfig {
   /// `train.optimizer` as written: a registered optimizer's name or its map of options
   /// (lengen/train/optimizer.h); undefined for the default, adam.
   ConfigNode optimizer;
+  /// The optimizer's options, validated once when the section is read (optimizer_options:
+  /// the registered optimizer `optimizer` names, defaults filled in); adam's defaults on a
+  /// default-constructed config.
+  Options optimizer_options = default_optimizer_options();
   double lr = 1e-3;              ///< the optimizer's `lr`: the peak the schedule scales
   int64_t warmup_steps = 0;      ///< linear warm-up from 0 to lr
   std::string decay = "cosine";  ///< a registered decay after the warm-up (lengen/train/schedule.h)
@@ -36,6 +40,8 @@ struct LENGEN_API TrainConfig {
   bool cuda_graphs = false;            ///< replay each padded shape's captured step (CUDA)
   int64_t graph_length_multiple = 16;  ///< with cuda_graphs: lengths padded up to a multiple
 
+  /// adam's options, defaults filled in.
+  static Options default_optimizer_options();
   /// The section's schema (validation and docs/config-reference.md).
   static ComponentSpec schema();
   /// Reads and validates `train:`; warmup may be given as warmup_steps or warmup_fraction.

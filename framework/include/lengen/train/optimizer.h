@@ -83,13 +83,24 @@ class LENGEN_API Optimizer {
   int64_t t_ = 0;
 };
 
-/// Builds the optimizer `train.optimizer` names (`node`: its map, or a bare name; undefined
-/// for the default, adam) over `params`.
-LENGEN_API std::shared_ptr<Optimizer> make_optimizer(
-    const ConfigNode& node, std::vector<std::pair<std::string, torch::Tensor>> params);
-
 /// The name `train.optimizer` selects: its `name:`, the bare value, or "adam".
 LENGEN_API std::string optimizer_name(const ConfigNode& node);
+
+/// `train.optimizer` checked against the optimizer it names (`node`: its map, or a bare name;
+/// undefined for the default, adam): the name is registered (loading its plugin by
+/// convention) and every option valid, defaults filled in. The one place the optimizer's
+/// options are validated; TrainConfig keeps the result.
+LENGEN_API Options optimizer_options(const ConfigNode& node);
+
+/// Builds optimizer `name` from its validated options (optimizer_options) over `params`.
+LENGEN_API std::shared_ptr<Optimizer> make_optimizer(
+    const std::string& name,
+    const Options& options,
+    std::vector<std::pair<std::string, torch::Tensor>> params);
+
+/// Validates `node` as optimizer_options does and builds the optimizer over `params`.
+LENGEN_API std::shared_ptr<Optimizer> make_optimizer(
+    const ConfigNode& node, std::vector<std::pair<std::string, torch::Tensor>> params);
 
 /// The optimizers (`train.optimizer`), and the one an Optimizer class registers in
 /// (Registrar::add_optimizer).
