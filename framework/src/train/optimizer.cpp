@@ -51,7 +51,8 @@ std::string optimizer_name(const ConfigNode& node) {
 
 Options optimizer_options(const ConfigNode& node) {
   const ConfigNode name = node.is_map() ? node.child("name") : node;
-  const auto& entry = optimizer_registry().lookup(optimizer_name(node), name.defined() ? name : node);
+  const auto& entry =
+      optimizer_registry().lookup(optimizer_name(node), name.defined() ? name : node);
   return Options::validate(entry.spec, node.defined() && node.is_map() ? node : ConfigNode());
 }
 
@@ -60,7 +61,8 @@ std::shared_ptr<Optimizer> make_optimizer(
     const Options& options,
     std::vector<std::pair<std::string, torch::Tensor>> params) {
   const auto* entry = optimizer_registry().find(name);
-  LENGEN_CHECK(entry, "optimizer '{}' is not registered (validate it with optimizer_options)", name);
+  LENGEN_CHECK(
+      entry, "optimizer '{}' is not registered (validate it with optimizer_options)", name);
   return entry->make(options, OptimizerContext{std::move(params)});
 }
 
