@@ -172,6 +172,18 @@ ConfigNode check_value(const OptionSpec& opt,
 
 }  // namespace
 
+Options Options::only(const ComponentSpec& spec) const {
+  Options o;
+  o.component_ = spec.kind == "section" ? spec.name : fmt::format("{} '{}'", spec.kind, spec.name);
+  o.specs_ = spec.options;
+  for (const auto& opt : spec.options) {
+    o.values_.emplace_back(opt.key, node_of(opt.key));
+    if (given(opt.key))
+      o.given_.push_back(opt.key);
+  }
+  return o;
+}
+
 Options Options::validate(const ComponentSpec& spec,
                           const ConfigNode& node_in,
                           const std::vector<std::string>& skip) {

@@ -10,19 +10,6 @@ namespace lengen {
 
 namespace {
 
-// The keys of a stage entry that the framework reads; the rest are the kind's own options.
-const std::vector<std::string> kStageKeys = {"name",
-                                             "kind",
-                                             "init_from",
-                                             "new_parameters",
-                                             "dropped_parameters",
-                                             "init_optimizer",
-                                             "seed",
-                                             "task",
-                                             "model",
-                                             "position",
-                                             "train",
-                                             "eval"};
 const std::vector<std::string> kStageSections = {"task", "model", "position", "train", "eval"};
 
 }  // namespace
@@ -141,14 +128,13 @@ void Experiment::parse_stages(const ConfigNode& stages) {
     for (const auto& opt : reg.spec.options)
       combined.options.push_back(opt);
     const Options all = Options::validate(combined, entry, {"position"});
-    st.options = Options::validate(reg.spec, entry, kStageKeys);
-    {
-      // The kind's own checks, before anything runs, and what the framework needs to know of it.
-      const std::shared_ptr<Stage> made = reg.make(st.options, StageInfo{st.name});
-      st.trains = made->trains();
-      st.evaluates = made->evaluates();
-      st.reads_evaluations = made->reads_evaluations();
-    }
+    st.options = all.only(reg.spec);
+    // Built once, now: the kind's own checks run before anything does, and the framework learns
+    // what it needs to know of it; the same object runs.
+    st.stage = reg.make(st.options, StageInfo{st.name});
+    st.trains = st.stage->trains();
+    st.evaluates = st.stage->evaluates();
+    st.reads_evaluations = st.stage->reads_evaluations();
     resolve_init_from(st, entry, i, entries, this->stages);
     st.init.init_new = all.get_string("new_parameters") == "init";
     st.init.drop_unused = all.get_string("dropped_parameters") == "ignore";

@@ -251,6 +251,9 @@ void run_experiment(const Experiment& exp, const RunOptions& options) {
     eval.init_from = "train";
     eval.init_from_stage = true;
     eval.experiment = self;
+    for (StageSpec* st : {&train, &eval})
+      st->stage =
+          stage_registry().lookup(st->kind, exp.root).make(st->options, StageInfo{st->name});
     implicit_stages = {train, eval};
   }
   const std::vector<StageSpec>& stages = implicit ? implicit_stages : exp.stages;
@@ -288,11 +291,9 @@ void run_experiment(const Experiment& exp, const RunOptions& options) {
                 st.kind,
                 st.init_from.empty() ? "" : fmt::format(", from {}", st.init_from));
     }
-    const auto& entry = stage_registry().lookup(st.kind, st.node);
-    std::shared_ptr<Stage> stage = entry.make(st.options, StageInfo{st.name});
     StageContext ctx(stages, i, dir, options.resume, implicit);
     fault::reached("stage.start:", st.name);
-    stage->run(ctx);
+    st.stage->run(ctx);
     if (!implicit) {
       nlohmann::json done{{"name", st.name},
                           {"kind", st.kind},

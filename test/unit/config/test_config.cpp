@@ -415,3 +415,36 @@ TEST_CASE("config: extends: a key set to nothing that the base does not have", "
   test::write_text(dir.file("exp.yaml"), "extends: base.yaml\nmodel: {d_model> 32}\n");
   CHECK(Experiment::load(dir.file("exp.yaml")).model.d_model == 16);
 }
+
+TEST_CASE("config: Options::only gives what validating against the smaller spec gives",
+          "[config][schema]") {
+  // A stage entry is validated once against the framework's keys and its kind's together; the
+  // kind's own options are then taken from that result instead of validating the entry again.
+  using O = OptionSpec;
+  const ComponentSpec kind{"stage",
+                           "demo",
+                           "",
+                           {O::integer("samples", "").with_default(int64_t{7}).at_least(1),
+                            O::string("mode", "").with_default(std::string("a")).one_of({"a", "b"}),
+                            O::integer("limit", "").may_be_absent()}};
+  ComponentSpec all{"section", "stages[0]", "", {O::string("name", ""), O::integer("seed", "")}};
+  for (const auto& opt : kind.options)
+    all.options.push_back(opt);
+  for (const std::string yaml : {"{name: x, seed: 1}",
+                                 "{name: x, seed: 1, samples: 3}",
+                                 "{name: x, seed: 2, mode: b, limit: 9}"}) {
+    CAPTURE(yaml);
+    const ConfigNode entry = load_config_string(yaml, "s.yaml");
+    const Options twice = Options::validate(kind, entry, {"name", "seed"});
+    const Options once = Options::validate(all, entry, {}).only(kind);
+    CHECK(to_yaml(once.to_yaml()) == to_yaml(twice.to_yaml()));
+    CHECK(once.component() == "stage 'demo'");
+    for (const char* key : {"samples", "mode", "limit"})
+      CHECK(once.given(key) == twice.given(key));
+    CHECK(once.get_int("samples") == twice.get_int("samples"));
+  }
+  // A key of the larger spec only is not among them.
+  const Options once =
+      Options::validate(all, load_config_string("{name: x, seed: 1}", "s.yaml"), {}).only(kind);
+  CHECK_THROWS_WITH(once.get_int("seed"), Contains("no declared option 'seed'"));
+}

@@ -154,6 +154,9 @@ class LENGEN_API Options {
   std::pair<int64_t, int64_t> get_int_range(const std::string& key) const;
   /// A kMap option, validated against its fields.
   Options get_map(const std::string& key) const;
+  /// The options `spec` declares, taken from these (validated against a spec that includes
+  /// them): what Options::validate(spec, ...) gives, without validating the entry again.
+  Options only(const ComponentSpec& spec) const;
   /// A kMapList option: one Options per element.
   std::vector<Options> get_map_list(const std::string& key) const;
 

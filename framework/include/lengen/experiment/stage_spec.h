@@ -72,6 +72,7 @@ struct LENGEN_API StageSpec {
   InitRules init;                                ///< new_parameters / dropped_parameters
   bool init_optimizer = false;                   ///< also take Adam's state from init_from
   Options options;                               ///< the kind's own options
+  std::shared_ptr<Stage> stage;                  ///< built once, when the file is read
   ConfigNode node;                               ///< the entry, for messages
   std::shared_ptr<const Experiment> experiment;  ///< resolved for this stage
 };
