@@ -19,8 +19,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
+#include <optional>
 
 namespace fs = std::filesystem;
 
@@ -86,7 +88,6 @@ class SelfLabelStage : public Stage {
   }
 
   void run(StageContext& ctx) override {
-    const Experiment& exp = ctx.experiment();
     const Task& task = ctx.task();
     if (ctx.spec().init_from.empty()) {
       ctx.spec().node.fail(fmt::format(
@@ -102,26 +103,7 @@ class SelfLabelStage : public Stage {
       models.push_back(ctx.load_model_from(v));
     for (auto& m : models)
       m->eval();
-    const torch::Device device = ctx.device();
-    const int64_t eos = task.vocabulary().eos();
-
-    // Queries: deterministic in (seed, stage name).
-    uint64_t name_hash = 1469598103934665603ull;
-    for (char c : name_)
-      name_hash = (name_hash ^ static_cast<uint8_t>(c)) * 1099511628211ull;
-    Rng rng(mix_seed(exp.seed, {0x5E1F, name_hash}));
-    std::vector<Example> queries;
-    for (int64_t i = 0; i < samples_; ++i) {
-      const int64_t n = rng.uniform_int(lengths_.first, lengths_.second);
-      Example ex = task.sample_eval({{axis, n}}, rng);
-      ex.meta[axis] = n;
-      queries.push_back(std::move(ex));
-    }
-
-    struct Count {
-      int64_t generated = 0, kept = 0, correct = 0, kept_correct = 0, no_eos = 0, wrong_length = 0,
-              vote = 0;
-    };
+    const std::vector<Example> queries = draw_queries(ctx.experiment().seed, task, axis);
 
     std::map<int64_t, Count> per_length;
     Count all;
@@ -133,66 +115,122 @@ class SelfLabelStage : public Stage {
                                        queries.begin() + static_cast<std::ptrdiff_t>(to));
       std::vector<std::vector<std::vector<int64_t>>> answers;  // [model][query] -> response
       for (auto& m : models)
-        answers.push_back(decode(m, task, batch, device));
+        answers.push_back(decode(m, task, batch, ctx.device()));
       fault::reached("label.batch");
       for (size_t i = 0; i < batch.size(); ++i) {
-        const Example& q = batch[i];
-        Count& c = per_length[q.meta.at(axis)];
-        const std::vector<int64_t> prompt(q.tokens.begin(), q.tokens.begin() + q.prompt_length);
-        auto passes = [&](const std::vector<int64_t>& r) {
-          if (r.empty() || r.back() != eos)
-            return 1;  // no EOS
-          if (length_filter_ && static_cast<int64_t>(r.size()) != task.max_response_length(prompt))
-            return 2;
-          return 0;
-        };
-        // The most common answer that passes the filters (the first model's on a tie).
-        const std::vector<int64_t>* best = nullptr;
-        int64_t best_votes = 0;
-        for (size_t a = 0; a < models.size(); ++a) {
-          const auto& r = answers[a][i];
-          if (passes(r) != 0)
-            continue;
-          int64_t votes = 0;
-          for (size_t b = 0; b < models.size(); ++b)
-            votes += answers[b][i] == r;
-          if (votes > best_votes) {
-            best = &r;
-            best_votes = votes;
-          }
-        }
-        const bool first_correct = task.exact_match(q, answers[0][i]);
-        for (Count* k : {&c, &all}) {
-          ++k->generated;
-          k->correct += first_correct;
-        }
-        if (best == nullptr) {
-          const int why = passes(answers[0][i]);  // every answer failed: the first model's reason
-          for (Count* k : {&c, &all})
-            (why == 1 ? k->no_eos : k->wrong_length) += 1;
-          continue;
-        }
-        if (best_votes < agree_) {
-          for (Count* k : {&c, &all})
-            ++k->vote;
-          continue;
-        }
-        const bool correct = task.exact_match(q, *best);
-        for (Count* k : {&c, &all}) {
-          ++k->kept;
-          k->kept_correct += correct;
-        }
-        Example labelled;
-        labelled.tokens = prompt;
-        labelled.tokens.insert(labelled.tokens.end(), best->begin(), best->end());
-        labelled.prompt_length = q.prompt_length;
-        kept.push_back(std::move(labelled));
+        std::vector<std::vector<int64_t>> responses;  // [model]
+        for (const auto& a : answers)
+          responses.push_back(a[i]);
+        Count& c = per_length[batch[i].meta.at(axis)];
+        if (auto labelled = label(task, batch[i], responses, {&c, &all}))
+          kept.push_back(std::move(*labelled));
       }
       log->info("{}: labelled {}/{} queries, kept {}", name_, to, queries.size(), all.kept);
     }
 
     const RunDir folder = ctx.folder();
     write_labelled_examples(folder.labels().string(), kept, task);
+    write_summary(folder, axis, all, per_length);
+    log->info(
+        "{}: kept {} of {} labels ({} of the kept are right; the first model was right on {}) -> "
+        "{}",
+        name_,
+        all.kept,
+        all.generated,
+        all.kept_correct,
+        all.correct,
+        folder.labels().string());
+  }
+
+ private:
+  // What became of the queries, in all and per length (summary.json).
+  struct Count {
+    int64_t generated = 0, kept = 0, correct = 0, kept_correct = 0, no_eos = 0, wrong_length = 0,
+            vote = 0;
+  };
+
+  // The queries: deterministic in (seed, stage name), each of a uniform length on `axis`.
+  std::vector<Example> draw_queries(uint64_t seed,
+                                    const Task& task,
+                                    const std::string& axis) const {
+    uint64_t name_hash = 1469598103934665603ull;
+    for (char c : name_)
+      name_hash = (name_hash ^ static_cast<uint8_t>(c)) * 1099511628211ull;
+    Rng rng(mix_seed(seed, {0x5E1F, name_hash}));
+    std::vector<Example> queries;
+    for (int64_t i = 0; i < samples_; ++i) {
+      const int64_t n = rng.uniform_int(lengths_.first, lengths_.second);
+      Example ex = task.sample_eval({{axis, n}}, rng);
+      ex.meta[axis] = n;
+      queries.push_back(std::move(ex));
+    }
+    return queries;
+  }
+
+  // 0 when `response` to the query whose prompt is `prompt` passes the filters; 1: it has no
+  // EOS; 2: not the length the query fixes.
+  int rejects(const Task& task,
+              const std::vector<int64_t>& prompt,
+              const std::vector<int64_t>& response) const {
+    if (response.empty() || response.back() != task.vocabulary().eos())
+      return 1;
+    if (length_filter_ && static_cast<int64_t>(response.size()) != task.max_response_length(prompt))
+      return 2;
+    return 0;
+  }
+
+  // The label the models' `responses` to query `q` give, counted into `counts`: the most common
+  // response that passes the filters (the first model's on a tie), if at least agree_ models
+  // gave it; nothing otherwise.
+  std::optional<Example> label(const Task& task,
+                               const Example& q,
+                               const std::vector<std::vector<int64_t>>& responses,
+                               std::initializer_list<Count*> counts) const {
+    const std::vector<int64_t> prompt(q.tokens.begin(), q.tokens.begin() + q.prompt_length);
+    const std::vector<int64_t>* best = nullptr;
+    int64_t best_votes = 0;
+    for (const auto& r : responses) {
+      if (rejects(task, prompt, r) != 0)
+        continue;
+      const auto votes = static_cast<int64_t>(std::count(responses.begin(), responses.end(), r));
+      if (votes > best_votes) {
+        best = &r;
+        best_votes = votes;
+      }
+    }
+    const bool first_correct = task.exact_match(q, responses[0]);
+    for (Count* k : counts) {
+      ++k->generated;
+      k->correct += first_correct;
+    }
+    if (best == nullptr) {
+      // Every answer failed: the first model's reason.
+      const int why = rejects(task, prompt, responses[0]);
+      for (Count* k : counts)
+        (why == 1 ? k->no_eos : k->wrong_length) += 1;
+      return std::nullopt;
+    }
+    if (best_votes < agree_) {
+      for (Count* k : counts)
+        ++k->vote;
+      return std::nullopt;
+    }
+    const bool correct = task.exact_match(q, *best);
+    for (Count* k : counts) {
+      ++k->kept;
+      k->kept_correct += correct;
+    }
+    Example labelled;
+    labelled.tokens = prompt;
+    labelled.tokens.insert(labelled.tokens.end(), best->begin(), best->end());
+    labelled.prompt_length = q.prompt_length;
+    return labelled;
+  }
+
+  void write_summary(const RunDir& folder,
+                     const std::string& axis,
+                     const Count& all,
+                     const std::map<int64_t, Count>& per_length) const {
     auto counts = [](const Count& c) {
       return nlohmann::json{{"generated", c.generated},
                             {"correct", c.correct},
@@ -217,18 +255,8 @@ class SelfLabelStage : public Stage {
     }
     summary["per_length"] = by;
     write_file_atomic(folder.labels_summary().string(), summary.dump(2) + "\n");
-    log->info(
-        "{}: kept {} of {} labels ({} of the kept are right; the first model was right on {}) -> "
-        "{}",
-        name_,
-        all.kept,
-        all.generated,
-        all.kept_correct,
-        all.correct,
-        folder.labels().string());
   }
 
- private:
   std::pair<int64_t, int64_t> lengths_;
   int64_t samples_, batch_size_;
   bool length_filter_ = false;

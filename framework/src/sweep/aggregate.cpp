@@ -88,6 +88,145 @@ std::string aggregate_dir(const std::string& sweep_dir,
   return (source.variant() ? out / source.folder.root() : out).string();
 }
 
+namespace {
+
+// What aggregate() reads of the points' summaries.
+struct Collected {
+  std::vector<std::string> cell_axes;
+  std::string results;  // results.csv: one row per point and cell
+  // config -> cell key -> accuracies over seeds; config -> varied values; the orders seen.
+  std::map<std::string, std::map<std::string, std::vector<double>>> acc;
+  std::map<std::string, std::vector<std::string>> config_values;
+  std::vector<std::string> config_order, cell_order;
+  json trained = json::object();  // the first point's trained ranges (plots outline them)
+  int64_t read = 0;
+  std::vector<std::string> missing;  // finished points without the named evaluation
+};
+
+// Adds one point's summary.json `sj` to `c` (results.csv's rows, the accuracies).
+void collect_point(Collected& c,
+                   const json& p,
+                   const json& sj,
+                   const std::vector<std::string>& varied_keys,
+                   std::map<std::string, std::vector<int64_t>>& cell_values) {
+  const std::string name = p["name"];
+  if (c.read == 0) {
+    c.cell_axes = sj["axes"].get<std::vector<std::string>>();
+    c.trained = sj.value("trained", json::object());
+    for (const auto& a : c.cell_axes)
+      c.results += "," + a;
+    c.results += ",samples,correct,accuracy,ci_low,ci_high\n";
+  }
+  const std::string config = p["config"];
+  if (!c.acc.count(config)) {
+    c.config_order.push_back(config);
+    std::vector<std::string> vals;
+    for (const auto& k : varied_keys)
+      vals.push_back(p["varied"].value(k, std::string()));
+    c.config_values[config] = vals;
+  }
+  std::string prefix =
+      fmt::format("{},{},{}", csv_field(name), csv_field(config), p["seed"].get<int64_t>());
+  for (const auto& k : varied_keys)
+    prefix += "," + csv_field(p["varied"].value(k, std::string()));
+  for (const auto& cell : sj["cells"]) {
+    std::vector<int64_t> coords;
+    std::string key;
+    for (const auto& a : c.cell_axes) {
+      coords.push_back(cell[a].get<int64_t>());
+      key += (key.empty() ? "" : ",") + std::to_string(coords.back());
+    }
+    if (!cell_values.count(key)) {
+      c.cell_order.push_back(key);
+      cell_values[key] = coords;
+    }
+    const double a = cell["accuracy"].get<double>();
+    c.acc[config][key].push_back(a);
+    c.results += fmt::format("{},{},{},{},{:.6f},{:.6f},{:.6f}\n",
+                             prefix,
+                             key,
+                             cell["samples"].get<int64_t>(),
+                             cell["correct"].get<int64_t>(),
+                             a,
+                             cell["ci95"][0].get<double>(),
+                             cell["ci95"][1].get<double>());
+  }
+  ++c.read;
+}
+
+// Every point of the manifest `m` with the evaluation `source` names.
+Collected collect_points(const json& m,
+                         const fs::path& sweep_dir,
+                         const fs::path& manifest_path,
+                         const EvalSource& source,
+                         const std::vector<std::string>& varied_keys) {
+  Collected c;
+  c.results = "point,config,seed";
+  for (const auto& k : varied_keys)
+    c.results += "," + csv_field(k);
+  std::map<std::string, std::vector<int64_t>> cell_values;
+  std::set<std::string> seen_points;
+  for (const auto& p : m["points"]) {
+    const fs::path run_dir = sweep_dir / p["run_dir"].get<std::string>();
+    const fs::path summary = source.summary(run_dir);
+    if (!fs::exists(summary)) {
+      if (source.variant() && fs::exists(RunDir(run_dir).summary()))
+        c.missing.push_back(p["name"].get<std::string>());
+      continue;
+    }
+    const std::string name = p["name"];
+    LENGEN_CHECK(seen_points.insert(name).second,
+                 "point {} appears twice in {}",
+                 name,
+                 manifest_path.string());
+    collect_point(c, p, json::parse(read_text(summary.string())), varied_keys, cell_values);
+  }
+  if (c.read == 0)
+    c.results += ",samples,correct,accuracy,ci_low,ci_high\n";
+  return c;
+}
+
+// summary.csv: per configuration and cell, the statistics over seeds.
+std::string summary_csv(const Collected& c,
+                        const std::vector<std::string>& varied_keys,
+                        double threshold) {
+  std::string summary = "config";
+  for (const auto& k : varied_keys)
+    summary += "," + csv_field(k);
+  for (const auto& a : c.cell_axes)
+    summary += "," + a;
+  summary += ",seeds,median,q25,q75,iqr,frac_above,min,max\n";
+  for (const auto& config : c.config_order) {
+    const auto& by_cell = c.acc.at(config);
+    for (const auto& key : c.cell_order) {
+      auto it = by_cell.find(key);
+      if (it == by_cell.end())
+        continue;
+      const auto& v = it->second;
+      const double above = static_cast<double>(std::count_if(
+                               v.begin(), v.end(), [&](double x) { return x >= threshold; })) /
+                           static_cast<double>(v.size());
+      std::string row = csv_field(config);
+      for (const auto& val : c.config_values.at(config))
+        row += "," + csv_field(val);
+      summary += fmt::format("{},{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f}\n",
+                             row,
+                             key,
+                             v.size(),
+                             quantile(v, 0.5),
+                             quantile(v, 0.25),
+                             quantile(v, 0.75),
+                             quantile(v, 0.75) - quantile(v, 0.25),
+                             above,
+                             *std::min_element(v.begin(), v.end()),
+                             *std::max_element(v.begin(), v.end()));
+    }
+  }
+  return summary;
+}
+
+}  // namespace
+
 int64_t aggregate(const std::string& sweep_dir,
                   double threshold,
                   const std::string& eval_name,
@@ -106,149 +245,44 @@ int64_t aggregate(const std::string& sweep_dir,
     if (a != "seed")
       varied_keys.push_back(a);
   }
-  std::vector<std::string> cell_axes;
-  std::string results = "point,config,seed";
-  for (const auto& k : varied_keys)
-    results += "," + csv_field(k);
-  bool header_done = false;
-  // config -> cell key -> accuracies over seeds; config -> varied values; cell order.
-  std::map<std::string, std::map<std::string, std::vector<double>>> acc;
-  std::map<std::string, std::vector<std::string>> config_values;
-  std::vector<std::string> config_order, cell_order;
-  std::map<std::string, std::vector<int64_t>> cell_values;
-  std::set<std::string> seen_points;
-  json trained = json::object();  // the first point's trained ranges (plots outline them)
-  int64_t read = 0;
-  std::vector<std::string> missing;  // finished points without the named evaluation
-  for (const auto& p : m["points"]) {
-    const fs::path run_dir = fs::path(sweep_dir) / p["run_dir"].get<std::string>();
-    const fs::path summary = source.summary(run_dir);
-    if (!fs::exists(summary)) {
-      if (source.variant() && fs::exists(RunDir(run_dir).summary()))
-        missing.push_back(p["name"].get<std::string>());
-      continue;
-    }
-    const std::string name = p["name"];
-    LENGEN_CHECK(seen_points.insert(name).second,
-                 "point {} appears twice in {}",
-                 name,
-                 manifest_path.string());
-    json sj = json::parse(read_text(summary.string()));
-    if (!header_done) {
-      cell_axes = sj["axes"].get<std::vector<std::string>>();
-      trained = sj.value("trained", json::object());
-      for (const auto& a : cell_axes)
-        results += "," + a;
-      results += ",samples,correct,accuracy,ci_low,ci_high\n";
-      header_done = true;
-    }
-    const std::string config = p["config"];
-    if (!acc.count(config)) {
-      config_order.push_back(config);
-      std::vector<std::string> vals;
-      for (const auto& k : varied_keys)
-        vals.push_back(p["varied"].value(k, std::string()));
-      config_values[config] = vals;
-    }
-    std::string prefix =
-        fmt::format("{},{},{}", csv_field(name), csv_field(config), p["seed"].get<int64_t>());
-    for (const auto& k : varied_keys)
-      prefix += "," + csv_field(p["varied"].value(k, std::string()));
-    for (const auto& c : sj["cells"]) {
-      std::vector<int64_t> coords;
-      std::string key;
-      for (const auto& a : cell_axes) {
-        coords.push_back(c[a].get<int64_t>());
-        key += (key.empty() ? "" : ",") + std::to_string(coords.back());
-      }
-      if (!cell_values.count(key)) {
-        cell_order.push_back(key);
-        cell_values[key] = coords;
-      }
-      const double a = c["accuracy"].get<double>();
-      acc[config][key].push_back(a);
-      results += fmt::format("{},{},{},{},{:.6f},{:.6f},{:.6f}\n",
-                             prefix,
-                             key,
-                             c["samples"].get<int64_t>(),
-                             c["correct"].get<int64_t>(),
-                             a,
-                             c["ci95"][0].get<double>(),
-                             c["ci95"][1].get<double>());
-    }
-    ++read;
-  }
+  const Collected c = collect_points(m, sweep_dir, manifest_path, source, varied_keys);
   if (source.variant()) {
-    LENGEN_CHECK(read > 0,
+    LENGEN_CHECK(c.read > 0,
                  "{}: no point has {}/summary.json; {}",
                  sweep_dir,
                  source.rel().string(),
                  source.fix);
-    if (!missing.empty()) {
+    if (!c.missing.empty()) {
       logger("sweep")->warn("{} finished point(s) have no {} and are left out: {}",
-                            missing.size(),
+                            c.missing.size(),
                             source.rel().string(),
-                            fmt::format("{}", fmt::join(missing, "; ")));
+                            fmt::format("{}", fmt::join(c.missing, "; ")));
     }
   }
   const fs::path out = aggregate_dir(sweep_dir, eval_name, stage_name);
   fs::create_directories(out);
-  if (!header_done) {
-    results += ",samples,correct,accuracy,ci_low,ci_high\n";
-  }
-  write_file_atomic((out / "results.csv").string(), results);
-  std::string summary = "config";
-  for (const auto& k : varied_keys)
-    summary += "," + csv_field(k);
-  for (const auto& a : cell_axes)
-    summary += "," + a;
-  summary += ",seeds,median,q25,q75,iqr,frac_above,min,max\n";
-  for (const auto& config : config_order) {
-    for (const auto& key : cell_order) {
-      auto it = acc[config].find(key);
-      if (it == acc[config].end())
-        continue;
-      const auto& v = it->second;
-      const double above = static_cast<double>(std::count_if(
-                               v.begin(), v.end(), [&](double x) { return x >= threshold; })) /
-                           static_cast<double>(v.size());
-      std::string row = csv_field(config);
-      for (const auto& val : config_values[config])
-        row += "," + csv_field(val);
-      summary += fmt::format("{},{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f}\n",
-                             row,
-                             key,
-                             v.size(),
-                             quantile(v, 0.5),
-                             quantile(v, 0.25),
-                             quantile(v, 0.75),
-                             quantile(v, 0.75) - quantile(v, 0.25),
-                             above,
-                             *std::min_element(v.begin(), v.end()),
-                             *std::max_element(v.begin(), v.end()));
-    }
-  }
-  write_file_atomic((out / "summary.csv").string(), summary);
+  write_file_atomic((out / "results.csv").string(), c.results);
+  write_file_atomic((out / "summary.csv").string(), summary_csv(c, varied_keys, threshold));
   // The paper's rows for this evaluation: those of the named eval stage, or those without one.
   const PaperReference paper = m.contains("paper")
                                    ? PaperReference::from_json(m["paper"]).of_stage(stage_name)
                                    : PaperReference{};
-  if (!paper.empty() && read > 0) {
+  if (!paper.empty() && c.read > 0) {
     std::vector<ConfigFigures> figures;
-    for (const auto& config : config_order)
-      figures.push_back({config, acc[config]});
+    for (const auto& config : c.config_order)
+      figures.push_back({config, c.acc.at(config)});
     report_paper(
-        paper, compare_with_paper(paper, figures, cell_order), cell_axes, out.string(), "");
+        paper, compare_with_paper(paper, figures, c.cell_order), c.cell_axes, out.string(), "");
   }
   json meta{{"threshold", threshold},
-            {"cell_axes", cell_axes},
+            {"cell_axes", c.cell_axes},
             {"varied", varied_keys},
-            {"configs", config_order},
-            {"trained", trained},
-            {"points_read", read},
+            {"configs", c.config_order},
+            {"trained", c.trained},
+            {"points_read", c.read},
             {"points", m["points"].size()}};
   write_file_atomic((out / "aggregate.json").string(), meta.dump(2) + "\n");
-  return read;
+  return c.read;
 }
 
 int64_t compare_runs(const std::vector<std::string>& run_dirs,

@@ -63,6 +63,87 @@ LayerNormParams layer_norm_params(const Literal* v,
   return p;
 }
 
+// One entry of `layers`, named `lname` ("layers[2]"); *q_where: where its Q was written.
+Layer parse_layer(const Literal& lv,
+                  const std::string& lname,
+                  int64_t C,
+                  const std::string& source,
+                  const Literal** q_where) {
+  const std::vector<std::string> layer_keys{
+      "Q", "K", "V", "P", "M1", "b1", "M2", "b2", "ln1", "ln2"};
+  if (lv.kind != Literal::kDict) {
+    throw Error(fmt::format("{}: {} must be a dict", where(source, lv), lname));
+  }
+  for (const auto& [key, value] : lv.fields) {
+    if (std::find(layer_keys.begin(), layer_keys.end(), key) == layer_keys.end()) {
+      throw Error(fmt::format("{}: {}: unknown key '{}'{}; a layer has {}",
+                              where(source, value),
+                              lname,
+                              key,
+                              did_you_mean(key, layer_keys),
+                              join(layer_keys)));
+    }
+  }
+  auto array = [&](const char* key) -> std::pair<torch::Tensor, const Literal*> {
+    const Literal* v = lv.field(key);
+    if (!v)
+      return {torch::Tensor(), nullptr};
+    return {to_tensor(*v, lname + "." + key, source), v};
+  };
+  Layer layer;
+  auto [q, q_at] = array("Q");
+  if (!q.defined()) {
+    throw Error(fmt::format("{}: {} has no 'Q'", where(source, lv), lname));
+  }
+  if (q.dim() != 3 || q.size(1) != C || q.size(0) < 1 || q.size(2) < 1) {
+    throw Error(fmt::format("{}: {}.Q has shape {}, expected [n_heads, {}, d_head]",
+                            where(source, *q_at),
+                            lname,
+                            shape_str(q),
+                            C));
+  }
+  layer.Q = q;
+  *q_where = q_at;
+  const int64_t H = q.size(0), D = q.size(2);
+  for (const char* key : {"K", "V", "P"}) {
+    auto [t, at] = array(key);
+    if (!t.defined())
+      throw Error(fmt::format("{}: {} has no '{}'", where(source, lv), lname, key));
+    expect_shape(t, {H, C, D}, lname + "." + key, source, at);
+    (key[0] == 'K' ? layer.K : key[0] == 'V' ? layer.V : layer.P) = t;
+  }
+  // The MLP: empty M1/b1/M2 (or none) is a layer without one; b2 may stay.
+  auto [m1, m1_at] = array("M1");
+  auto [b1, b1_at] = array("b1");
+  auto [m2, m2_at] = array("M2");
+  auto [b2, b2_at] = array("b2");
+  const bool no_mlp = (!m1.defined() || m1.numel() == 0) && (!m2.defined() || m2.numel() == 0);
+  const int64_t F = no_mlp ? 0 : (m1.defined() && m1.dim() == 2 ? m1.size(1) : -1);
+  if (F < 0) {
+    throw Error(fmt::format("{}: {}.M1 has shape {}, expected [{}, d_ff]",
+                            m1_at ? where(source, *m1_at) : source,
+                            lname,
+                            m1.defined() ? shape_str(m1) : "none",
+                            C));
+  }
+  layer.M1 = F == 0 ? torch::zeros({C, 0}, torch::kFloat64) : m1;
+  expect_shape(layer.M1, {C, F}, lname + ".M1", source, m1_at);
+  layer.b1 = (F == 0 || !b1.defined()) ? torch::zeros({F}, torch::kFloat64) : b1;
+  if (F > 0)
+    expect_shape(layer.b1, {F}, lname + ".b1", source, b1_at);
+  layer.M2 = F == 0 ? torch::zeros({0, C}, torch::kFloat64) : m2;
+  if (F > 0) {
+    if (!m2.defined())
+      throw Error(fmt::format("{}: {} has M1 but no 'M2'", where(source, lv), lname));
+    expect_shape(layer.M2, {F, C}, lname + ".M2", source, m2_at);
+  }
+  layer.b2 = (!b2.defined() || b2.numel() == 0) ? torch::zeros({C}, torch::kFloat64) : b2;
+  expect_shape(layer.b2, {C}, lname + ".b2", source, b2_at);
+  layer.ln1 = layer_norm_params(lv.field("ln1"), lname + ".ln1", C, source);
+  layer.ln2 = layer_norm_params(lv.field("ln2"), lname + ".ln2", C, source);
+  return layer;
+}
+
 }  // namespace
 
 Program parse_program(const std::string& text, const std::string& source) {
@@ -116,80 +197,12 @@ Program parse_program(const std::string& text, const std::string& source) {
     if (layers->kind != Literal::kList) {
       throw Error(fmt::format("{}: layers must be a list of dicts", where(source, *layers)));
     }
-    const std::vector<std::string> layer_keys{
-        "Q", "K", "V", "P", "M1", "b1", "M2", "b2", "ln1", "ln2"};
     for (size_t l = 0; l < layers->items.size(); ++l) {
       const Literal& lv = layers->items[l];
       const std::string lname = fmt::format("layers[{}]", l);
-      if (lv.kind != Literal::kDict) {
-        throw Error(fmt::format("{}: {} must be a dict", where(source, lv), lname));
-      }
-      for (const auto& [key, value] : lv.fields) {
-        if (std::find(layer_keys.begin(), layer_keys.end(), key) == layer_keys.end()) {
-          throw Error(fmt::format("{}: {}: unknown key '{}'{}; a layer has {}",
-                                  where(source, value),
-                                  lname,
-                                  key,
-                                  did_you_mean(key, layer_keys),
-                                  join(layer_keys)));
-        }
-      }
-      auto array = [&](const char* key) -> std::pair<torch::Tensor, const Literal*> {
-        const Literal* v = lv.field(key);
-        if (!v)
-          return {torch::Tensor(), nullptr};
-        return {to_tensor(*v, lname + "." + key, source), v};
-      };
-      Layer layer;
-      auto [q, q_at] = array("Q");
-      if (!q.defined()) {
-        throw Error(fmt::format("{}: {} has no 'Q'", where(source, lv), lname));
-      }
-      if (q.dim() != 3 || q.size(1) != C || q.size(0) < 1 || q.size(2) < 1) {
-        throw Error(fmt::format("{}: {}.Q has shape {}, expected [n_heads, {}, d_head]",
-                                where(source, *q_at),
-                                lname,
-                                shape_str(q),
-                                C));
-      }
-      layer.Q = q;
-      const int64_t H = q.size(0), D = q.size(2);
-      for (const char* key : {"K", "V", "P"}) {
-        auto [t, at] = array(key);
-        if (!t.defined())
-          throw Error(fmt::format("{}: {} has no '{}'", where(source, lv), lname, key));
-        expect_shape(t, {H, C, D}, lname + "." + key, source, at);
-        (key[0] == 'K' ? layer.K : key[0] == 'V' ? layer.V : layer.P) = t;
-      }
-      // The MLP: empty M1/b1/M2 (or none) is a layer without one; b2 may stay.
-      auto [m1, m1_at] = array("M1");
-      auto [b1, b1_at] = array("b1");
-      auto [m2, m2_at] = array("M2");
-      auto [b2, b2_at] = array("b2");
-      const bool no_mlp = (!m1.defined() || m1.numel() == 0) && (!m2.defined() || m2.numel() == 0);
-      const int64_t F = no_mlp ? 0 : (m1.defined() && m1.dim() == 2 ? m1.size(1) : -1);
-      if (F < 0) {
-        throw Error(fmt::format("{}: {}.M1 has shape {}, expected [{}, d_ff]",
-                                m1_at ? where(source, *m1_at) : source,
-                                lname,
-                                m1.defined() ? shape_str(m1) : "none",
-                                C));
-      }
-      layer.M1 = F == 0 ? torch::zeros({C, 0}, torch::kFloat64) : m1;
-      expect_shape(layer.M1, {C, F}, lname + ".M1", source, m1_at);
-      layer.b1 = (F == 0 || !b1.defined()) ? torch::zeros({F}, torch::kFloat64) : b1;
-      if (F > 0)
-        expect_shape(layer.b1, {F}, lname + ".b1", source, b1_at);
-      layer.M2 = F == 0 ? torch::zeros({0, C}, torch::kFloat64) : m2;
-      if (F > 0) {
-        if (!m2.defined())
-          throw Error(fmt::format("{}: {} has M1 but no 'M2'", where(source, lv), lname));
-        expect_shape(layer.M2, {F, C}, lname + ".M2", source, m2_at);
-      }
-      layer.b2 = (!b2.defined() || b2.numel() == 0) ? torch::zeros({C}, torch::kFloat64) : b2;
-      expect_shape(layer.b2, {C}, lname + ".b2", source, b2_at);
-      layer.ln1 = layer_norm_params(lv.field("ln1"), lname + ".ln1", C, source);
-      layer.ln2 = layer_norm_params(lv.field("ln2"), lname + ".ln2", C, source);
+      const Literal* q_at = nullptr;
+      Layer layer = parse_layer(lv, lname, C, source, &q_at);
+      const int64_t D = layer.Q.size(2);
       if (!p.layers.empty() && p.layers.front().Q.size(2) != D) {
         throw Error(
             fmt::format("{}: {}.Q has d_head {} but layers[0] has {}; lengen's layers share one "
