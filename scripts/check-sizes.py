@@ -28,7 +28,6 @@ ALLOWED = {
     "framework/src/report/reproduction_page.cpp": (879, SPLIT_LATER),
     "framework/src/report/reproduction_page.cpp:line_chart": (150, SPLIT_LATER),
     "framework/src/report/reproduction_page.cpp:render_reproductions": (260, SPLIT_LATER),
-    "framework/src/train/checkpoint.cpp:load_safetensors": (127, SPLIT_LATER),
     "plugins/abc/calibrate.cpp": (442, SPLIT_LATER),
     "plugins/abc/calibrate.cpp:run": (224, SPLIT_LATER),
     "plugins/abc/lines.cpp": (402, SPLIT_LATER),

@@ -108,19 +108,19 @@ void save_safetensors(const std::string& path,
   });
 }
 
-TensorFile load_safetensors(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw Error(fmt::format("{}: cannot open checkpoint", path));
-  }
-  in.seekg(0, std::ios::end);
-  const uint64_t file_size = static_cast<uint64_t>(in.tellg());
-  in.seekg(0);
+namespace {
+
+// The JSON header of a safetensors file of `file_size` bytes, read from `in` at offset 0; `n` is
+// its length (the data start at 8 + n).
+nlohmann::ordered_json read_header(std::ifstream& in,
+                                   const std::string& path,
+                                   uint64_t file_size,
+                                   uint64_t& n) {
   unsigned char len[8];
   if (file_size < 8 || !in.read(reinterpret_cast<char*>(len), 8)) {
     throw Error(fmt::format("{}: truncated safetensors file (no header length)", path));
   }
-  uint64_t n = 0;
+  n = 0;
   for (int i = 7; i >= 0; --i) {
     n = (n << 8) | len[i];
   }
@@ -143,95 +143,121 @@ TensorFile load_safetensors(const std::string& path) {
                     path,
                     header.type_name()));
   }
+  return header;
+}
+
+// The `__metadata__` entry `e` into `out`: an object of strings.
+void read_metadata(const nlohmann::ordered_json& e, const std::string& path, TensorFile& out) {
+  if (!e.is_object()) {
+    throw Error(fmt::format(
+        "{}: __metadata__ is a JSON {}, expected an object of strings", path, e.type_name()));
+  }
+  for (auto m = e.begin(); m != e.end(); ++m) {
+    if (!m->is_string()) {
+      throw Error(fmt::format(
+          "{}: __metadata__.{} is a JSON {}, expected a string", path, m.key(), m->type_name()));
+    }
+    out.metadata[m.key()] = m->get<std::string>();
+  }
+}
+
+// The tensor `name` its header entry `e` describes, from the `data_size` bytes of data at
+// `data_start`.
+torch::Tensor read_tensor(std::ifstream& in,
+                          const std::string& path,
+                          const std::string& name,
+                          const nlohmann::ordered_json& e,
+                          uint64_t data_start,
+                          uint64_t data_size) {
+  // Every field checked before anything is allocated: a header may claim any size.
+  auto bad = [&](const std::string& what) {
+    return Error(fmt::format("{}: tensor '{}': {}", path, name, what));
+  };
+  if (!e.is_object())
+    throw bad(fmt::format("a JSON {}, expected {{dtype, shape, data_offsets}}", e.type_name()));
+  for (const char* key : {"dtype", "shape", "data_offsets"}) {
+    if (!e.contains(key))
+      throw bad(fmt::format("no '{}'", key));
+  }
+  if (!e["dtype"].is_string())
+    throw bad("dtype is not a string");
+  const torch::Dtype dt =
+      dtype_from_code(e["dtype"].get<std::string>(), path + ": tensor '" + name + "'");
+  const auto& shape_j = e["shape"];
+  if (!shape_j.is_array())
+    throw bad("shape is not a list");
+  std::vector<int64_t> shape;
+  uint64_t numel = 1;
+  for (const auto& d : shape_j) {
+    if (!d.is_number_unsigned() && !(d.is_number_integer() && d.get<int64_t>() >= 0)) {
+      throw bad(fmt::format("shape {}: every size must be a non-negative integer", shape_j.dump()));
+    }
+    const uint64_t v = d.get<uint64_t>();
+    if (v > static_cast<uint64_t>(INT64_MAX) || __builtin_mul_overflow(numel, v, &numel)) {
+      throw bad(fmt::format("shape {} has more elements than can exist", shape_j.dump()));
+    }
+    shape.push_back(static_cast<int64_t>(v));
+  }
+  const uint64_t element = static_cast<uint64_t>(c10::elementSize(dt));
+  uint64_t bytes = 0;
+  if (__builtin_mul_overflow(numel, element, &bytes) || bytes > data_size) {
+    throw bad(fmt::format(
+        "shape {} of {} needs {} elements, more than the {} bytes of data the file holds",
+        shape_j.dump(),
+        e["dtype"].get<std::string>(),
+        numel,
+        data_size));
+  }
+  const auto& offs_j = e["data_offsets"];
+  if (!offs_j.is_array() || offs_j.size() != 2 || !offs_j[0].is_number_unsigned() ||
+      !offs_j[1].is_number_unsigned()) {
+    throw bad(fmt::format("data_offsets {}: expected [begin, end], two non-negative integers",
+                          offs_j.dump()));
+  }
+  const uint64_t begin = offs_j[0].get<uint64_t>(), end = offs_j[1].get<uint64_t>();
+  if (begin > end || end > data_size || end - begin != bytes) {
+    throw bad(
+        fmt::format("data_offsets [{}, {}] (bytes {} to {} of the file) do not hold its {} bytes "
+                    "within the {} "
+                    "bytes of data (file truncated?)",
+                    begin,
+                    end,
+                    data_start + begin,
+                    data_start + end,
+                    bytes,
+                    data_size));
+  }
+  auto t = torch::empty(shape, torch::TensorOptions().dtype(dt));
+  in.seekg(static_cast<std::streamoff>(data_start + begin));
+  if (bytes > 0 &&
+      !in.read(static_cast<char*>(t.data_ptr()), static_cast<std::streamsize>(bytes))) {
+    throw bad(
+        fmt::format("bytes {} to {} could not be read", data_start + begin, data_start + end));
+  }
+  return t;
+}
+
+}  // namespace
+
+TensorFile load_safetensors(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw Error(fmt::format("{}: cannot open checkpoint", path));
+  }
+  in.seekg(0, std::ios::end);
+  const uint64_t file_size = static_cast<uint64_t>(in.tellg());
+  in.seekg(0);
+  uint64_t n = 0;
+  const nlohmann::ordered_json header = read_header(in, path, file_size, n);
   TensorFile out;
   const uint64_t data_start = 8 + n;
   const uint64_t data_size = file_size - data_start;  // the byte buffer the offsets index
   for (auto it = header.begin(); it != header.end(); ++it) {
-    const std::string& name = it.key();
-    const auto& e = *it;
-    if (name == "__metadata__") {
-      if (!e.is_object()) {
-        throw Error(fmt::format(
-            "{}: __metadata__ is a JSON {}, expected an object of strings", path, e.type_name()));
-      }
-      for (auto m = e.begin(); m != e.end(); ++m) {
-        if (!m->is_string()) {
-          throw Error(fmt::format("{}: __metadata__.{} is a JSON {}, expected a string",
-                                  path,
-                                  m.key(),
-                                  m->type_name()));
-        }
-        out.metadata[m.key()] = m->get<std::string>();
-      }
-      continue;
-    }
-    // Every field checked before anything is allocated: a header may claim any size.
-    auto bad = [&](const std::string& what) {
-      return Error(fmt::format("{}: tensor '{}': {}", path, name, what));
-    };
-    if (!e.is_object())
-      throw bad(fmt::format("a JSON {}, expected {{dtype, shape, data_offsets}}", e.type_name()));
-    for (const char* key : {"dtype", "shape", "data_offsets"}) {
-      if (!e.contains(key))
-        throw bad(fmt::format("no '{}'", key));
-    }
-    if (!e["dtype"].is_string())
-      throw bad("dtype is not a string");
-    const torch::Dtype dt =
-        dtype_from_code(e["dtype"].get<std::string>(), path + ": tensor '" + name + "'");
-    const auto& shape_j = e["shape"];
-    if (!shape_j.is_array())
-      throw bad("shape is not a list");
-    std::vector<int64_t> shape;
-    uint64_t numel = 1;
-    for (const auto& d : shape_j) {
-      if (!d.is_number_unsigned() && !(d.is_number_integer() && d.get<int64_t>() >= 0)) {
-        throw bad(
-            fmt::format("shape {}: every size must be a non-negative integer", shape_j.dump()));
-      }
-      const uint64_t v = d.get<uint64_t>();
-      if (v > static_cast<uint64_t>(INT64_MAX) || __builtin_mul_overflow(numel, v, &numel)) {
-        throw bad(fmt::format("shape {} has more elements than can exist", shape_j.dump()));
-      }
-      shape.push_back(static_cast<int64_t>(v));
-    }
-    const uint64_t element = static_cast<uint64_t>(c10::elementSize(dt));
-    uint64_t bytes = 0;
-    if (__builtin_mul_overflow(numel, element, &bytes) || bytes > data_size) {
-      throw bad(fmt::format(
-          "shape {} of {} needs {} elements, more than the {} bytes of data the file holds",
-          shape_j.dump(),
-          e["dtype"].get<std::string>(),
-          numel,
-          data_size));
-    }
-    const auto& offs_j = e["data_offsets"];
-    if (!offs_j.is_array() || offs_j.size() != 2 || !offs_j[0].is_number_unsigned() ||
-        !offs_j[1].is_number_unsigned()) {
-      throw bad(fmt::format("data_offsets {}: expected [begin, end], two non-negative integers",
-                            offs_j.dump()));
-    }
-    const uint64_t begin = offs_j[0].get<uint64_t>(), end = offs_j[1].get<uint64_t>();
-    if (begin > end || end > data_size || end - begin != bytes) {
-      throw bad(
-          fmt::format("data_offsets [{}, {}] (bytes {} to {} of the file) do not hold its {} bytes "
-                      "within the {} "
-                      "bytes of data (file truncated?)",
-                      begin,
-                      end,
-                      data_start + begin,
-                      data_start + end,
-                      bytes,
-                      data_size));
-    }
-    auto t = torch::empty(shape, torch::TensorOptions().dtype(dt));
-    in.seekg(static_cast<std::streamoff>(data_start + begin));
-    if (bytes > 0 &&
-        !in.read(static_cast<char*>(t.data_ptr()), static_cast<std::streamsize>(bytes))) {
-      throw bad(
-          fmt::format("bytes {} to {} could not be read", data_start + begin, data_start + end));
-    }
-    out.tensors.emplace_back(name, t);
+    if (it.key() == "__metadata__")
+      read_metadata(*it, path, out);
+    else
+      out.tensors.emplace_back(it.key(),
+                               read_tensor(in, path, it.key(), *it, data_start, data_size));
   }
   return out;
 }
