@@ -32,7 +32,6 @@ ALLOWED = {
     "plugins/abc/calibrate.cpp:run": (224, SPLIT_LATER),
     "plugins/abc/lines.cpp": (402, SPLIT_LATER),
     "plugins/abc/test_lines.cpp": (414, "the unit tests of one component, a case per property"),
-    "plugins/construct/construct.cpp:run": (219, SPLIT_LATER),
     "tasks/addition/addition.cpp": (602, SPLIT_LATER),
     "tasks/padded_arithmetic/padded_arithmetic.cpp": (437, SPLIT_LATER),
     "tasks/seq2seq_arithmetic/seq2seq_arithmetic.cpp": (443, SPLIT_LATER),

@@ -31,6 +31,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <filesystem>
@@ -74,6 +75,173 @@ void hypercube(torch::Tensor row, int64_t at, int64_t k, int64_t D) {
     const int64_t bit = ((k - 1) >> (D - 1 - i)) & 1;
     row[at + i] = bit ? -1.0 : 1.0;
   }
+}
+
+// Where the construction puts the position codes, for position tables of rows0 and rows1
+// rows: POS_1, POS_1_NEXT (P1 dimensions each), POS_2, POS_2_NEXT (P2 each) after the fixed ones.
+struct Layout {
+  int64_t P1, P2, P, pos1, pos1n, pos2, pos2n, need_c;
+};
+
+Layout layout_for(int64_t rows0, int64_t rows1) {
+  Layout l{};
+  l.P1 = bits_for(rows0);
+  l.P2 = bits_for(rows1);
+  l.P = l.P1 + l.P2;
+  l.pos1 = kFixed;
+  l.pos1n = l.pos1 + l.P1;
+  l.pos2 = l.pos1n + l.P1;
+  l.pos2n = l.pos2 + l.P2;
+  l.need_c = l.pos2n + l.P2;
+  return l;
+}
+
+// The next digit as ReLU spikes over u = 40 PRE_SUM + PRE_CARRY - NUM, at the points that
+// occur in a scratchpad: PRE_SUM in 0..18, PRE_CARRY - NUM in {-1, 0} (no carry out) or
+// {9, 10} (carry out). spike_k(u) = r(u - k + 1) - 2 r(u - k) + r(u - k - 1). Hidden unit
+// r(u - t) -> its weights into SUM_j, for the units with a weight that is not zero.
+std::map<int64_t, std::array<double, 10>> digit_spikes() {
+  std::map<int64_t, std::array<double, 10>> spikes;
+  for (int64_t s = 0; s <= 18; ++s) {
+    for (int64_t d : {-1, 0, 9, 10}) {
+      const int64_t k = 40 * s + d, digit = (s + (d >= 9 ? 1 : 0)) % 10;
+      for (auto [t, w] : {std::pair<int64_t, double>{k - 1, 1.0}, {k, -2.0}, {k + 1, 1.0}}) {
+        spikes[t][static_cast<size_t>(digit)] += w;  // value-initialised: zeros
+      }
+    }
+  }
+  for (auto it = spikes.begin(); it != spikes.end();) {
+    const bool any =
+        std::any_of(it->second.begin(), it->second.end(), [](double x) { return x != 0.0; });
+    it = any ? std::next(it) : spikes.erase(it);
+  }
+  return spikes;
+}
+
+void set(torch::Tensor t, int64_t i, int64_t j, double v) {
+  t[i][j] = v;
+}
+
+// Token embedding (NUM, IS_BOS, FULL_ONES) and the position tables: row p holds
+// [v_p; v_{p+1}] in its level's dimensions (row 0: zero).
+void write_embeddings(const torch::Tensor& tok,
+                      const torch::Tensor& level0,
+                      const torch::Tensor& level1,
+                      const lengen::Vocabulary& vocab,
+                      const Layout& l) {
+  for (int64_t id = 0; id < vocab.size(); ++id)
+    set(tok, id, kOnes, 1.0);
+  for (int64_t j = 0; j <= 9; ++j)
+    set(tok, vocab.id(std::to_string(j)), kNum, static_cast<double>(j));
+  set(tok, vocab.id("$"), kIsBos, 1.0);
+  for (int64_t p = 1; p < level0.size(0); ++p) {
+    hypercube(level0[p], l.pos1, p, l.P1);
+    hypercube(level0[p], l.pos1n, p + 1, l.P1);
+  }
+  for (int64_t p = 1; p < level1.size(0); ++p) {
+    hypercube(level1[p], l.pos2, p, l.P2);
+    hypercube(level1[p], l.pos2n, p + 1, l.P2);
+  }
+}
+
+// The four heads, of width D, into `qkv` and `out`. Query rows carry a = alpha sqrt(D)
+// (undoing the 1/sqrt(D) of the scores): a key whose code equals the query's scores alpha P,
+// BOS too (through FULL_ONES . IS_BOS), any other at most alpha (P - 2).
+void write_heads(const torch::Tensor& qkv,
+                 const torch::Tensor& out,
+                 const Layout& l,
+                 int64_t H,
+                 int64_t D,
+                 double alpha) {
+  const double a = alpha * std::sqrt(static_cast<double>(D));
+
+  struct Part {
+    int64_t query_dim, key_dim, width;
+  };
+
+  auto head =
+      [&](int64_t h, std::vector<Part> parts, int64_t value_dim, double value, int64_t writes) {
+        int64_t row = 0, norm = 0;
+        for (const Part& part : parts) {
+          for (int64_t i = 0; i < part.width; ++i, ++row) {
+            set(qkv, h * D + row, part.query_dim + i, a);
+            set(qkv, H * D + h * D + row, part.key_dim + i, 1.0);
+          }
+          norm += part.width;
+        }
+        set(qkv, h * D + row, kOnes, a * std::sqrt(static_cast<double>(norm)));
+        set(qkv, H * D + h * D + row, kIsBos, std::sqrt(static_cast<double>(norm)));
+        set(qkv, 2 * H * D + h * D, value_dim, value);
+        set(out, writes, h * D, 1.0);
+      };
+  // a_i, b_{i-1} at the next significance
+  head(0, {{l.pos1n, l.pos1, l.P1}, {l.pos2, l.pos2n, l.P2}}, kNum, 3.0, kPreSum);
+  // the same at this significance
+  head(1, {{l.pos1, l.pos1, l.P1}, {l.pos2, l.pos2n, l.P2}}, kNum, 3.0, kPreCarry);
+  // 1 iff no next significance
+  head(2, {{l.pos1n, l.pos1, l.P1}}, kIsBos, 1.0, kPreArrow);
+  // 1/2 iff in the last number
+  head(3, {{l.pos1, l.pos1, l.P1}, {l.pos2, l.pos2, l.P2}}, kIsBos, 1.0, kPreEos);
+}
+
+// The feed-forward layer: ARROW, EOS and the digit spikes into SUM.
+void write_feed_forward(const torch::Tensor& up,
+                        const torch::Tensor& up_b,
+                        const torch::Tensor& down,
+                        const torch::Tensor& down_b,
+                        const std::map<int64_t, std::array<double, 10>>& spikes) {
+  set(up, 0, kPreArrow, 1.0);
+  up_b[0] = -0.5;
+  set(down, kArrow, 0, 2.0);
+  set(down, kEos, 0, 2.0);
+  set(up, 1, kPreEos, 1.0);
+  up_b[1] = -1.0 / 3.0;
+  set(down, kEos, 1, 6.0);
+  down_b[kEos] = -1.0;
+  int64_t unit = 2;
+  for (const auto& [t, w] : spikes) {
+    set(up, unit, kPreSum, 40.0);
+    set(up, unit, kPreCarry, 1.0);
+    set(up, unit, kNum, -1.0);
+    up_b[unit] = -static_cast<double>(t);
+    for (int64_t j = 0; j < 10; ++j)
+      set(down, kSum0 + j, unit, w[static_cast<size_t>(j)]);
+    ++unit;
+  }
+}
+
+// Read-out: digits from SUM (weight 1), '>' from ARROW (10), '$' from EOS (100).
+void write_readout(const torch::Tensor& head_w, const lengen::Vocabulary& vocab) {
+  for (int64_t j = 0; j <= 9; ++j)
+    set(head_w, vocab.id(std::to_string(j)), kSum0 + j, 1.0);
+  set(head_w, vocab.id(">"), kArrow, 10.0);
+  set(head_w, vocab.id("$"), kEos, 100.0);
+}
+
+// construction.json: the layout, for docs/theory.md's reader.
+nlohmann::json layout_json(const Layout& l, double alpha, int64_t units) {
+  return {{"construction", "cho_addition_scratchpad"},
+          {"alpha", alpha},
+          {"P1", l.P1},
+          {"P2", l.P2},
+          {"d_model_needed", l.need_c},
+          {"d_head_needed", l.P + 1},
+          {"d_ff_needed", units},
+          {"dims",
+           {{"NUM", kNum},
+            {"IS_BOS", kIsBos},
+            {"FULL_ONES", kOnes},
+            {"PRE_SUM", kPreSum},
+            {"PRE_CARRY", kPreCarry},
+            {"PRE_ARROW", kPreArrow},
+            {"PRE_EOS", kPreEos},
+            {"SUM_0", kSum0},
+            {"ARROW", kArrow},
+            {"EOS", kEos},
+            {"POS_1", l.pos1},
+            {"POS_1_NEXT", l.pos1n},
+            {"POS_2", l.pos2},
+            {"POS_2_NEXT", l.pos2n}}}};
 }
 
 class Construct final : public lengen::Stage {
@@ -141,141 +309,33 @@ class Construct final : public lengen::Stage {
       return *p;
     };
     const torch::Tensor level0 = tables[0].weight, level1 = tables[1].weight;
-    const int64_t P1 = bits_for(level0.size(0)), P2 = bits_for(level1.size(0)), P = P1 + P2;
-    const int64_t pos1 = kFixed, pos1n = pos1 + P1, pos2 = pos1n + P1, pos2n = pos2 + P2,
-                  need_c = pos2n + P2;
+    const Layout l = layout_for(level0.size(0), level1.size(0));
     const torch::Tensor qkv = param("blocks.0.attn.qkv.weight");
     const int64_t H = 4, D = qkv.size(0) / (3 * H);
-    require(m.d_model >= need_c,
+    require(m.d_model >= l.need_c,
             "model.d_model",
             fmt::format("at least {} (19 + 2 x {} + 2 x {} for max_position {} / {})",
-                        need_c,
-                        P1,
-                        P2,
+                        l.need_c,
+                        l.P1,
+                        l.P2,
                         level0.size(0) - 1,
                         level1.size(0) - 1));
-    require(D >= P + 1, "model.d_head", fmt::format("at least {} (P1 + P2 + 1)", P + 1));
-
-    // The next digit as ReLU spikes over u = 40 PRE_SUM + PRE_CARRY - NUM, at the points that
-    // occur in a scratchpad: PRE_SUM in 0..18, PRE_CARRY - NUM in {-1, 0} (no carry out) or
-    // {9, 10} (carry out). spike_k(u) = r(u - k + 1) - 2 r(u - k) + r(u - k - 1).
-    std::map<int64_t, std::array<double, 10>> spikes;  // hidden unit r(u - t) -> weights into SUM_j
-    for (int64_t s = 0; s <= 18; ++s) {
-      for (int64_t d : {-1, 0, 9, 10}) {
-        const int64_t k = 40 * s + d, digit = (s + (d >= 9 ? 1 : 0)) % 10;
-        for (auto [t, w] : {std::pair<int64_t, double>{k - 1, 1.0}, {k, -2.0}, {k + 1, 1.0}}) {
-          spikes[t][static_cast<size_t>(digit)] += w;  // value-initialised: zeros
-        }
-      }
-    }
-    int64_t units = 2;
-    for (const auto& [t, w] : spikes) {
-      bool any = false;
-      for (double x : w)
-        any = any || x != 0.0;
-      units += any ? 1 : 0;
-    }
+    require(D >= l.P + 1, "model.d_head", fmt::format("at least {} (P1 + P2 + 1)", l.P + 1));
+    const auto spikes = digit_spikes();
+    const auto units = static_cast<int64_t>(2 + spikes.size());
     require(m.d_ff >= units, "model.d_ff", fmt::format("at least {}", units));
 
     torch::NoGradGuard no_grad;
     for (auto& p : params)
       p.value().zero_();
-    auto set = [](torch::Tensor t, int64_t i, int64_t j, double v) { t[i][j] = v; };
-
-    // Token embedding: NUM, IS_BOS, FULL_ONES.
-    const torch::Tensor tok = param("tok_emb.weight");
-    for (int64_t id = 0; id < vocab.size(); ++id)
-      set(tok, id, kOnes, 1.0);
-    for (int64_t j = 0; j <= 9; ++j)
-      set(tok, vocab.id(std::to_string(j)), kNum, static_cast<double>(j));
-    set(tok, vocab.id("$"), kIsBos, 1.0);
-
-    // Position tables: row p holds [v_p; v_{p+1}] in its level's dimensions (row 0: zero).
-    for (int64_t p = 1; p < level0.size(0); ++p) {
-      hypercube(level0[p], pos1, p, P1);
-      hypercube(level0[p], pos1n, p + 1, P1);
-    }
-    for (int64_t p = 1; p < level1.size(0); ++p) {
-      hypercube(level1[p], pos2, p, P2);
-      hypercube(level1[p], pos2n, p + 1, P2);
-    }
-
-    // Heads. Query rows carry a = alpha sqrt(D) (undoing the 1/sqrt(D) of the scores): a key
-    // whose code equals the query's scores alpha P, BOS too (through FULL_ONES . IS_BOS), any
-    // other at most alpha (P - 2).
-    const double a = alpha_ * std::sqrt(static_cast<double>(D));
-    const torch::Tensor out = param("blocks.0.attn.out.weight");
-
-    struct Part {
-      int64_t query_dim, key_dim, width;
-    };
-
-    auto head =
-        [&](int64_t h, std::vector<Part> parts, int64_t value_dim, double value, int64_t writes) {
-          int64_t row = 0, norm = 0;
-          for (const Part& part : parts) {
-            for (int64_t i = 0; i < part.width; ++i, ++row) {
-              set(qkv, h * D + row, part.query_dim + i, a);
-              set(qkv, H * D + h * D + row, part.key_dim + i, 1.0);
-            }
-            norm += part.width;
-          }
-          set(qkv, h * D + row, kOnes, a * std::sqrt(static_cast<double>(norm)));
-          set(qkv, H * D + h * D + row, kIsBos, std::sqrt(static_cast<double>(norm)));
-          set(qkv, 2 * H * D + h * D, value_dim, value);
-          set(out, writes, h * D, 1.0);
-        };
-    head(0,
-         {{pos1n, pos1, P1}, {pos2, pos2n, P2}},
-         kNum,
-         3.0,
-         kPreSum);  // a_i, b_{i-1} at the next significance
-    head(1,
-         {{pos1, pos1, P1}, {pos2, pos2n, P2}},
-         kNum,
-         3.0,
-         kPreCarry);                                       // the same at this significance
-    head(2, {{pos1n, pos1, P1}}, kIsBos, 1.0, kPreArrow);  // 1 iff no next significance
-    head(3,
-         {{pos1, pos1, P1}, {pos2, pos2, P2}},
-         kIsBos,
-         1.0,
-         kPreEos);  // 1/2 iff in the last number
-
-    // Feed-forward.
-    const torch::Tensor up = param("blocks.0.ff.up.weight"), up_b = param("blocks.0.ff.up.bias");
-    const torch::Tensor down = param("blocks.0.ff.down.weight"),
-                        down_b = param("blocks.0.ff.down.bias");
-    set(up, 0, kPreArrow, 1.0);
-    up_b[0] = -0.5;
-    set(down, kArrow, 0, 2.0);
-    set(down, kEos, 0, 2.0);
-    set(up, 1, kPreEos, 1.0);
-    up_b[1] = -1.0 / 3.0;
-    set(down, kEos, 1, 6.0);
-    down_b[kEos] = -1.0;
-    int64_t unit = 2;
-    for (const auto& [t, w] : spikes) {
-      bool any = false;
-      for (double x : w)
-        any = any || x != 0.0;
-      if (!any)
-        continue;
-      set(up, unit, kPreSum, 40.0);
-      set(up, unit, kPreCarry, 1.0);
-      set(up, unit, kNum, -1.0);
-      up_b[unit] = -static_cast<double>(t);
-      for (int64_t j = 0; j < 10; ++j)
-        set(down, kSum0 + j, unit, w[static_cast<size_t>(j)]);
-      ++unit;
-    }
-
-    // Read-out.
-    const torch::Tensor head_w = param("lm_head.weight");
-    for (int64_t j = 0; j <= 9; ++j)
-      set(head_w, vocab.id(std::to_string(j)), kSum0 + j, 1.0);
-    set(head_w, vocab.id(">"), kArrow, 10.0);
-    set(head_w, vocab.id("$"), kEos, 100.0);
+    write_embeddings(param("tok_emb.weight"), level0, level1, vocab, l);
+    write_heads(qkv, param("blocks.0.attn.out.weight"), l, H, D, alpha_);
+    write_feed_forward(param("blocks.0.ff.up.weight"),
+                       param("blocks.0.ff.up.bias"),
+                       param("blocks.0.ff.down.weight"),
+                       param("blocks.0.ff.down.bias"),
+                       spikes);
+    write_readout(param("lm_head.weight"), vocab);
 
     const lengen::RunDir folder = ctx.folder();
     fs::create_directories(folder.checkpoints());
@@ -287,35 +347,13 @@ class Construct final : public lengen::Stage {
                               {"seed", std::to_string(exp.seed)},
                               {"torch", lengen::torch_version()},
                               {"construction", "cho_addition_scratchpad"}});
-    nlohmann::json layout = {{"construction", "cho_addition_scratchpad"},
-                             {"alpha", alpha_},
-                             {"P1", P1},
-                             {"P2", P2},
-                             {"d_model_needed", need_c},
-                             {"d_head_needed", P + 1},
-                             {"d_ff_needed", units},
-                             {"dims",
-                              {{"NUM", kNum},
-                               {"IS_BOS", kIsBos},
-                               {"FULL_ONES", kOnes},
-                               {"PRE_SUM", kPreSum},
-                               {"PRE_CARRY", kPreCarry},
-                               {"PRE_ARROW", kPreArrow},
-                               {"PRE_EOS", kPreEos},
-                               {"SUM_0", kSum0},
-                               {"ARROW", kArrow},
-                               {"EOS", kEos},
-                               {"POS_1", pos1},
-                               {"POS_1_NEXT", pos1n},
-                               {"POS_2", pos2},
-                               {"POS_2_NEXT", pos2n}}}};
     lengen::write_file_atomic((fs::path(ctx.dir()) / "construction.json").string(),
-                              layout.dump(2) + "\n");
+                              layout_json(l, alpha_, units).dump(2) + "\n");
     lengen::logger("stage")->info(
         "{}: Theorem 4.1's weights (P1 {}, P2 {}, {} feed-forward units) written to {}",
         name_,
-        P1,
-        P2,
+        l.P1,
+        l.P2,
         units,
         path);
   }
