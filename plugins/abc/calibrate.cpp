@@ -9,6 +9,7 @@
 //   abc.json         the same for plotting, and abc.png (scripts/plot_abc.py): per head the
 //                    averaged attention and the extended bias, like the paper's Figures 3-4.
 // Options follow the paper's text; the released code's choices are documented in docs/abc.md.
+#include "calibrate_kind.h"
 #include "lines.h"
 
 #include "lengen/analysis/attention.h"
@@ -33,20 +34,6 @@ namespace {
 
 using lengen::OptionSpec;
 namespace abc = lengen::abc;
-
-nlohmann::json matrix(const torch::Tensor& m) {  // [r, c] -> rows, null for -inf / NaN
-  auto t = m.to(torch::kFloat64).contiguous();
-  nlohmann::json rows = nlohmann::json::array();
-  for (int64_t i = 0; i < t.size(0); ++i) {
-    nlohmann::json row = nlohmann::json::array();
-    for (int64_t j = 0; j < t.size(1); ++j) {
-      const double v = t[i][j].item<double>();
-      row.push_back(std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr));
-    }
-    rows.push_back(row);
-  }
-  return rows;
-}
 
 class Calibrate final : public lengen::Stage {
  public:
@@ -206,11 +193,84 @@ class Calibrate final : public lengen::Stage {
       ctx.spec().node.fail(
           "calibrate: the model has no decoder (ABC biases decoder self- and cross-attention)");
     }
-    // The attention maps: the chosen decoder layer's self- (and cross-) attention, or every
-    // layer's.
+    int64_t layer = 0;
+    const auto index = attention_index(ctx, model, layer);
+    const auto maps = average_attention(ctx, model, index);
+    int64_t rows = rows_;
+    if (rows == 0) {
+      const auto axes = task.grid_axes();
+      rows = axes.empty() || axes[0].train_hi <= 0 ? 0 : axes[0].train_hi;
+    }
+    std::vector<std::pair<std::string, torch::Tensor>> tensors;
+    nlohmann::json doc = {{"samples", maps.samples},
+                          {"drawn", maps.drawn},
+                          {"scores", logits_ ? "logits" : "weights"},
+                          {"statistic", statistic_ == abc::Statistic::kSum ? "sum" : "mean"},
+                          {"coverage", coverage_},
+                          {"select", explain_away_ ? "explain_away" : "threshold"},
+                          {"constant_keys", drop_constant_ ? "drop" : "keep"},
+                          {"empty_heads", strongest_ ? "strongest" : "transparent"},
+                          {"sigmas", sigmas_},
+                          {"self_sigmas", self_sigmas_},
+                          {"layer", layer},
+                          {"per_layer", per_layer_}};
+    // Per layer: tensors under "<kind>" (one layer) or "layer<l>.<kind>" (per_layer); abc.json
+    // keeps the last layer at the top (the plot's) and, per_layer, every layer under "layers".
+    const abc::Selection selection{statistic_,
+                                   coverage_,
+                                   explain_away_,
+                                   drop_constant_,
+                                   strongest_,
+                                   sigmas_,
+                                   self_sigmas_,
+                                   cross_dirs_,
+                                   self_dirs_,
+                                   anchors_};
+    if (per_layer_)
+      doc["layers"] = nlohmann::json::array();
+    for (const auto& [l, at] : index) {
+      const std::string prefix = per_layer_ ? fmt::format("layer{}.", l) : "";
+      nlohmann::json part = nlohmann::json::object();
+      for (const bool cross : {false, true}) {
+        const std::string kind = cross ? "cross" : "self";
+        const int64_t map_index = cross ? at.second : at.first;
+        if (map_index < 0)
+          continue;
+        std::vector<const lengen::AttentionMap*> heads;
+        for (const auto& m : maps.maps) {
+          if (m.layer == map_index)
+            heads.push_back(&m);
+        }
+        nlohmann::json j = abc::calibrate_kind(heads, cross, rows, prefix, selection, tensors);
+        if (!j.is_null())
+          part[kind] = std::move(j);
+      }
+      if (per_layer_)
+        doc["layers"].push_back({{"layer", l},
+                                 {"self", part.value("self", nlohmann::json())},
+                                 {"cross", part.value("cross", nlohmann::json())}});
+      if (l == layer)
+        doc.update(part);
+    }
+    ctx.write_tensors("abc.safetensors", tensors);
+    const std::string json = (fs::path(ctx.dir()) / "abc.json").string();
+    lengen::write_file_atomic(json, doc.dump() + "\n");
+    lengen::run_plot("plot_abc.py",
+                     fmt::format("'{}'", json),
+                     fmt::format("bias heatmaps written to {}/abc.png", ctx.dir()),
+                     json);
+  }
+
+ private:
+  // The attention maps to read: layer -> (self, cross) index among the model's attention
+  // names (cross -1 where there is none), the chosen decoder layer's or, per_layer, every
+  // layer's up to it; `layer` receives the chosen one.
+  std::map<int64_t, std::pair<int64_t, int64_t>> attention_index(lengen::StageContext& ctx,
+                                                                 lengen::Transformer& model,
+                                                                 int64_t& layer) const {
     const auto names = model->attention_names();
     const int64_t depth = model->config().decoder_depth();
-    const int64_t layer = layer_ < 0 ? depth - 1 : layer_;
+    layer = layer_ < 0 ? depth - 1 : layer_;
     if (layer >= depth) {
       ctx.spec().node.fail(
           fmt::format("calibrate: layer {} does not exist (the decoder has {})", layer, depth));
@@ -232,7 +292,17 @@ class Calibrate final : public lengen::Stage {
       index[l] = {self_index, cross_index};
     }
 
-    // S_gen: a random subset of the training distribution, one shape (the most frequent).
+    return index;
+  }
+
+  // S_gen: a random subset of the training distribution, one shape (the most frequent); the
+  // mean attention of `index`'s maps over the samples the model answers exactly right.
+  lengen::AttentionMaps average_attention(
+      lengen::StageContext& ctx,
+      lengen::Transformer& model,
+      const std::map<int64_t, std::pair<int64_t, int64_t>>& index) const {
+    const auto& exp = ctx.experiment();
+    const lengen::Task& task = *exp.task;
     lengen::Rng rng(lengen::mix_seed(exp.seed, {0xABC}));
     std::map<int64_t, std::vector<lengen::Example>> by_length;
     for (int64_t i = 0; i < samples_; ++i) {
@@ -274,150 +344,9 @@ class Calibrate final : public lengen::Stage {
             samples_,
             examples.size());
 
-    int64_t rows = rows_;
-    if (rows == 0) {
-      const auto axes = task.grid_axes();
-      rows = axes.empty() || axes[0].train_hi <= 0 ? 0 : axes[0].train_hi;
-    }
-    std::vector<std::pair<std::string, torch::Tensor>> tensors;
-    nlohmann::json doc = {{"samples", maps.samples},
-                          {"drawn", maps.drawn},
-                          {"scores", logits_ ? "logits" : "weights"},
-                          {"statistic", statistic_ == abc::Statistic::kSum ? "sum" : "mean"},
-                          {"coverage", coverage_},
-                          {"select", explain_away_ ? "explain_away" : "threshold"},
-                          {"constant_keys", drop_constant_ ? "drop" : "keep"},
-                          {"empty_heads", strongest_ ? "strongest" : "transparent"},
-                          {"sigmas", sigmas_},
-                          {"self_sigmas", self_sigmas_},
-                          {"layer", layer},
-                          {"per_layer", per_layer_}};
-    // Per layer: tensors under "<kind>" (one layer) or "layer<l>.<kind>" (per_layer); abc.json
-    // keeps the last layer at the top (the plot's) and, per_layer, every layer under "layers".
-    if (per_layer_)
-      doc["layers"] = nlohmann::json::array();
-    for (const auto& [l, at] : index) {
-      const std::string prefix = per_layer_ ? fmt::format("layer{}.", l) : "";
-      nlohmann::json part = nlohmann::json::object();
-      for (const bool cross : {false, true}) {
-        const std::string kind = cross ? "cross" : "self";
-        const int64_t map_index = cross ? at.second : at.first;
-        if (map_index < 0)
-          continue;
-        std::vector<const lengen::AttentionMap*> heads;
-        for (const auto& m : maps.maps) {
-          if (m.layer == map_index)
-            heads.push_back(&m);
-        }
-        const auto& dirs = cross ? cross_dirs_ : self_dirs_;
-        if (dirs.empty())
-          continue;
-        const int64_t full_rows = heads[0]->mean.size(0), keys = heads[0]->mean.size(1);
-        const int64_t m = rows > 0 ? std::min(rows, full_rows) : full_rows;
-        const int64_t n = cross ? keys : m;  // self: the keys the first m rows can see
-        const auto min_rows =
-            static_cast<int64_t>(std::ceil(coverage_ * static_cast<double>(m) - 1e-9));
-        abc::KindLines kl;
-        std::vector<torch::Tensor> averages, extended;
-        nlohmann::json jheads = nlohmann::json::array();
-        const auto visible = cross ? torch::Tensor() : torch::ones({m, n}, torch::kBool).tril();
-        // [m, n]: cells on keys whose token varies over the samples. The keys are the same
-        // tokens for every head of a kind, so the mask is built once from the first head.
-        torch::Tensor informative;
-        if (drop_constant_) {
-          informative = torch::ones({m, n}, torch::kBool);
-          const auto& constant = heads[0]->constant_keys;
-          for (int64_t j = 0; j < n && j < static_cast<int64_t>(constant.size()); ++j) {
-            if (constant[static_cast<size_t>(j)])
-              informative.select(1, j).fill_(false);
-          }
-        }
-        for (const auto* h : heads) {
-          auto avg = h->mean.narrow(0, 0, m).narrow(1, 0, n).contiguous();  // [m, n]
-          std::vector<abc::Lines> lines;
-          for (auto d : dirs) {
-            // Self-attention lines stay anchored left: its keys grow while decoding.
-            const auto anchor = cross ? anchors_.at(d) : abc::Anchor::kLeft;
-            lines.push_back(abc::average_lines(avg,
-                                               visible,
-                                               d,
-                                               anchor,
-                                               cross ? sigmas_ : self_sigmas_,
-                                               statistic_,
-                                               min_rows,
-                                               informative));
-          }
-          if (explain_away_)
-            abc::explain_away(lines, avg, visible, statistic_, min_rows, informative);
-          const bool fell_back =
-              strongest_ &&
-              abc::keep_strongest(lines, avg, visible, statistic_, min_rows, informative);
-          nlohmann::json jl = nlohmann::json::object();
-          for (const auto& l : lines) {
-            nlohmann::json kept = nlohmann::json::object();
-            for (int64_t k = 0; k < l.count(); ++k) {
-              if (std::isfinite(l.bias[static_cast<size_t>(k)]))
-                kept[std::to_string(l.first() + k)] = l.bias[static_cast<size_t>(k)];
-            }
-            jl[abc::direction_name(l.direction)] = {
-                {"anchor", l.anchor == abc::Anchor::kRight ? "right" : "left"},
-                {"mu", l.mu},
-                {"sigma", l.sigma},
-                {"threshold", l.threshold},
-                {"d_max", l.d_max},
-                {"kept", kept}};
-          }
-          auto ext = abc::extend(lines, 0, full_rows, keys, !cross);  // the training sample's size
-          averages.push_back(avg);
-          extended.push_back(ext);
-          jheads.push_back({{"head", h->head},
-                            {"average", matrix(avg)},
-                            {"extended", matrix(ext)},
-                            {"lines", jl},
-                            {"fallback", fell_back}});
-          kl.heads.push_back(std::move(lines));
-          std::string summary;
-          for (const auto& l : kl.heads.back()) {
-            int64_t kept = 0;
-            for (double b : l.bias)
-              kept += std::isfinite(b) ? 1 : 0;
-            summary += fmt::format(" {} {}", abc::direction_name(l.direction), kept);
-          }
-          lengen::logger("calibrate")
-              ->info("{}{} head {}: kept lines:{}{}",
-                     prefix,
-                     kind,
-                     h->head,
-                     summary,
-                     fell_back ? " (none passed: its strongest line, empty_heads: strongest)" : "");
-        }
-        auto t = abc::to_tensors(prefix + kind, kl);
-        tensors.insert(tensors.end(), t.begin(), t.end());
-        tensors.emplace_back(prefix + kind + ".average", torch::stack(averages));
-        tensors.emplace_back(prefix + kind + ".extended", torch::stack(extended));
-        part[kind] = {{"rows", m},
-                      {"queries", heads[0]->queries},
-                      {"keys", heads[0]->keys},
-                      {"constant_keys", heads[0]->constant_keys},
-                      {"heads", jheads}};
-      }
-      if (per_layer_)
-        doc["layers"].push_back({{"layer", l},
-                                 {"self", part.value("self", nlohmann::json())},
-                                 {"cross", part.value("cross", nlohmann::json())}});
-      if (l == layer)
-        doc.update(part);
-    }
-    ctx.write_tensors("abc.safetensors", tensors);
-    const std::string json = (fs::path(ctx.dir()) / "abc.json").string();
-    lengen::write_file_atomic(json, doc.dump() + "\n");
-    lengen::run_plot("plot_abc.py",
-                     fmt::format("'{}'", json),
-                     fmt::format("bias heatmaps written to {}/abc.png", ctx.dir()),
-                     json);
+    return maps;
   }
 
- private:
   int64_t samples_, rows_;
   bool logits_;
   abc::Statistic statistic_;
