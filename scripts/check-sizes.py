@@ -28,8 +28,6 @@ ALLOWED = {
     "framework/src/report/reproduction_page.cpp": (606, SPLIT_LATER),
     "plugins/abc/test_lines.cpp": (414, "the unit tests of one component, a case per property"),
     "tasks/addition/addition.cpp": (602, SPLIT_LATER),
-    "tasks/padded_arithmetic/padded_arithmetic.cpp": (437, SPLIT_LATER),
-    "tasks/seq2seq_arithmetic/seq2seq_arithmetic.cpp": (443, SPLIT_LATER),
 }
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

@@ -1,0 +1,11 @@
+#pragma once
+// The seq2seq_arithmetic task's option schema (its options, their defaults and documentation),
+// apart from the task's code so that the schema reads as one table.
+#include "lengen/config/schema.h"
+
+namespace lengen::tasks {
+
+/// The schema `lengen plugins` and docs/config-reference.md show for task 'seq2seq_arithmetic'.
+lengen::ComponentSpec seq2seq_arithmetic_schema();
+
+}  // namespace lengen::tasks
