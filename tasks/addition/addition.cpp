@@ -16,6 +16,9 @@
 // every operand and of the answer, the same hint for the same significance: hint o + k - 1 for
 // significance k (1 = least), o drawn per example so that every hint is trained. Hints are
 // tokens a..z, A..Z, then <52>, <53>, ...: `57+48` with o = 0 is `b5a7+b4a8=a5b0c1`.
+#include "format.h"
+#include "schema.h"
+
 #include "lengen/core/error.h"
 #include "lengen/plugin/plugin.h"
 #include "lengen/task/decimal.h"
@@ -32,82 +35,17 @@ using lengen::PositionIds;
 using lengen::decimal::pad_left;
 using lengen::decimal::random_number;
 using lengen::decimal::strip_zeros;
+using lengen::tasks::addition::hint_offset;
+using lengen::tasks::addition::hint_text;
+using lengen::tasks::addition::max_sum_length;
+using lengen::tasks::addition::strip_spaces;
+using lengen::tasks::addition::vocabulary_tokens;
 
 const auto& add_decimal = lengen::decimal::add;
 
-// Length of the longest possible sum of m operands of at most `digits` digits:
-// len((10^digits - 1) * m).
-size_t max_sum_length(size_t digits, size_t m) {
-  return add_decimal(std::vector<std::string>(m, std::string(digits, '9'))).size();
-}
-
 class Addition final : public lengen::Task {
  public:
-  static lengen::ComponentSpec spec() {
-    return {
-        "task",
-        "addition",
-        "m-operand integer addition `a+b=s` with zero padding, reversed answer and coupled IDs",
-        {OptionSpec::integer("operands", "number of operands m").with_default(2).at_least(2),
-         OptionSpec::int_list("train_digits", "[lo, hi]: operand lengths seen in training")
-             .with_default(std::vector<int64_t>{1, 10})
-             .at_least(1),
-         OptionSpec::boolean("same_length", "training operands share one length (else independent)")
-             .with_default(false),
-         OptionSpec::int_list("eval_digits", "[lo, hi]: default range of the 'digits' grid axis")
-             .with_default(std::vector<int64_t>{1, 30})
-             .at_least(1),
-         OptionSpec::boolean("zero_pad", "left-pad numbers with zeros").with_default(true),
-         OptionSpec::string("pad_to",
-                            "operand: operands to the longest operand, answer to its maximal "
-                            "length; answer: every number to the answer's maximal length")
-             .with_default("operand")
-             .one_of({"operand", "answer"}),
-         OptionSpec::boolean("reverse_output",
-                             "write the answer (every partial sum of the scratchpad) "
-                             "least significant digit first")
-             .with_default(true),
-         OptionSpec::boolean("reverse_query",
-                             "write every operand least significant digit first "
-                             "(Cho et al. 2025, Figure 14's reversed query; queries "
-                             "given to lengen decode are read the same way)")
-             .with_default(false),
-         OptionSpec::string("position_ids",
-                            "coupled: equal significance, equal ID (start 1: "
-                            "the least significant digit 2, `+` and `=` 1); "
-                            "abacus: a digit's significance within its own number "
-                            "(1 = least significant), every other token 0 "
-                            "(McLeish et al. 2024's Abacus indices, with the "
-                            "abacus scheme); sequential: 0, 1, 2, ...")
-             .with_default("coupled")
-             .one_of({"coupled", "abacus", "sequential"}),
-         OptionSpec::int_list("train_operands",
-                              "[lo, hi]: operand counts in training (default: operands)")
-             .with_default(std::vector<int64_t>{2, 2})
-             .at_least(2),
-         OptionSpec::int_list("eval_operands",
-                              "[lo, hi]: range of the 'operands' grid axis, an axis when lo < hi "
-                              "(default: operands)")
-             .with_default(std::vector<int64_t>{2, 2})
-             .at_least(2),
-         OptionSpec::boolean("mixed_lengths",
-                             "S_A(n, m): half the training samples give every operand one length, "
-                             "half draw each length independently (overrides same_length)")
-             .with_default(false),
-         OptionSpec::boolean(
-             "scratchpad",
-             "write the cumulative sums 0 > a1 > a1+a2 > ..., with bi-level coupled "
-             "IDs; with zero_pad every number is padded to the answer's length "
-             "(pad_to: answer)")
-             .with_default(false),
-         OptionSpec::integer(
-             "index_hints",
-             "N > 0: a hint token before every digit of the operands and the answer, "
-             "hint o + k - 1 marking significance k, o uniform per example over the "
-             "offsets where the answer fits N hints (Zhou et al. 2024); 0: none")
-             .with_default(int64_t{0})
-             .at_least(0)}};
-  }
+  static lengen::ComponentSpec spec() { return lengen::tasks::addition_schema(); }
 
   Addition(const lengen::Options& o, const lengen::TaskContext&)
       : operands_(o.get_int("operands")),
@@ -171,7 +109,7 @@ class Addition final : public lengen::Task {
       ops.push_back(
           random_number(same ? shared : rng.uniform_int(train_.first, train_.second), rng));
     }
-    return make_example(ops, hint_offset(ops, rng));
+    return make_example(ops, hint_offset(hints_, ops, rng));
   }
 
   std::vector<lengen::GridAxis> grid_axes() const override {
@@ -203,7 +141,7 @@ class Addition final : public lengen::Task {
     for (int64_t i = 0; i < m; ++i) {
       ops.push_back(random_number(it->second, rng));
     }
-    return make_example(ops, hint_offset(ops, rng));
+    return make_example(ops, hint_offset(hints_, ops, rng));
   }
 
   Example parse_query(const std::string& text) const override {
@@ -289,7 +227,7 @@ class Addition final : public lengen::Task {
     }
     const int64_t s = start_;
     if (scratchpad_) {
-      return scratchpad_ids(tokens, prompt_length, std::move(ids));
+      return scratchpad().causal_ids(tokens, prompt_length, std::move(ids));
     }
     // Query: a digit's ID is s + (digits from it to the end of its run).
     const int64_t qlen = std::min(prompt_length, T);
@@ -339,61 +277,9 @@ class Addition final : public lengen::Task {
   }
 
  private:
-  bool is_digit(int64_t tok) const { return tok >= 2 && tok <= 11; }  // ids of "0".."9"
+  bool is_digit(int64_t tok) const { return lengen::tasks::addition::is_digit(tok); }
 
   bool is_hint(int64_t tok) const { return hints_ > 0 && tok >= hint0_ && tok < hint0_ + hints_; }
-
-  // Index hint h: a..z, A..Z, then <52>, <53>, ...
-  static std::string hint_text(int64_t h) {
-    if (h < 26)
-      return std::string(1, static_cast<char>('a' + h));
-    if (h < 52)
-      return std::string(1, static_cast<char>('A' + h - 26));
-    return fmt::format("<{}>", h);
-  }
-
-  static std::string strip_spaces(const std::string& text) {
-    std::string out;
-    for (char c : text) {
-      if (c != ' ')
-        out += c;
-    }
-    return out;
-  }
-
-  static std::vector<std::string> vocabulary_tokens(bool scratchpad, int64_t hints) {
-    std::vector<std::string> v{
-        "<pad>", "$", "0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "+", "="};
-    if (scratchpad) {
-      v.push_back(
-          ">");  // only then: the plain task's vocabulary (and checkpoints) stay as they were
-    }
-    for (int64_t h = 0; h < hints; ++h)
-      v.push_back(hint_text(h));  // likewise
-    return v;
-  }
-
-  // The hint offset o of an example: uniform over those where its answer's significances
-  // 1..A get hints o..o+A-1 < N (no draw without hints, so other formats' samples stay as
-  // they were).
-  int64_t hint_offset(const std::vector<std::string>& ops, lengen::Rng& rng) const {
-    if (hints_ == 0)
-      return 0;
-    size_t longest = 0;
-    for (const auto& x : ops)
-      longest = std::max(longest, x.size());
-    const auto A =
-        static_cast<int64_t>(max_sum_length(longest, ops.size()));  // the highest significance
-    if (A > hints_) {
-      throw lengen::Error(
-          fmt::format("addition: index_hints {} cannot mark an answer of {} digits; raise "
-                      "index_hints to at least {}",
-                      hints_,
-                      A,
-                      A));
-    }
-    return rng.uniform_int(0, hints_ - A);
-  }
 
   // Operands in a prompt: the '+' signs before position `end`, plus one.
   int64_t operands_in(const std::vector<int64_t>& tokens, int64_t end) const {
@@ -402,55 +288,6 @@ class Addition final : public lengen::Task {
       m += tokens[t] == plus_ ? 1 : 0;
     }
     return m;
-  }
-
-  // Bi-level causal IDs of the scratchpad format (levels: significance, number group).
-  PositionIds scratchpad_ids(const std::vector<int64_t>& tokens,
-                             int64_t prompt_length,
-                             PositionIds ids) const {
-    const int64_t s = 1, T = static_cast<int64_t>(tokens.size());
-    const int64_t qlen = std::min(prompt_length, T);
-    int64_t group = 0, longest = 0;
-    for (int64_t t = 1; t < qlen;) {
-      if (is_digit(tokens[t])) {
-        int64_t end = t;
-        while (end < qlen && is_digit(tokens[end]))
-          ++end;
-        for (int64_t u = t; u < end; ++u) {
-          ids[0][u] = s + significance(u, t, end);
-          ids[1][u] = s + group;
-        }
-        longest = std::max(longest, end - t);
-        t = end;
-        continue;
-      }
-      if (tokens[t] == plus_) {
-        ids[0][t] = s;
-        ids[1][t] = s + group;
-        ++group;
-      } else if (tokens[t] == eq_) {
-        ids[0][t] = s;
-        ids[1][t] = s;
-      }
-      ++t;
-    }
-    int64_t arrows = 0, digits = 0;
-    for (int64_t t = prompt_length; t < T; ++t) {
-      if (tokens[t] == arrow_) {
-        ++arrows;
-        digits = 0;
-        ids[0][t] = s;
-        ids[1][t] = s + arrows;
-      } else if (is_digit(tokens[t])) {
-        ++digits;
-        // Reversed: the k-th digit has significance k. Plain: only padded (the constructor
-        // refuses the rest), so every number has the query's length and the k-th digit has
-        // significance longest - k + 1.
-        ids[0][t] = reverse_ ? s + digits : std::max<int64_t>(0, s + longest - digits + 1);
-        ids[1][t] = s + arrows;
-      }  // EOS (or anything else): 0, 0
-    }
-    return ids;
   }
 
   // Answer digits written for a query of m operands whose longest (padded) operand run has
@@ -477,7 +314,7 @@ class Addition final : public lengen::Task {
     std::string answer = zero_pad_ ? pad_left(sum, answer_len) : sum;
 
     if (scratchpad_) {
-      return make_scratchpad_example(ops, longest, answer_len);
+      return scratchpad().example(ops, longest, answer_len);
     }
     Example ex;
     ex.position_ids.assign(1, {});
@@ -518,63 +355,20 @@ class Addition final : public lengen::Task {
     return ex;
   }
 
-  // `$ a_1 + ... + a_m = b_0 > b_1 > ... > b_m $`: with zero_pad every number padded to L digits
-  // (else its own length), operands reversed with reverse_query, b_i reversed with reverse_output.
-  Example make_scratchpad_example(const std::vector<std::string>& ops,
-                                  size_t longest,
-                                  size_t L) const {
-    // Writes x's digits in the chosen direction; the ID of each is its significance.
-    auto digits = [&](const std::string& x, bool reversed, int64_t group, bool loss, Example& ex) {
-      for (size_t j = 0; j < x.size(); ++j) {
-        const size_t pos = reversed ? x.size() - 1 - j : j;
-        ex.push(digit_id(x[pos]), {1 + static_cast<int64_t>(x.size() - pos), group}, loss);
-      }
-    };
-    const size_t width = zero_pad_ ? L : 0;
-    Example ex;
-    ex.position_ids.assign(2, {});
-    auto push = [&](int64_t tok, int64_t id1, int64_t id2, bool loss) {
-      ex.push(tok, {id1, id2}, loss);
-    };
-    const int64_t s = start_;
-    push(vocab_.bos(), 0, 0, false);
-    for (size_t i = 0; i < ops.size(); ++i) {
-      const int64_t group = s + static_cast<int64_t>(i);
-      digits(pad_left(ops[i], width), reverse_query_, group, false, ex);
-      if (i + 1 < ops.size()) {
-        push(plus_, s, group, false);
-      } else {
-        push(eq_, s, s, false);  // grouped with the first partial sum b_0
-      }
-    }
-    ex.prompt_length = ex.length();
-    ex.answer_begin = ex.prompt_length;
-    std::vector<std::string> prefix;
-    for (size_t i = 0; i <= ops.size(); ++i) {
-      const int64_t group = s + static_cast<int64_t>(i);
-      if (i > 0) {
-        push(arrow_, s, group, true);
-        prefix.push_back(ops[i - 1]);
-        if (i == ops.size())
-          ex.answer_begin = ex.length();  // the final sum
-      }
-      digits(pad_left(i == 0 ? "0" : add_decimal(prefix), width), reverse_, group, true, ex);
-    }
-    push(vocab_.eos(), 0, 0, true);
-    if (!coupled_) {
-      ex.position_ids.assign(1, {});
-      for (int64_t t = 0; t < ex.length(); ++t)
-        ex.position_ids[0].push_back(t);
-    }
-    ex.meta["digits"] = static_cast<int64_t>(longest);
-    ex.meta["operands"] = static_cast<int64_t>(ops.size());
-    const auto c = lengen::decimal::carries(ops);
-    ex.meta["carries"] = c.count;
-    ex.meta["carry_chain"] = c.longest_chain;
-    return ex;
-  }
+  int64_t digit_id(char c) const { return lengen::tasks::addition::digit_id(c); }
 
-  int64_t digit_id(char c) const { return 2 + (c - '0'); }
+  lengen::tasks::addition::ScratchpadFormat scratchpad() const {
+    return {vocab_.bos(),
+            vocab_.eos(),
+            plus_,
+            eq_,
+            arrow_,
+            start_,
+            zero_pad_,
+            reverse_,
+            reverse_query_,
+            coupled_};
+  }
 
   int64_t operands_;
 
