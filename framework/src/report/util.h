@@ -1,7 +1,11 @@
 #pragma once
 // What the reproduction page's sources share (reproduction.cpp defines them; collect.cpp uses
 // them too). Not installed.
+#include "lengen/config/node.h"
+#include "lengen/report/reproduction.h"
+
 #include <filesystem>
+#include <limits>
 #include <string>
 
 namespace lengen {
@@ -19,5 +23,20 @@ std::string yaml_quote(const std::string& s);
 /// SWEEP/aggregate/evals/NAME (the aggregate folder mirrors a run's: lengen aggregate --eval).
 std::filesystem::path aggregate_of(const std::filesystem::path& sweep,
                                    const std::string& eval_name);
+
+/// Where a figure is missing.
+inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+/// `text` as a finite number; fails naming `where`. (data_set.cpp defines the rest.)
+double parse_number(const std::string& text, const std::string& where);
+
+/// A percentage in a YAML file (100, 99.5) as a fraction; `~` or absent: NaN.
+double percent_of(const ConfigNode& node);
+
+/// Fails naming `where` unless `s` is median, mean or best.
+void check_statistic(const std::string& s, const std::string& where);
+
+/// aggregate/results.csv's lines into `set`: one line per run and cell.
+void read_results(const std::filesystem::path& path, DataSet& set);
 
 }  // namespace lengen
