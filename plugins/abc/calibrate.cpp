@@ -35,6 +35,16 @@ namespace {
 using lengen::OptionSpec;
 namespace abc = lengen::abc;
 
+// The model's decoder: its causal stack (null when it has none).
+const lengen::StackSpec* decoder_stack(const lengen::Transformer& model) {
+  for (const auto& s : model->stacks()) {
+    if (s.attention == lengen::AttentionKind::kCausalSelf) {
+      return &s;
+    }
+  }
+  return nullptr;
+}
+
 class Calibrate final : public lengen::Stage {
  public:
   static lengen::ComponentSpec spec() {
@@ -189,9 +199,10 @@ class Calibrate final : public lengen::Stage {
                       ctx.spec().name));
     }
     lengen::Transformer model = ctx.load_model();
-    if (!model->arch().stacks().decoder) {
+    if (decoder_stack(model) == nullptr) {
       ctx.spec().node.fail(
-          "calibrate: the model has no decoder (ABC biases decoder self- and cross-attention)");
+          "calibrate: the model has no decoder, a causal stack (ABC biases decoder self- and "
+          "cross-attention)");
     }
     int64_t layer = 0;
     const auto index = attention_index(ctx, model, layer);
@@ -269,7 +280,7 @@ class Calibrate final : public lengen::Stage {
                                                                  lengen::Transformer& model,
                                                                  int64_t& layer) const {
     const auto names = model->attention_names();
-    const int64_t depth = model->config().decoder_depth();
+    const int64_t depth = decoder_stack(model)->depth;
     layer = layer_ < 0 ? depth - 1 : layer_;
     if (layer >= depth) {
       ctx.spec().node.fail(

@@ -209,7 +209,8 @@ class PyRun {
 
   std::string architecture() const { return r_.model->arch().name(); }
 
-  bool autoregressive() const { return r_.model->arch().layout() == Layout::kSequence; }
+  // The model reads one causal sequence a row (decoder): forward on token IDs applies.
+  bool autoregressive() const { return r_.model->arch().one_sequence(); }
 
   py::object config() const { return to_python(YAML::Load(r_.whole.resolved_yaml())); }
 

@@ -12,6 +12,8 @@
 #include "lengen/model/transformer.h"
 #include "lengen/plugin/loader.h"
 
+#include <algorithm>
+
 using namespace lengen;
 using Schemes = std::vector<std::shared_ptr<PositionScheme>>;
 
@@ -71,10 +73,11 @@ TEST_CASE("architecture contract: every scheme in every architecture", "[contrac
         const Architecture& a = *arch_ptr;
         SchemeContext sc{cfg.d_model, cfg.heads, cfg.head_dim(), cfg.attention_layers(), 1, ""};
         auto probe = test::make_scheme(test::scheme_yaml(*entry), sc);
-        const bool self_ok =
-            probe->hooks() == kHookInputEmbedding ||
-            ((!a.stacks().encoder || probe->supports(AttentionKind::kBidirectionalSelf)) &&
-             (!a.stacks().decoder || probe->supports(AttentionKind::kCausalSelf)));
+        bool self_ok = true;
+        for (const StackSpec& s : a.stacks(cfg)) {
+          self_ok =
+              self_ok && (probe->hooks() == kHookInputEmbedding || probe->supports(s.attention));
+        }
         if (!self_ok) {
           // Refused where it has no meaning, naming the scheme's place and the architecture.
           CHECK_THROWS_WITH(Transformer(cfg, task->vocabulary().size(), Schemes{probe}),
@@ -103,8 +106,7 @@ TEST_CASE("architecture contract: every scheme in every architecture", "[contrac
         // scheme's bias and the causal rows' offset as its mask, so this also checks that
         // kernel (and the bias's gradient) against the explicit path.
         Batch later = objective->make_batch(*task, examples(*task, 3, 4));
-        REQUIRE(
-            (later.first_scored > 0 || a.layout() == Layout::kSeq2Seq));  // seq2seq scores from 0
+        REQUIRE((later.first_scored > 0 || later.source.defined()));  // seq2seq scores from 0
         const int64_t rows = later.inputs.size(1) - later.first_scored;
         {
           torch::AutoGradMode grad_on(true);
@@ -135,14 +137,14 @@ TEST_CASE("architecture contract: every scheme in every architecture", "[contrac
         }
 
         // Full forward == KV-cached incremental decoding (the autoregressive layouts).
-        if (a.layout() != Layout::kLabeled) {
+        if (!a.one_pass()) {
           for (const auto& ex : exs) {
             Batch one = objective->make_batch(*task, {ex});
             auto full = objective->logits(model, one);  // [1, T, V]
             const int64_t T = one.inputs.size(1);
             // decoder: the prompt at once (minus its last token), then token by token;
             // encoder_decoder: the source and the start token, then token by token.
-            const int64_t first = a.layout() == Layout::kSequence ? ex.prompt_length - 1 : 1;
+            const int64_t first = a.one_sequence() ? ex.prompt_length - 1 : 1;
             KVCache cache;
             ModelInputs in = one.model_inputs();
             in.tokens = one.inputs.slice(1, 0, first);
@@ -185,7 +187,11 @@ TEST_CASE("architecture contract: the encoder sees later tokens, the decoder doe
       where[0][2] = digit;
       auto moved = objective->logits(model, changed);
       const double first_row = test::max_abs_diff(base.select(1, 0), moved.select(1, 0));
-      if (!objective->stacks().encoder) {
+      const auto stacks = model->stacks();
+      const bool causal_only = std::all_of(stacks.begin(), stacks.end(), [](const StackSpec& s) {
+        return s.attention == AttentionKind::kCausalSelf;
+      });
+      if (causal_only) {
         CHECK(first_row < 1e-12);  // causal only: position 0 cannot see position 2
       } else {
         CHECK(first_row > 1e-9);  // bidirectional (or cross-attending to the source)
@@ -200,8 +206,8 @@ TEST_CASE("architecture contract: looped stacks", "[contract][arch]") {
   const auto exs = examples(*task, 3);
   for (const std::string& arch : architecture_registry().names()) {
     DYNAMIC_SECTION(arch) {
-      const auto stacks = architecture(arch)->stacks();
-      const bool two_stacks = stacks.encoder && stacks.decoder;
+      const auto own = architecture(arch)->own_keys();
+      const bool two_stacks = std::find(own.begin(), own.end(), "encoder_layers") != own.end();
       // Looped: one block per stack applied twice; unrolled: two blocks, the second a copy.
       ModelConfig looped = tiny(arch);
       looped.layers = 1;
@@ -219,10 +225,10 @@ TEST_CASE("architecture contract: looped stacks", "[contract][arch]") {
         auto pa = a->named_parameters();
         for (auto& item : b->named_parameters()) {
           std::string name = item.key();
-          for (const char* stack : {"blocks.1.", "encoder.1."}) {
-            if (name.rfind(stack, 0) == 0) {
-              name = std::string(stack).replace(std::string(stack).size() - 2, 1, "0") +
-                     name.substr(std::string(stack).size());
+          for (const StackSpec& s : b->stacks()) {
+            const std::string second = s.name + ".1.";
+            if (name.rfind(second, 0) == 0) {
+              name = s.name + ".0." + name.substr(second.size());
             }
           }
           REQUIRE(pa.contains(name));

@@ -27,7 +27,7 @@ ArchitectureRegistry& architecture_registry() {
 }
 
 std::shared_ptr<const Architecture> architecture(const std::string& name) {
-  // Built once per name: ModelConfig asks for the stacks on every forward pass. (A plugin's
+  // Built once per name: configurations and models ask for it often. (A plugin's
   // library stays loaded once its components are registered, so the cached ones stay valid.)
   static std::mutex mutex;
   static std::map<std::string, std::shared_ptr<const Architecture>> built;
@@ -37,11 +37,6 @@ std::shared_ptr<const Architecture> architecture(const std::string& name) {
   }
   auto arch =
       architecture_registry().create(load_config_string(name, "model.arch"), ArchitectureContext{});
-  const Architecture::Stacks s = arch->stacks();
-  LENGEN_CHECK(s.encoder || s.decoder, "architecture '{}' has no stack", name);
-  LENGEN_CHECK(!s.cross || (s.encoder && s.decoder),
-               "architecture '{}': cross-attention needs an encoder and a decoder",
-               name);
   built.emplace(name, arch);
   return arch;
 }
@@ -49,18 +44,10 @@ std::shared_ptr<const Architecture> architecture(const std::string& name) {
 torch::Tensor Architecture::logits(Transformer& model,
                                    const Batch& batch,
                                    std::vector<torch::Tensor>* attention) const {
-  LENGEN_CHECK(batch.layout == layout(),
-               "internal: a {} batch given to the {} architecture",
-               layout_name(batch.layout),
-               name());
   return model->forward(batch.model_inputs(), nullptr, attention);  // [B, T, V]
 }
 
 torch::Tensor Architecture::scored_logits(Transformer& model, const Batch& batch) const {
-  LENGEN_CHECK(batch.layout == layout(),
-               "internal: a {} batch given to the {} architecture",
-               layout_name(batch.layout),
-               name());
   return model->forward(batch.model_inputs(/*scored_rows_only=*/true));  // [B, T - first, V]
 }
 
@@ -126,13 +113,11 @@ void Architecture::check_layout(const Task& task,
   try {
     make_batch(task, probe);
   } catch (const Error& e) {
-    throw Error(
-        fmt::format("task '{}' cannot be laid out for the '{}' architecture ({} layout): "
-                    "{}",
-                    task_name,
-                    name(),
-                    layout_name(layout()),
-                    e.what()));
+    throw Error(fmt::format("task '{}' cannot be laid out for the '{}' architecture ({}): {}",
+                            task_name,
+                            name(),
+                            objective(),
+                            e.what()));
   }
 }
 

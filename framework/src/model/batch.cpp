@@ -28,6 +28,9 @@ Batch Batch::to(const torch::Device& device) const {
       *t = t->to(device, /*non_blocking=*/true);
     }
   }
+  if (labelled.defined()) {
+    b.labelled = labelled.is_same(mask) ? b.mask : labelled.to(device, /*non_blocking=*/true);
+  }
   return b;
 }
 
@@ -43,17 +46,14 @@ ModelInputs Batch::model_inputs(bool scored_rows_only) const {
   in.lengths = lengths;
   in.segments = segments;
   in.sequence_index = sequence_index;
-  if (layout == Layout::kLabeled) {
-    in.labelled = mask;  // [B, T] float, 1 where labelled
-  }
+  in.labelled = labelled;  // [B, T] float, 1 where labelled (labeled layout)
   return in;
 }
 
 Batch pad_sequence_batch(const Batch& b, int64_t length, int64_t first_scored) {
-  LENGEN_CHECK(b.layout == Layout::kSequence,
-               "internal: only one-sequence batches pad to a fixed "
-               "shape (this one is {})",
-               layout_name(b.layout));
+  LENGEN_CHECK(!b.padding.defined() && !b.source.defined(),
+               "internal: only one-sequence batches pad to a fixed shape (this one has {})",
+               b.source.defined() ? "a source" : "key padding");
   LENGEN_CHECK(!b.segments.defined(), "internal: a packed batch is not padded to a fixed shape");
   const int64_t T = b.inputs.size(1);
   LENGEN_CHECK(length >= T && first_scored >= 0 && first_scored <= b.first_scored,
@@ -184,7 +184,6 @@ Batch make_batch(const std::vector<Example>& examples, int64_t pad_id) {
   }
   Padded p = pad_rows(rows, ids, /*length_cut=*/1, pad_id);
   Batch b;
-  b.layout = Layout::kSequence;
   b.inputs = p.tokens;
   b.ids = p.ids;
   fill_targets(b, rows, masks, /*shift=*/1, pad_id);
@@ -235,7 +234,6 @@ Batch make_packed_batch(const std::vector<Example>& examples,
   }
   const int64_t B = static_cast<int64_t>(rows.size());
   Batch b;
-  b.layout = Layout::kSequence;
   b.inputs = torch::full({B, T}, pad_id, torch::kInt64);
   b.targets = torch::full({B, T}, pad_id, torch::kInt64);
   b.mask = torch::zeros({B, T}, torch::kFloat32);
@@ -293,7 +291,6 @@ Batch make_seq2seq_batch(const std::vector<Seq2SeqExample>& examples, int64_t pa
   Padded s = pad_rows(src, src_ids, 0, pad_id);
   Padded t = pad_rows(tgt, tgt_ids, 1, pad_id);
   Batch b;
-  b.layout = Layout::kSeq2Seq;
   b.source = s.tokens;
   b.source_ids = s.ids;
   b.source_padding = s.padding;
@@ -321,11 +318,11 @@ Batch make_labeled_batch(const std::vector<LabeledExample>& examples, int64_t pa
   }
   Padded p = pad_rows(rows, ids, 0, pad_id);
   Batch b;
-  b.layout = Layout::kLabeled;
   b.inputs = p.tokens;
   b.ids = p.ids;
   b.padding = p.padding;
   fill_targets(b, labels, masks, 0, pad_id);
+  b.labelled = b.mask;  // the labelled slots (adaptive looping's confidence)
   b.tokens = (~p.padding).sum().item<int64_t>();
   // Each sample's input tokens that carry no label (model.loops_per_length's n), on the host.
   std::vector<int64_t> lengths;

@@ -6,29 +6,25 @@
 #include "lengen/model/architecture.h"
 #include "lengen/registry/registry.h"
 
+#include <algorithm>
+
 namespace lengen {
 
-namespace {
-
-ArchitectureStacks stacks_of(const std::string& arch) {
-  return architecture(arch)->stacks();
-}
-
-}  // namespace
-
-int64_t ModelConfig::encoder_depth() const {
-  const ArchitectureStacks s = stacks_of(arch);
-  if (!s.encoder) {
-    return 0;
+int64_t ModelConfig::attention_layers() const {
+  int64_t n = 0;
+  for (const auto& s : architecture(arch)->stacks(*this)) {
+    n += distinct(s.depth);
   }
-  return s.decoder && encoder_layers >= 0 ? encoder_layers : layers;
-}
-
-int64_t ModelConfig::decoder_depth() const {
-  return stacks_of(arch).decoder ? layers : 0;
+  return n;
 }
 
 namespace {
+
+// Whether `arch` reads `key`, one of the `model:` keys only some architectures read.
+bool reads(const Architecture& arch, const std::string& key) {
+  const auto own = arch.own_keys();
+  return std::find(own.begin(), own.end(), key) != own.end();
+}
 
 const Section<ModelConfig>& model_section() {
   using O = OptionSpec;
@@ -158,8 +154,7 @@ ModelConfig ModelConfig::from_config(const ConfigNode& node) {
   // The architecture (its reference checked as the section was read); then the rules between
   // keys (ranges are the schema's; and dropout's open end).
   const auto arch = architecture(c.arch);
-  const ArchitectureStacks stacks = arch->stacks();
-  if (c.encoder_layers >= 0 && !(stacks.encoder && stacks.decoder)) {
+  if (c.encoder_layers >= 0 && !reads(*arch, "encoder_layers")) {
     node.child("encoder_layers")
         .fail(fmt::format("model.encoder_layers applies to encoder_decoder only (arch is '{}'; "
                           "model.layers sets the depth)",
@@ -208,10 +203,10 @@ torch::Tensor ModelConfig::sample_loops(const torch::Tensor& lengths) const {
 YAML::Node ModelConfig::to_yaml() const {
   ModelConfig resolved = *this;
   resolved.d_head = head_dim();
-  resolved.encoder_layers = encoder_depth();
+  if (resolved.encoder_layers < 0)
+    resolved.encoder_layers = layers;  // -1 = layers
   YAML::Node n = model_section().write(resolved);
-  const ArchitectureStacks s = stacks_of(arch);
-  if (!(s.encoder && s.decoder))
+  if (!reads(*architecture(arch), "encoder_layers"))
     n.remove("encoder_layers");
   return n;
 }

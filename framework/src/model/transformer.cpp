@@ -1,6 +1,7 @@
-// The Transformer stacks of every registered architecture (decoder, encoder,
-// encoder_decoder) and their looping; the components are in attention.cpp,
-// block.cpp, feed_forward.cpp and norm.cpp.
+// The Transformer: the stacks its architecture declares, the embedding and the output head;
+// the architecture wires them (Architecture::forward, framework/src/model/architecture/). The
+// components are in attention.cpp, block.cpp, feed_forward.cpp and norm.cpp; running a stack in
+// transformer_stack.cpp.
 #include "lengen/model/transformer.h"
 
 #include "lengen/core/error.h"
@@ -13,36 +14,32 @@ TransformerImpl::TransformerImpl(ModelConfig cfg,
                                  std::vector<std::shared_ptr<PositionScheme>> schemes)
     : cfg_(std::move(cfg)),
       arch_(architecture(cfg_.arch)),
-      stacks_(arch_->stacks()),
+      stacks_(arch_->stacks(cfg_)),
       vocab_size_(vocab_size),
       loops_(cfg_.loops),
       schemes_(std::move(schemes)) {
-  if (stacks_.encoder) {
-    check_position_support(schemes_, AttentionKind::kBidirectionalSelf, cfg_.arch);
+  LENGEN_CHECK(!stacks_.empty(), "architecture '{}' declares no stack", cfg_.arch);
+  for (const auto& s : stacks_) {
+    LENGEN_CHECK(s.attention != AttentionKind::kCross,
+                 "architecture '{}': stack '{}' has cross-attention as its self-attention",
+                 cfg_.arch,
+                 s.name);
+    check_position_support(schemes_, s.attention, cfg_.arch);
   }
-  if (stacks_.decoder) {
-    check_position_support(schemes_, AttentionKind::kCausalSelf, cfg_.arch);
-  }
+  LENGEN_CHECK(!stacks_.front().cross,
+               "architecture '{}': its first stack '{}' has no earlier stack to cross-attend to",
+               cfg_.arch,
+               stacks_.front().name);
   tok_emb_ = register_module("tok_emb", torch::nn::Embedding(vocab_size, cfg_.d_model));
   auto plist = torch::nn::ModuleList();
   for (auto& s : schemes_) {
     plist->push_back(s);
   }
   register_module("position", plist);
-  const int64_t enc = cfg_.distinct(cfg_.encoder_depth());
-  const int64_t dec = cfg_.distinct(cfg_.decoder_depth());
-  blocks_ = register_module("blocks", torch::nn::ModuleList());
-  if (stacks_.decoder) {
-    for (int64_t l = 0; l < dec; ++l) {
-      // Scheme layer indices: the encoder's distinct blocks first, then the decoder's.
-      const int64_t scheme_layer = (stacks_.encoder ? enc : 0) + l;
-      blocks_->push_back(Block(cfg_, scheme_layer, AttentionKind::kCausalSelf, stacks_.cross));
-    }
-  } else {
-    for (int64_t l = 0; l < enc; ++l) {
-      blocks_->push_back(Block(cfg_, l, AttentionKind::kBidirectionalSelf, false));
-    }
-  }
+  // The last stack (the one the head reads) first, the head, then the others (StackSpec).
+  stack_modules_.assign(stacks_.size(), torch::nn::ModuleList(nullptr));
+  stack_norms_.assign(stacks_.size(), Norm(nullptr));
+  build_stack(stacks_.size() - 1);
   if (cfg_.norm_position != "post") {
     norm_final_ = register_module("norm_final", Norm(cfg_.norm, cfg_.d_model, cfg_.norm_eps));
   }
@@ -56,17 +53,28 @@ TransformerImpl::TransformerImpl(ModelConfig cfg,
         register_module("norm_embedding", Norm(cfg_.norm, cfg_.d_model, cfg_.norm_eps));
   }
   emb_dropout_ = register_module("emb_dropout", torch::nn::Dropout(cfg_.dropout));
-  if (stacks_.encoder && stacks_.decoder) {
-    encoder_ = register_module("encoder", torch::nn::ModuleList());
-    for (int64_t l = 0; l < enc; ++l) {
-      encoder_->push_back(Block(cfg_, l, AttentionKind::kBidirectionalSelf, false));
-    }
-    if (cfg_.norm_position != "post") {
-      norm_encoder_ = register_module("norm_encoder", Norm(cfg_.norm, cfg_.d_model, cfg_.norm_eps));
-    }
+  for (size_t i = 0; i + 1 < stacks_.size(); ++i) {
+    build_stack(i);
   }
   if (cfg_.init == "normal") {
     init_normal(cfg_.init_std);
+  }
+}
+
+void TransformerImpl::build_stack(size_t i) {
+  const StackSpec& spec = stacks_[i];
+  // Scheme layer indices: the distinct blocks of the stacks that run before it come first.
+  int64_t first_layer = 0;
+  for (size_t j = 0; j < i; ++j) {
+    first_layer += cfg_.distinct(stacks_[j].depth);
+  }
+  stack_modules_[i] = register_module(spec.name, torch::nn::ModuleList());
+  for (int64_t l = 0; l < cfg_.distinct(spec.depth); ++l) {
+    stack_modules_[i]->push_back(Block(cfg_, first_layer + l, spec.attention, spec.cross));
+  }
+  if (i + 1 < stacks_.size() && cfg_.norm_position != "post") {
+    stack_norms_[i] =
+        register_module("norm_" + spec.name, Norm(cfg_.norm, cfg_.d_model, cfg_.norm_eps));
   }
 }
 
@@ -141,103 +149,22 @@ torch::Tensor TransformerImpl::embed(const torch::Tensor& tokens,
   return is_training() && cfg_.dropout > 0 ? emb_dropout_(x) : x;
 }
 
-torch::Tensor TransformerImpl::forward_encoder(const ModelInputs& in,
-                                               std::vector<torch::Tensor>* attention,
-                                               int64_t rows_from) {
-  const bool train = is_training();
-  const size_t n = schemes_.size();
-  const int64_t enc_depth = cfg_.encoder_depth();
-  std::vector<torch::Tensor> ids(n);
-  for (size_t i = 0; i < n; ++i) {
-    ids[i] = schemes_[i]->position_ids(in.ids, 0, train);  // [L', B, T]
-  }
-  AttentionInputs self;
-  self.schemes = &schemes_;
-  self.query_ids = self.key_ids = &ids;
-  self.key_padding = in.padding;
-  const bool adaptive = adaptive_extra_ > 0 && !train;
-  if (cfg_.loops_per_length > 0 || adaptive) {
-    LENGEN_CHECK(in.lengths.defined(),
-                 "model.loops_per_length and adaptive looping need each sample's input length "
-                 "(ModelInputs::lengths, set by the labeled batch)");
-    LENGEN_CHECK(attention == nullptr,
-                 "attention maps of a model whose loop count varies by sample are not available; "
-                 "set model.loops_per_length: 0 and a fixed eval.loops to look at them");
-    torch::Tensor loops = cfg_.loops_per_length > 0 ? cfg_.sample_loops(in.lengths)
-                                                    : torch::full_like(in.lengths, loops_);  // [B]
-    if (adaptive) {
-      loops = loops + adaptive_extra_;
-    }
-    return run_encoder_per_sample(
-        embed(in.tokens, ids), self, loops.cpu(), in.labelled, adaptive, rows_from);
-  }
-  auto x = run_stack(
-      blocks_, enc_depth, embed(in.tokens, ids), self, {}, nullptr, false, attention, 0, rows_from);
-  return head(x);  // [B, T - outputs_from, V]
+torch::Tensor TransformerImpl::stack_output(size_t stack, torch::Tensor x) {
+  return stack_norms_.at(stack) ? stack_norms_[stack](x) : x;  // [B, T, C]
 }
 
-torch::Tensor TransformerImpl::encode_source(const ModelInputs& in,
-                                             KVCache* cache,
-                                             std::vector<torch::Tensor>* attention,
-                                             std::vector<torch::Tensor>& mem_ids,
-                                             std::vector<torch::Tensor>& q_ids,
-                                             std::vector<torch::Tensor>& k_ids,
-                                             torch::Tensor& memory_padding,
-                                             bool& target_done) {
-  const bool train = is_training();
-  const size_t n = schemes_.size();
-  const int64_t enc_depth = cfg_.encoder_depth();
-  torch::Tensor memory;
-  if (cache && cache->memory.defined()) {
-    memory = cache->memory;
-    memory_padding = cache->memory_padding;
-    mem_ids = cache->memory_ids;
-  } else {
-    LENGEN_CHECK(in.source.defined() && in.source_ids.defined(),
-                 "the '{}' architecture needs a source (ModelInputs::source)",
-                 arch_->name());
-    for (size_t i = 0; i < n; ++i) {
-      if (cache == nullptr) {
-        // One forward over whole sequences: randomness (offsets) shared by both sides.
-        std::tie(mem_ids[i], q_ids[i]) =
-            schemes_[i]->position_ids_pair(in.source_ids, in.ids, train);
-        k_ids[i] = q_ids[i];
-        target_done = true;
-      } else {
-        mem_ids[i] = schemes_[i]->position_ids(in.source_ids, 0, train);  // [L', B, S]
-      }
-    }
-    AttentionInputs self;
-    self.schemes = &schemes_;
-    self.query_ids = self.key_ids = &mem_ids;
-    self.key_padding = in.source_padding;
-    memory = run_stack(encoder_,
-                       enc_depth,
-                       embed(in.source, mem_ids),
-                       self,
-                       {},
-                       nullptr,
-                       false,
-                       attention,
-                       0);  // [B, S, C]
-    if (norm_encoder_) {
-      memory = norm_encoder_(memory);
-    }
-    memory_padding = in.source_padding;
-    if (cache) {
-      cache->memory = memory;
-      cache->memory_padding = memory_padding;
-      cache->memory_ids = mem_ids;
-    }
-  }
-  return memory;
+AttentionInputs TransformerImpl::attention_inputs(const std::vector<torch::Tensor>* query_ids,
+                                                  const std::vector<torch::Tensor>* key_ids) const {
+  AttentionInputs a;
+  a.schemes = &schemes_;
+  a.query_ids = query_ids;
+  a.key_ids = key_ids;
+  return a;
 }
 
 torch::Tensor TransformerImpl::forward(const ModelInputs& in,
                                        KVCache* cache,
                                        std::vector<torch::Tensor>* attention) {
-  const bool train = is_training();
-  const size_t n = schemes_.size();
   const int64_t rows_from = in.outputs_from;
   LENGEN_CHECK(rows_from >= 0 && rows_from < in.tokens.size(1),
                "outputs_from must be in [0, {}), got {}",
@@ -245,73 +172,18 @@ torch::Tensor TransformerImpl::forward(const ModelInputs& in,
                rows_from);
   LENGEN_CHECK(rows_from == 0 || (cache == nullptr && attention == nullptr),
                "outputs_from needs a forward without a cache and without attention maps");
-  const int64_t enc_depth = cfg_.encoder_depth(), dec_depth = cfg_.decoder_depth();
+  LENGEN_CHECK(!in.segments.defined() || (arch_->one_sequence() && cache == nullptr),
+               "packed rows (train.pack) need an architecture that reads one causal sequence a "
+               "row (decoder) and no KV cache; this model's architecture is '{}'",
+               arch_->name());
   if (attention) {
-    const int64_t per_loop = enc_depth + dec_depth * (stacks_.cross ? 2 : 1);
+    int64_t per_loop = 0;
+    for (const auto& s : stacks_) {
+      per_loop += s.depth * (s.cross ? 2 : 1);
+    }
     attention->assign(static_cast<size_t>(per_loop * loops_), torch::Tensor());
   }
-
-  const bool packed = in.segments.defined();
-  LENGEN_CHECK(
-      !packed || (stacks_.decoder && !stacks_.encoder && cache == nullptr),
-      "packed rows (train.pack) need the decoder architecture and no KV cache; this model's "
-      "architecture is '{}'",
-      arch_->name());
-  if (!stacks_.decoder) {
-    // Encoder only: every position sees every real position; no incremental decoding.
-    LENGEN_CHECK(
-        cache == nullptr, "the '{}' architecture has no incremental decoding", arch_->name());
-    return forward_encoder(in, attention, rows_from);
-  }
-
-  const int64_t offset = cache ? cache->length() : 0;
-  std::vector<torch::Tensor> q_ids(n), k_ids(n), mem_ids(n);
-  torch::Tensor memory, memory_padding;
-  bool target_done = false;
-  if (stacks_.encoder) {
-    memory =
-        encode_source(in, cache, attention, mem_ids, q_ids, k_ids, memory_padding, target_done);
-  }
-  // The decoder: the new tokens' IDs as queries, every cached token's and theirs as keys.
-  const torch::Tensor all_ids =
-      (cache && cache->ids.defined()) ? torch::cat({cache->ids, in.ids}, 2) : in.ids;  // [L, B, S]
-  if (!target_done) {
-    for (size_t i = 0; i < n; ++i) {
-      q_ids[i] = schemes_[i]->position_ids(
-          in.ids, offset, train, in.segments, in.sequence_index);  // [L', B, T]
-      k_ids[i] =
-          offset == 0 ? q_ids[i] : schemes_[i]->position_ids(all_ids, 0, train);  // [L', B, S]
-    }
-  }
-  AttentionInputs self, cross;
-  if (packed) {
-    // Block-diagonal: a position attends only within its own sample (the causal mask does the
-    // rest).
-    self.other_sample =
-        (in.segments.unsqueeze(2) != in.segments.unsqueeze(1)).unsqueeze(1);  // [B, 1, T, T]
-  }
-  self.schemes = cross.schemes = &schemes_;
-  self.query_ids = cross.query_ids = &q_ids;
-  self.key_ids = &k_ids;
-  cross.key_ids = &mem_ids;
-  cross.key_padding = memory_padding;
-  cross.memory = memory;
-  self.query_offset = cross.query_offset = offset;
-  const size_t attention_offset = static_cast<size_t>(stacks_.encoder ? enc_depth * loops_ : 0);
-  auto x = run_stack(blocks_,
-                     dec_depth,
-                     embed(in.tokens, q_ids),
-                     self,
-                     cross,
-                     cache,
-                     stacks_.cross,
-                     attention,
-                     attention_offset,
-                     rows_from);
-  if (cache) {
-    cache->ids = all_ids;
-  }
-  return head(x);  // [B, T - outputs_from, V]
+  return arch_->forward(*this, in, cache, attention);  // [B, T - outputs_from, V]
 }
 
 int64_t TransformerImpl::parameter_count() const {

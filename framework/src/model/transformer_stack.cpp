@@ -1,5 +1,5 @@
 // Running a Transformer's stacks: each block applied loops x depth times (with a loop count per
-// sample for an encoder), and the names of those applications (attention maps, probes).
+// sample for a one-pass stack), and the names of those applications (attention maps, probes).
 #include "lengen/core/error.h"
 #include "lengen/model/transformer.h"
 
@@ -25,26 +25,30 @@ std::vector<std::string> TransformerImpl::attention_names() const {
       }
     }
   };
-  if (stacks_.encoder && stacks_.decoder) {
-    add("encoder", cfg_.encoder_depth(), "");
-  }
-  add("blocks", stacks_.decoder ? cfg_.decoder_depth() : cfg_.encoder_depth(), "");
-  if (stacks_.cross) {
-    add("blocks", cfg_.decoder_depth(), ".cross");
+  for (const auto& s : stacks_) {
+    add(s.name.c_str(), s.depth, "");
+    if (s.cross) {
+      add(s.name.c_str(), s.depth, ".cross");
+    }
   }
   return out;
 }
 
-torch::Tensor TransformerImpl::run_stack(torch::nn::ModuleList& stack,
-                                         int64_t depth,
+torch::Tensor TransformerImpl::run_stack(size_t stack,
                                          torch::Tensor x,
                                          const AttentionInputs& self,
                                          const AttentionInputs& cross,
                                          KVCache* cache,
-                                         bool with_cross,
                                          std::vector<torch::Tensor>* attention,
-                                         size_t attention_offset,
                                          int64_t rows_from) {
+  const StackSpec& spec = stacks_.at(stack);
+  const int64_t depth = spec.depth;
+  const bool with_cross = spec.cross;
+  // Its maps come after every earlier stack's (attention_names()).
+  size_t attention_offset = 0;
+  for (size_t j = 0; j < stack; ++j) {
+    attention_offset += static_cast<size_t>(stacks_[j].depth * loops_ * (stacks_[j].cross ? 2 : 1));
+  }
   const torch::Tensor x0 = x;  // [B, T, C]
   const size_t apps = static_cast<size_t>(depth * loops_);
   if (cache) {
@@ -83,13 +87,13 @@ torch::Tensor TransformerImpl::run_stack(torch::nn::ModuleList& stack,
       }
       std::string site;
       if (probe_) {  // names as attention_names() gives them
-        const char* name = &stack == &encoder_ ? "encoder" : "blocks";
+        const char* name = spec.name.c_str();
         site = application_name(name, l, "", loop, loops_);
         s.probe = c.probe = probe_.get();
         s.site = site;
         c.site = application_name(name, l, ".cross", loop, loops_);
       }
-      auto block = stack->ptr<BlockImpl>(cfg_.shared_layers ? 0 : l);
+      auto block = stack_modules_[stack]->ptr<BlockImpl>(cfg_.shared_layers ? 0 : l);
       x = block->forward(x, s, c);  // [B, T, C]
       if (probe_) {
         x = probe_->visit(site, x);  // [B, T, C]
@@ -99,13 +103,14 @@ torch::Tensor TransformerImpl::run_stack(torch::nn::ModuleList& stack,
   return x;
 }
 
-torch::Tensor TransformerImpl::run_encoder_per_sample(torch::Tensor x,
-                                                      const AttentionInputs& self,
-                                                      const torch::Tensor& host_loops,
-                                                      const torch::Tensor& labelled,
-                                                      bool adaptive,
-                                                      int64_t rows_from) {
-  const int64_t depth = cfg_.encoder_depth(), B = x.size(0), T = x.size(1);
+torch::Tensor TransformerImpl::run_stack_per_sample(size_t stack,
+                                                    torch::Tensor x,
+                                                    const AttentionInputs& self,
+                                                    const torch::Tensor& host_loops,
+                                                    const torch::Tensor& labelled,
+                                                    bool adaptive,
+                                                    int64_t rows_from) {
+  const int64_t depth = stacks_.at(stack).depth, B = x.size(0), T = x.size(1);
   const int64_t most = host_loops.max().item<int64_t>();  // a host tensor: no device read
   const torch::Tensor loops = host_loops.to(x.device());  // [B]
   const torch::Tensor x0 = x;                             // [B, T, C]
@@ -128,7 +133,9 @@ torch::Tensor TransformerImpl::run_encoder_per_sample(torch::Tensor x,
       if (loop + 1 == most && l + 1 == depth) {
         s.rows_from = last_rows_from;
       }
-      x = blocks_->ptr<BlockImpl>(cfg_.shared_layers ? 0 : l)->forward(x, s, {});  // [B, T', C]
+      x = stack_modules_[stack]
+              ->ptr<BlockImpl>(cfg_.shared_layers ? 0 : l)
+              ->forward(x, s, {});  // [B, T', C]
     }
     // A sample past its own loop count keeps its state.
     const int64_t from = x.size(1) == T ? 0 : last_rows_from;

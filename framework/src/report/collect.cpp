@@ -28,7 +28,7 @@ namespace {
 // `lengen eval --out NAME` one): config.yaml's provenance (commits,
 // machines, kernel sets, threads, experiment files), the days their evaluations were written,
 // and each run's seconds (metrics.jsonl's last elapsed_s plus its evaluation's).
-struct Provenance {
+struct RunsProvenance {
   std::set<std::string> commits, machines, kernels, threads, dates, files;
   std::vector<double> seconds;
 };
@@ -70,10 +70,10 @@ double run_seconds(const RunDir& run, const fs::path& summary, bool named) {
   return total;
 }
 
-Provenance provenance_of(const fs::path& sweep,
-                         const nlohmann::json& plan,
-                         const std::string& eval_name) {
-  Provenance out;
+RunsProvenance runs_provenance(const fs::path& sweep,
+                               const nlohmann::json& plan,
+                               const std::string& eval_name) {
+  RunsProvenance out;
   auto& [commits, machines, kernels, threads, dates, files, seconds] = out;
   for (const auto& p : plan.value("points", nlohmann::json::array())) {
     const RunDir run(sweep / p.value("run_dir", std::string()));
@@ -125,7 +125,7 @@ std::string collect_sweep(const std::string& sweep_dir,
       sweep_reproductions(sweep_dir, eval_name);  // checks the folder and its aggregate
   const DataSet& set = swept.data.begin()->second;
   const auto m = nlohmann::json::parse(slurp(sweep / "sweep.json"));
-  const Provenance prov = provenance_of(sweep, m, eval_name);
+  const RunsProvenance prov = runs_provenance(sweep, m, eval_name);
   const auto& [commits, machines, kernels, threads, dates, files, seconds] = prov;
   auto one = [](const std::set<std::string>& s) {
     return join(std::vector<std::string>(s.begin(), s.end()), " / ");

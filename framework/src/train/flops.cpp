@@ -16,7 +16,6 @@ double attention_flops(double C, double HD, double queries, double keys, double 
 
 double forward_flops(
     const ModelConfig& m, int64_t vocab, int64_t target, int64_t source, int64_t applied) {
-  const ArchitectureStacks arch = architecture(m.arch)->stacks();
   const double C = static_cast<double>(m.d_model);
   const double HD = static_cast<double>(m.heads * m.head_dim());
   const double F = static_cast<double>(m.d_ff);
@@ -25,21 +24,18 @@ double forward_flops(
   const double T = static_cast<double>(target);
   const double S = static_cast<double>(source);
   const double loops = static_cast<double>(std::max<int64_t>(1, applied > 0 ? applied : m.loops));
-  const double causal_pairs = T * (T + 1) / 2;
   auto ff = [&](double tokens) { return 2.0 * products * C * F * tokens; };
+  // Each stack: self-attention over its own tokens (causal: half the pairs), cross-attention
+  // from them to the source, and the feed-forward.
   double flops = 0;
-  if (arch.encoder && !arch.decoder) {  // encoder-only: one bidirectional stack over the input
-    flops += loops * static_cast<double>(m.encoder_depth()) *
-             (attention_flops(C, HD, T, T, T * T) + ff(T));
-  } else if (arch.encoder) {  // encoder-decoder
-    flops += loops * static_cast<double>(m.encoder_depth()) *
-             (attention_flops(C, HD, S, S, S * S) + ff(S));
-    flops +=
-        loops * static_cast<double>(m.decoder_depth()) *
-        (attention_flops(C, HD, T, T, causal_pairs) + attention_flops(C, HD, T, S, T * S) + ff(T));
-  } else {  // decoder-only
-    flops += loops * static_cast<double>(m.decoder_depth()) *
-             (attention_flops(C, HD, T, T, causal_pairs) + ff(T));
+  for (const StackSpec& s : architecture(m.arch)->stacks(m)) {
+    const double n = s.source ? S : T;
+    const double pairs = s.attention == AttentionKind::kCausalSelf ? n * (n + 1) / 2 : n * n;
+    double block = attention_flops(C, HD, n, n, pairs) + ff(n);
+    if (s.cross) {
+      block += attention_flops(C, HD, n, S, n * S);
+    }
+    flops += loops * static_cast<double>(s.depth) * block;
   }
   return flops + 2.0 * C * static_cast<double>(vocab) * T;  // output head
 }

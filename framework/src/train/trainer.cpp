@@ -97,18 +97,17 @@ Trainer::Trainer(TrainConfig cfg,
       data_(std::shared_ptr<const Task>(&task_, [](const Task*) {}), cfg_.dataset_size, seed_) {
   if (cfg_.pack) {
     LENGEN_CHECK(
-        objective_->layout() == Layout::kSequence && objective_->stacks().decoder &&
-            !objective_->stacks().encoder,
-        "train.pack: packed rows need the decoder architecture (one-sequence layout, causal "
-        "attention); model.arch is '{}'; set train.pack: false (train.buckets also cuts "
+        objective_->one_sequence(),
+        "train.pack: packed rows need an architecture that reads one causal sequence a row "
+        "(decoder); model.arch is '{}'; set train.pack: false (train.buckets also cuts "
         "padding, for every architecture)",
         objective_->name());
   }
   if (cfg_.cuda_graphs) {
-    LENGEN_CHECK(objective_->layout() == Layout::kSequence,
-                 "train.cuda_graphs: only the decoder's one-sequence layout pads to a fixed shape "
-                 "without changing the loss; this model's layout is {}",
-                 layout_name(objective_->layout()));
+    LENGEN_CHECK(objective_->one_sequence(),
+                 "train.cuda_graphs: only an architecture that reads one causal sequence a row "
+                 "(decoder) pads to a fixed shape without changing the loss; model.arch is '{}'",
+                 objective_->name());
     LENGEN_CHECK(
         optimizer_->capturable(),
         "train.cuda_graphs: optimizer '{}' has no device-scalar step to record; use adam or "

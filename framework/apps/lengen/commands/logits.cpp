@@ -39,7 +39,7 @@ class Logits : public Command {
     torch::NoGradGuard ng;
     r.model->eval();
     torch::Tensor logits;
-    if (r.model->arch().layout() == Layout::kSequence) {
+    if (r.model->arch().one_sequence()) {  // the prompt itself, read causally
       logits = r.model->forward(tokens.to(r.device), ids.to(r.device))[0][T - 1];  // [V]
     } else {
       // The first output position that predicts the response: the decoder's first step

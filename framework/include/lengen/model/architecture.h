@@ -1,13 +1,14 @@
 #pragma once
-// The architecture as a registered component (`model.arch: NAME`): which stacks the model has
-// and how they are wired, how examples are laid out for it, its loss and how it decodes.
-// decoder, encoder and encoder_decoder are built in (one file each under
-// framework/src/model/architecture/, one line in framework/src/model/architecture.cpp); a
-// plugin adds one with Registrar::add_architecture. `lengen plugins` lists them; the
-// architecture contract runs every registered one.
+// The architecture as a registered component (`model.arch: NAME`): its stacks and how they are
+// wired, how examples are laid out for it, its loss and how it decodes. decoder, encoder and
+// encoder_decoder are built in (one file each under framework/src/model/architecture/, one line
+// in framework/src/model/architecture.cpp); a plugin adds one with Registrar::add_architecture.
+// `lengen plugins` lists them; the architecture contract runs every registered one.
 
 #include "lengen/core/export.h"
 #include "lengen/model/batch.h"
+#include "lengen/model/config.h"
+#include "lengen/model/stack.h"
 #include "lengen/model/transformer.h"
 #include "lengen/registry/registry.h"
 #include "lengen/task/task.h"
@@ -23,15 +24,16 @@ namespace lengen {
 /// What an architecture is built with (nothing yet: the built-in ones have no options).
 struct ArchitectureContext {};
 
-/// One registered architecture: the stack wiring the Transformer builds, the batch layout,
-/// the loss, the teacher-forced verdict and what greedy decoding needs (docs/architecture.md,
-/// "Architectures, layouts, objectives"). The trainer and the evaluator only talk to this
-/// interface, through TransformerImpl::arch().
+/// One registered architecture: the stacks the Transformer builds and the wiring that runs them
+/// (forward), the batch layout, the loss, the teacher-forced verdict and what greedy decoding
+/// needs (docs/architecture.md, "Architectures, layouts, objectives"). The Transformer, the
+/// trainer and the evaluator only talk to this interface, through TransformerImpl::arch().
 ///
-///   decoder          Layout::kSequence  next-token prediction ("next_token")
-///   encoder_decoder  Layout::kSeq2Seq   the decoder predicts the target from the source
-///   ("seq2seq") encoder          Layout::kLabeled   one label per output slot, all at once
-///   ("per_position")
+///   decoder          one causal stack over `BOS query = response EOS`  ("next_token")
+///   encoder_decoder  a bidirectional encoder over the source, a causal decoder with
+///                    cross-attention predicting the target token by token  ("seq2seq")
+///   encoder          one bidirectional stack, one label per output slot at once
+///                    ("per_position")
 ///
 /// Teacher-forced verdict == greedy verdict: for the two autoregressive objectives, a greedy
 /// decode reproduces the reference iff the argmax given the reference prefix is the reference
@@ -39,22 +41,39 @@ struct ArchitectureContext {};
 /// for per_position the two are the same computation (no feedback). Tested for all three.
 class LENGEN_API Architecture {
  public:
-  /// The stacks a Transformer of this architecture has (at least one).
-  using Stacks = ArchitectureStacks;
-
   virtual ~Architecture();
   /// The registered name (`model.arch`).
   virtual const char* name() const = 0;
-  virtual Stacks stacks() const = 0;
-  virtual Layout layout() const = 0;
+  /// The stacks of a model of this architecture under `cfg`, in the order they run (at least
+  /// one; StackSpec says how they are built and numbered).
+  virtual std::vector<StackSpec> stacks(const ModelConfig& cfg) const = 0;
+
+  /// The `model:` keys only this architecture reads (encoder_decoder: encoder_layers): refused
+  /// under other architectures and left out of their config.yaml.
+  virtual std::vector<std::string> own_keys() const { return {}; }
+
   /// The objective's name: "next_token", "seq2seq" or "per_position".
   virtual const char* objective() const = 0;
 
+  /// The wiring: logits [B, T - in.outputs_from, V] of one forward pass of `model`, built from
+  /// its parts (TransformerImpl's "parts" section: position IDs, embed, run_stack, head).
+  /// TransformerImpl::forward checks the common arguments first and sizes `attention`.
+  virtual torch::Tensor forward(TransformerImpl& model,
+                                const ModelInputs& in,
+                                KVCache* cache,
+                                std::vector<torch::Tensor>* attention) const = 0;
+
   /// Whether one forward pass gives the whole output (no token-by-token decoding): what
   /// per-sample and adaptive looping (model.loops_per_length, eval.adaptive_loops) need.
-  bool one_pass() const { return layout() == Layout::kLabeled; }
+  virtual bool one_pass() const { return false; }
 
-  /// The examples rendered in this layout (Task::to_seq2seq / Task::to_labeled) and padded.
+  /// Whether an example is one causal sequence a row (decoder): what packed rows (train.pack)
+  /// and padding to a fixed shape (train.cuda_graphs) need, since neither changes the loss
+  /// then.
+  virtual bool one_sequence() const { return false; }
+
+  /// The examples rendered in this architecture's layout (Task::to_seq2seq / Task::to_labeled
+  /// or one sequence) and padded.
   virtual Batch make_batch(const Task& task, const std::vector<Example>& examples) const = 0;
 
   /// Logits [B, T, V] aligned with batch.targets. attention: see TransformerImpl::forward.

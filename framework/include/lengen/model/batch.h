@@ -16,18 +16,18 @@ namespace lengen {
 ///   targets  [B, T]     what each position must predict (next token, or the label)
 ///   mask     [B, T]     1.0 where targets[t] is scored (loss and exact match)
 ///   ids      [L, B, T]  position IDs of the inputs (0 on padding)
-/// Labeled layout (encoder) also: padding [B, T] bool, true on padding (masked as keys), and
-/// lengths [B] int64 on the host (each sample's input tokens that carry no label: the n of
-/// model.loops_per_length; Batch::to leaves it on the host).
+/// Labeled layout (encoder) also: padding [B, T] bool, true on padding (masked as keys),
+/// labelled [B, T] float, the mask itself (the slots that carry a label: what adaptive looping
+/// measures confidence on), and lengths [B] int64 on the host (each sample's input tokens that
+/// carry no label: the n of model.loops_per_length; Batch::to leaves it on the host).
 /// Seq2seq layout also: source [B, S], source_ids [L, B, S], source_padding [B, S] bool.
 /// Right padding is invisible to real tokens: under a causal mask, or masked as keys.
 /// Packed one-sequence batches (make_packed_batch) also: segments [B, T] int64, which sample of
 /// its row each position belongs to (-1 on padding), and sequence_index [B, T] int64, its
 /// index within that sample; undefined when every row holds one sample.
 struct LENGEN_API Batch {
-  Layout layout = Layout::kSequence;
   torch::Tensor inputs, targets, mask, ids;
-  torch::Tensor padding;
+  torch::Tensor padding, labelled;
   torch::Tensor lengths;
   torch::Tensor source, source_ids, source_padding;
   torch::Tensor segments, sequence_index;

@@ -59,19 +59,14 @@ struct LENGEN_API ModelConfig {
 
   int64_t head_dim() const { return d_head > 0 ? d_head : d_model / heads; }
 
-  /// Encoder depth (0 for `decoder`).
-  int64_t encoder_depth() const;
-  /// Decoder depth (0 for `encoder`).
-  int64_t decoder_depth() const;
-
   /// Blocks with their own weights in a stack of `depth` applications per loop.
   int64_t distinct(int64_t depth) const {
     return shared_layers ? std::min<int64_t>(depth, 1) : depth;
   }
 
-  /// Self-attention layers with their own weights over all stacks: what position schemes
-  /// with per-layer tables allocate (SchemeContext::layers). Loops reuse them.
-  int64_t attention_layers() const { return distinct(encoder_depth()) + distinct(decoder_depth()); }
+  /// Self-attention layers with their own weights over all of the architecture's stacks: what
+  /// position schemes with per-layer tables allocate (SchemeContext::layers). Loops reuse them.
+  int64_t attention_layers() const;
 };
 
 }  // namespace lengen

@@ -15,6 +15,7 @@
 #include "lengen/model/config.h"
 #include "lengen/model/feed_forward.h"
 #include "lengen/model/norm.h"
+#include "lengen/model/stack.h"
 #include "lengen/position/scheme.h"
 #include "lengen/task/example.h"
 
@@ -34,13 +35,6 @@
 namespace lengen {
 
 class Architecture;
-
-/// The stacks a Transformer has, as its architecture declares them (Architecture::stacks()).
-struct ArchitectureStacks {
-  bool encoder = false;  ///< a bidirectional encoder stack
-  bool decoder = false;  ///< a causal decoder stack
-  bool cross = false;    ///< decoder blocks cross-attend to the encoder's output
-};
 
 /// Keys and values cached for incremental decoding, one entry per layer application, plus the
 /// raw position IDs of every cached token (schemes need them for bias rows). For an
@@ -90,26 +84,27 @@ struct LENGEN_API ModelInputs {
   torch::Tensor sequence_index;
 };
 
-/// A Transformer over a task's vocabulary with pluggable position schemes, in one of the
-/// registered architectures (docs/architecture.md):
+/// A Transformer over a task's vocabulary with pluggable position schemes: the stacks its
+/// architecture declares (Architecture::stacks), wired by the architecture's forward
+/// (docs/architecture.md):
 ///   decoder          causal stack, next-token logits at every position;
 ///   encoder          bidirectional stack with a key-padding mask, a per-position classifier
 ///                    (the output head applied at every position; the layout says which count);
 ///   encoder_decoder  bidirectional encoder over the source, causal decoder over the target
 ///                    with cross-attention to the encoder output.
 /// Parameter names (stable; documented in docs/checkpoints.md):
-///   tok_emb.weight [V, C] (shared by encoder and decoder); position.<i>.* (scheme i);
-///   blocks.<l>.attn.qkv.weight, blocks.<l>.attn.out.weight, blocks.<l>.ff.{up,down}.weight,
-///   blocks.<l>.norm_{attn,ff}_{pre,post}.weight (the decoder's blocks, or the encoder's for
-///   `encoder`); encoder.<l>.* (encoder_decoder's encoder blocks, same names);
-///   blocks.<l>.cross.{q,kv,out}.weight and blocks.<l>.norm_cross_{pre,post}.weight
-///   (cross-attention); norm_encoder.weight (encoder_decoder, pre-norm); norm_final.weight;
-///   lm_head.weight (absent when tied), lm_head.bias (head_bias); norm_embedding.weight
-///   (embedding_norm).
+///   tok_emb.weight [V, C] (shared by every stack); position.<i>.* (scheme i);
+///   <stack>.<l>.attn.qkv.weight, <stack>.<l>.attn.out.weight, <stack>.<l>.ff.{up,down}.weight,
+///   <stack>.<l>.norm_{attn,ff}_{pre,post}.weight for each stack ("blocks": the decoder's, or
+///   the encoder's for `encoder`; "encoder": encoder_decoder's encoder);
+///   <stack>.<l>.cross.{q,kv,out}.weight and <stack>.<l>.norm_cross_{pre,post}.weight
+///   (cross-attention); norm_<stack>.weight over every stack's output but the last (pre-norm);
+///   norm_final.weight; lm_head.weight (absent when tied), lm_head.bias (head_bias);
+///   norm_embedding.weight (embedding_norm).
 /// Looping (universal Transformers): each stack applies its blocks `loops` times (set_loops
-/// changes it at test time); with shared_layers one block per stack is applied `layers`
-/// times per loop. Position schemes see one layer index per distinct block (encoder blocks
-/// first), whatever the number of loops.
+/// changes it at test time); with shared_layers one block per stack is applied `depth` times
+/// per loop. Position schemes see one layer index per distinct block (earlier stacks first),
+/// whatever the number of loops.
 class LENGEN_API TransformerImpl : public torch::nn::Module {
  public:
   TransformerImpl(ModelConfig cfg,
@@ -131,15 +126,20 @@ class LENGEN_API TransformerImpl : public torch::nn::Module {
                         KVCache* cache = nullptr,
                         std::vector<torch::Tensor>* attention = nullptr);
 
-  /// Names of the maps forward() returns in `attention`, in order: "encoder.<l>" (encoder
-  /// self), "blocks.<l>" (decoder self, or the encoder's for `encoder`), "blocks.<l>.cross";
-  /// with loops > 1 each application is suffixed "@<loop>".
+  /// Names of the maps forward() returns in `attention`, in order: per stack in running order
+  /// "<stack>.<l>" (self-attention), then "<stack>.<l>.cross" (cross-attention): e.g.
+  /// "encoder.<l>", "blocks.<l>", "blocks.<l>.cross" for encoder_decoder; with loops > 1 each
+  /// application is suffixed "@<loop>".
   std::vector<std::string> attention_names() const;
 
   const ModelConfig& config() const { return cfg_; }
 
-  /// The architecture it was built in (model.arch): its stacks, layout, loss and decoding.
+  /// The architecture it was built in (model.arch): its stacks, wiring, layout, loss and
+  /// decoding.
   const Architecture& arch() const { return *arch_; }
+
+  /// Its stacks, as the architecture declared them (running order).
+  const std::vector<StackSpec>& stacks() const { return stacks_; }
 
   const std::vector<std::shared_ptr<PositionScheme>>& schemes() const { return schemes_; }
 
@@ -169,53 +169,52 @@ class LENGEN_API TransformerImpl : public torch::nn::Module {
   /// replace them (ModelProbe; nullptr: off). Not with model.loops_per_length.
   void set_probe(std::shared_ptr<const ModelProbe> probe) { probe_ = std::move(probe); }
 
- private:
-  /// Runs `stack` (loops x depth applications) over x. The last application computes only
-  /// rows [rows_from, T) (AttentionInputs::rows_from).
-  torch::Tensor run_stack(torch::nn::ModuleList& stack,
-                          int64_t depth,
+  // --- The parts an architecture wires (Architecture::forward) ---
+
+  /// Runs stack `stack` (loops x depth applications) over x [B, T, C]. Its self-attention
+  /// maps go to `attention` at the stack's place (attention_names()), its keys and values to
+  /// `cache` (null: none), its cross-attention (StackSpec::cross) reads `cross`. The last
+  /// application computes only rows [rows_from, T) (AttentionInputs::rows_from).
+  torch::Tensor run_stack(size_t stack,
                           torch::Tensor x,
                           const AttentionInputs& self,
                           const AttentionInputs& cross,
                           KVCache* cache,
-                          bool use_cross_cache,
                           std::vector<torch::Tensor>* attention,
-                          size_t attention_offset,
                           int64_t rows_from = 0);
-  /// The encoder stack with a loop count per sample (host_loops [B], on the host): a sample's
-  /// state stops changing after its own count. With `adaptive`, returns per sample the logits
-  /// of its most confident loop (set_adaptive_loops); otherwise the logits after the last loop.
-  torch::Tensor run_encoder_per_sample(torch::Tensor x,
-                                       const AttentionInputs& self,
-                                       const torch::Tensor& host_loops,
-                                       const torch::Tensor& labelled,
-                                       bool adaptive,
-                                       int64_t rows_from);
+  /// Stack `stack` (no cross-attention, no cache) with a loop count per sample (host_loops
+  /// [B], on the host): a sample's state stops changing after its own count. With `adaptive`,
+  /// returns per sample the logits of its most confident loop (set_adaptive_loops);
+  /// otherwise the logits after the last loop.
+  torch::Tensor run_stack_per_sample(size_t stack,
+                                     torch::Tensor x,
+                                     const AttentionInputs& self,
+                                     const torch::Tensor& host_loops,
+                                     const torch::Tensor& labelled,
+                                     bool adaptive,
+                                     int64_t rows_from);
+  /// The norm over stack `stack`'s output when it has one (every stack but the last, pre-norm
+  /// models); x itself otherwise.
+  torch::Tensor stack_output(size_t stack, torch::Tensor x);
+  /// The final norm and the output head: [B, T, C] -> logits [B, T, V].
   torch::Tensor head(torch::Tensor x);
   /// The token embedding plus every input-embedding scheme's term (ids: one per scheme), with
   /// the embedding norm and dropout.
   torch::Tensor embed(const torch::Tensor& tokens, const std::vector<torch::Tensor>& ids);
-  /// forward() of an architecture without a decoder stack: every position sees every real one.
-  torch::Tensor forward_encoder(const ModelInputs& in,
-                                std::vector<torch::Tensor>* attention,
-                                int64_t rows_from);
-  /// The encoder's output over the source (an encoder-decoder), from the cache when it holds
-  /// it; fills mem_ids, and q_ids/k_ids when one pass over whole sequences draws both sides'
-  /// IDs together (returns target_done then).
-  torch::Tensor encode_source(const ModelInputs& in,
-                              KVCache* cache,
-                              std::vector<torch::Tensor>* attention,
-                              std::vector<torch::Tensor>& mem_ids,
-                              std::vector<torch::Tensor>& q_ids,
-                              std::vector<torch::Tensor>& k_ids,
-                              torch::Tensor& memory_padding,
-                              bool& target_done);
+  /// The attention inputs every self-attention starts from: the schemes, and the IDs of the
+  /// queries and keys (kept by the caller).
+  AttentionInputs attention_inputs(const std::vector<torch::Tensor>* query_ids,
+                                   const std::vector<torch::Tensor>* key_ids) const;
+
+ private:
+  /// Creates stack `i`'s blocks (and its output norm when it is not the last).
+  void build_stack(size_t i);
   /// model.init: normal: every Linear and Embedding weight of the core N(0, std), biases 0.
   void init_normal(double std);
 
   ModelConfig cfg_;
   std::shared_ptr<const Architecture> arch_;
-  ArchitectureStacks stacks_;  ///< arch_->stacks()
+  std::vector<StackSpec> stacks_;  ///< arch_->stacks(cfg_)
   int64_t vocab_size_;
   int64_t loops_ = 1;
   int64_t adaptive_extra_ = 0;
@@ -223,8 +222,9 @@ class LENGEN_API TransformerImpl : public torch::nn::Module {
   std::shared_ptr<const ModelProbe> probe_;
   std::vector<std::shared_ptr<PositionScheme>> schemes_;
   torch::nn::Embedding tok_emb_{nullptr};
-  torch::nn::ModuleList blocks_{nullptr}, encoder_{nullptr};
-  Norm norm_final_{nullptr}, norm_encoder_{nullptr}, norm_embedding_{nullptr};
+  std::vector<torch::nn::ModuleList> stack_modules_;  ///< one per stack
+  std::vector<Norm> stack_norms_;                     ///< one per stack (null: none)
+  Norm norm_final_{nullptr}, norm_embedding_{nullptr};
   torch::nn::Linear lm_head_{nullptr};
   torch::nn::Dropout emb_dropout_{nullptr};
 };

@@ -46,20 +46,6 @@ struct Example {
   std::vector<int64_t> response() const { return {tokens.begin() + prompt_length, tokens.end()}; }
 };
 
-/// The layouts an architecture trains on (docs/architecture.md, "Three layouts"). A task
-/// emits every example as one sequence (Example); Task::to_seq2seq and Task::to_labeled
-/// render it for the other two.
-enum class Layout {
-  kSequence,  ///< decoder: `BOS query = response EOS`, next-token prediction
-  kSeq2Seq,   ///< encoder_decoder: (source, target), the target predicted token by token
-  kLabeled,   ///< encoder: one input, a label per output position (non-autoregressive)
-};
-
-/// "sequence", "seq2seq", "labeled".
-inline const char* layout_name(Layout l) {
-  return l == Layout::kSequence ? "sequence" : l == Layout::kSeq2Seq ? "seq2seq" : "labeled";
-}
-
 /// An example as a (source, target) pair for an encoder-decoder.
 ///
 ///   source        [S]     what the encoder reads (the prompt, `BOS query =` by default)

@@ -2,6 +2,7 @@
 // The built-in architectures' registration functions, called by architecture_registry()
 // (architecture.cpp).
 #include "lengen/model/architecture.h"
+#include "lengen/model/causal_stack.h"
 
 namespace lengen {
 

@@ -17,11 +17,20 @@ class Decoder final : public Architecture {
 
   const char* name() const override { return "decoder"; }
 
-  Stacks stacks() const override { return {/*encoder=*/false, /*decoder=*/true, /*cross=*/false}; }
-
-  Layout layout() const override { return Layout::kSequence; }
+  std::vector<StackSpec> stacks(const ModelConfig& cfg) const override {
+    return {{"blocks", AttentionKind::kCausalSelf, /*cross=*/false, /*source=*/false, cfg.layers}};
+  }
 
   const char* objective() const override { return "next_token"; }
+
+  bool one_sequence() const override { return true; }
+
+  torch::Tensor forward(TransformerImpl& model,
+                        const ModelInputs& in,
+                        KVCache* cache,
+                        std::vector<torch::Tensor>* attention) const override {
+    return causal_stack(model, in, cache, attention, 0, nullptr, {});  // [B, T', V]
+  }
 
   Batch make_batch(const Task& task, const std::vector<Example>& examples) const override {
     return lengen::make_batch(examples, task.vocabulary().pad());

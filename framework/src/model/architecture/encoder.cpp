@@ -19,11 +19,62 @@ class Encoder final : public Architecture {
 
   const char* name() const override { return "encoder"; }
 
-  Stacks stacks() const override { return {/*encoder=*/true, /*decoder=*/false, /*cross=*/false}; }
-
-  Layout layout() const override { return Layout::kLabeled; }
+  std::vector<StackSpec> stacks(const ModelConfig& cfg) const override {
+    return {{"blocks",
+             AttentionKind::kBidirectionalSelf,
+             /*cross=*/false,
+             /*source=*/false,
+             cfg.layers}};
+  }
 
   const char* objective() const override { return "per_position"; }
+
+  bool one_pass() const override { return true; }
+
+  // Every position sees every real position (padding is masked as keys); no incremental
+  // decoding. With a loop count per sample (model.loops_per_length) or adaptive looping, the
+  // stack runs sample by sample.
+  torch::Tensor forward(TransformerImpl& model,
+                        const ModelInputs& in,
+                        KVCache* cache,
+                        std::vector<torch::Tensor>* attention) const override {
+    LENGEN_CHECK(cache == nullptr, "the '{}' architecture has no incremental decoding", name());
+    const bool train = model.is_training();
+    const auto& schemes = model.schemes();
+    std::vector<torch::Tensor> ids(schemes.size());
+    for (size_t i = 0; i < schemes.size(); ++i) {
+      ids[i] = schemes[i]->position_ids(in.ids, 0, train);  // [L', B, T]
+    }
+    AttentionInputs self = model.attention_inputs(&ids, &ids);
+    self.key_padding = in.padding;
+    const ModelConfig& cfg = model.config();
+    const bool adaptive = model.adaptive_loops() > 0 && !train;
+    if (cfg.loops_per_length > 0 || adaptive) {
+      LENGEN_CHECK(in.lengths.defined(),
+                   "model.loops_per_length and adaptive looping need each sample's input length "
+                   "(ModelInputs::lengths, set by the labeled batch)");
+      LENGEN_CHECK(attention == nullptr,
+                   "attention maps of a model whose loop count varies by sample are not "
+                   "available; set model.loops_per_length: 0 and a fixed eval.loops to look at "
+                   "them");
+      torch::Tensor loops = cfg.loops_per_length > 0
+                                ? cfg.sample_loops(in.lengths)
+                                : torch::full_like(in.lengths, model.loops());  // [B]
+      if (adaptive) {
+        loops = loops + model.adaptive_loops();
+      }
+      return model.run_stack_per_sample(0,
+                                        model.embed(in.tokens, ids),
+                                        self,
+                                        loops.cpu(),
+                                        in.labelled,
+                                        adaptive,
+                                        in.outputs_from);
+    }
+    auto x = model.run_stack(
+        0, model.embed(in.tokens, ids), self, {}, nullptr, attention, in.outputs_from);
+    return model.head(x);  // [B, T - outputs_from, V]
+  }
 
   Batch make_batch(const Task& task, const std::vector<Example>& examples) const override {
     std::vector<LabeledExample> labeled;

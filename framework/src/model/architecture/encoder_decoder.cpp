@@ -20,11 +20,67 @@ class EncoderDecoder final : public Architecture {
 
   const char* name() const override { return "encoder_decoder"; }
 
-  Stacks stacks() const override { return {/*encoder=*/true, /*decoder=*/true, /*cross=*/true}; }
+  // The encoder over the source, then the decoder over the target, cross-attending to it.
+  std::vector<StackSpec> stacks(const ModelConfig& cfg) const override {
+    return {{"encoder",
+             AttentionKind::kBidirectionalSelf,
+             /*cross=*/false,
+             /*source=*/true,
+             cfg.encoder_layers >= 0 ? cfg.encoder_layers : cfg.layers},
+            {"blocks", AttentionKind::kCausalSelf, /*cross=*/true, /*source=*/false, cfg.layers}};
+  }
 
-  Layout layout() const override { return Layout::kSeq2Seq; }
+  std::vector<std::string> own_keys() const override { return {"encoder_layers"}; }
 
   const char* objective() const override { return "seq2seq"; }
+
+  // The encoder's output over the source (from the cache when it holds it), then the decoder.
+  // Without a cache (one pass over whole pairs) both sides' IDs are drawn together, so that
+  // random offsets are shared.
+  torch::Tensor forward(TransformerImpl& model,
+                        const ModelInputs& in,
+                        KVCache* cache,
+                        std::vector<torch::Tensor>* attention) const override {
+    const bool train = model.is_training();
+    const auto& schemes = model.schemes();
+    const size_t n = schemes.size();
+    CrossMemory memory;
+    std::vector<torch::Tensor> target_ids;
+    if (cache && cache->memory.defined()) {
+      memory.output = cache->memory;
+      memory.padding = cache->memory_padding;
+      memory.ids = cache->memory_ids;
+    } else {
+      LENGEN_CHECK(in.source.defined() && in.source_ids.defined(),
+                   "the '{}' architecture needs a source (ModelInputs::source)",
+                   name());
+      memory.ids.resize(n);
+      if (cache == nullptr) {
+        target_ids.resize(n);
+      }
+      for (size_t i = 0; i < n; ++i) {
+        if (cache == nullptr) {
+          std::tie(memory.ids[i], target_ids[i]) =
+              schemes[i]->position_ids_pair(in.source_ids, in.ids, train);
+        } else {
+          memory.ids[i] = schemes[i]->position_ids(in.source_ids, 0, train);  // [L', B, S]
+        }
+      }
+      AttentionInputs self = model.attention_inputs(&memory.ids, &memory.ids);
+      self.key_padding = in.source_padding;
+      memory.output = model.stack_output(
+          0,
+          model.run_stack(
+              0, model.embed(in.source, memory.ids), self, {}, nullptr, attention));  // [B, S, C]
+      memory.padding = in.source_padding;
+      if (cache) {
+        cache->memory = memory.output;
+        cache->memory_padding = memory.padding;
+        cache->memory_ids = memory.ids;
+      }
+    }
+    return causal_stack(model, in, cache, attention, 1, &memory, std::move(target_ids));
+  }
 
   Batch make_batch(const Task& task, const std::vector<Example>& examples) const override {
     std::vector<Seq2SeqExample> pairs;
