@@ -252,10 +252,6 @@ std::string where(const std::string& source, const Literal& v) {
   return fmt::format("{}:{}:{}", source, v.line, v.column);
 }
 
-std::string shape_str(const torch::Tensor& t) {
-  return fmt::format("[{}]", fmt::join(t.sizes(), ", "));
-}
-
 Literal parse_literal(const std::string& text, const std::string& source) {
   return Parser(text, source).parse();
 }

@@ -40,7 +40,4 @@ std::string where(const std::string& source, const Literal& v);
 /// fails naming the array `name` on ragged or non-numeric entries.
 torch::Tensor to_tensor(const Literal& v, const std::string& name, const std::string& source);
 
-/// "[a, b, c]": a tensor's shape for error messages.
-std::string shape_str(const torch::Tensor& t);
-
 }  // namespace lengen::taotp

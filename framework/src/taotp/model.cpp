@@ -5,6 +5,7 @@
 #include "literal.h"
 
 #include "lengen/core/error.h"
+#include "lengen/core/shape.h"
 #include "lengen/experiment/experiment.h"
 
 #include <torch/torch.h>
@@ -92,8 +93,8 @@ Built build_model(const Program& p, torch::Dtype dtype) {
     LENGEN_CHECK(t->sizes() == value.sizes(),
                  "internal: parameter '{}' is {} but the program gives {}",
                  name,
-                 shape_str(*t),
-                 shape_str(value));
+                 shape_text(*t),
+                 shape_text(value));
     t->copy_(value);
   };
   auto set_norm = [&](const std::string& name, const LayerNormParams& n) {

@@ -5,6 +5,7 @@
 #include "literal.h"
 
 #include "lengen/core/error.h"
+#include "lengen/core/shape.h"
 
 #include <torch/torch.h>
 
@@ -25,7 +26,7 @@ void expect_shape(const torch::Tensor& t,
     throw Error(fmt::format("{}: {} has shape {}, expected [{}]",
                             at ? where(source, *at) : source,
                             name,
-                            shape_str(t),
+                            shape_text(t),
                             fmt::join(shape, ", ")));
   }
 }
@@ -55,7 +56,7 @@ LayerNormParams layer_norm_params(const Literal* v,
                               where(source, value),
                               name,
                               key,
-                              shape_str(t),
+                              shape_text(t),
                               C));
     }
     (key == "gamma" ? p.gamma : p.beta) = t;
@@ -99,7 +100,7 @@ Layer parse_layer(const Literal& lv,
     throw Error(fmt::format("{}: {}.Q has shape {}, expected [n_heads, {}, d_head]",
                             where(source, *q_at),
                             lname,
-                            shape_str(q),
+                            shape_text(q),
                             C));
   }
   layer.Q = q;
@@ -123,7 +124,7 @@ Layer parse_layer(const Literal& lv,
     throw Error(fmt::format("{}: {}.M1 has shape {}, expected [{}, d_ff]",
                             m1_at ? where(source, *m1_at) : source,
                             lname,
-                            m1.defined() ? shape_str(m1) : "none",
+                            m1.defined() ? shape_text(m1) : "none",
                             C));
   }
   layer.M1 = F == 0 ? torch::zeros({C, 0}, torch::kFloat64) : m1;
@@ -175,7 +176,7 @@ Program parse_program(const std::string& text, const std::string& source) {
     throw Error(
         fmt::format("{}: tok_emb has shape {}, expected [vocab_size, d_model] with both >= 1",
                     where(source, tok),
-                    shape_str(p.tok_emb)));
+                    shape_text(p.tok_emb)));
   }
   const int64_t V = p.vocab_size(), C = p.d_model();
   const Literal& pos = required("pos_emb");
@@ -184,7 +185,7 @@ Program parse_program(const std::string& text, const std::string& source) {
     throw Error(
         fmt::format("{}: pos_emb has shape {}, expected [block_size, {}] (d_model from tok_emb)",
                     where(source, pos),
-                    shape_str(p.pos_emb),
+                    shape_text(p.pos_emb),
                     C));
   }
   if (const Literal* out = root.field("out_emb")) {

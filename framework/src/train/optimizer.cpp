@@ -5,16 +5,11 @@
 #include "optimizer/builtin.h"
 
 #include "lengen/core/error.h"
+#include "lengen/core/shape.h"
 
 #include <map>
 
 namespace lengen {
-
-namespace {
-std::string shape(const torch::Tensor& t) {
-  return fmt::format("[{}]", fmt::join(t.sizes().begin(), t.sizes().end(), ", "));
-}
-}  // namespace
 
 OptimizerRegistry& optimizer_registry() {
   static OptimizerRegistry r("optimizer", "optimizers", "train.optimizer");
@@ -151,8 +146,8 @@ void Optimizer::load_state(const std::vector<std::pair<std::string, torch::Tenso
       LENGEN_CHECK(it->second.sizes() == dst.sizes(),
                    "checkpoint optimizer state '{}' has shape {} but the model needs {}",
                    it->first,
-                   shape(it->second),
-                   shape(dst));
+                   shape_text(it->second),
+                   shape_text(dst));
       dst.copy_(it->second);
     }
   }

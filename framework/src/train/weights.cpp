@@ -2,19 +2,12 @@
 #include "lengen/train/weights.h"
 
 #include "lengen/core/error.h"
+#include "lengen/core/shape.h"
 #include "lengen/train/checkpoint.h"
 
 #include <set>
 
 namespace lengen {
-
-namespace {
-
-std::string shape(const torch::Tensor& t) {
-  return fmt::format("[{}]", fmt::join(t.sizes().begin(), t.sizes().end(), ", "));
-}
-
-}  // namespace
 
 std::vector<std::pair<std::string, torch::Tensor>> named_weights(Transformer& model) {
   std::vector<std::pair<std::string, torch::Tensor>> out;
@@ -34,8 +27,8 @@ void load_weights(Transformer& model, const TensorFile& file, const std::string&
                  "{}: tensor '{}' has shape {} but the model needs {}",
                  path,
                  name,
-                 shape(*t),
-                 shape(p));
+                 shape_text(*t),
+                 shape_text(p));
     LENGEN_CHECK(t->is_floating_point(),
                  "{}: tensor '{}' holds {} values, but the model's parameter is {}",
                  path,
@@ -67,7 +60,7 @@ std::vector<std::string> load_weights_by_name(Transformer& model,
             fmt::format("parameter '{}' {} is new (not in the checkpoint); set "
                         "new_parameters: init to initialise it fresh",
                         name,
-                        shape(p)));
+                        shape_text(p)));
       }
       continue;
     }
@@ -75,8 +68,8 @@ std::vector<std::string> load_weights_by_name(Transformer& model,
     if (t->sizes() != p.sizes()) {
       problems.push_back(fmt::format("parameter '{}': the model needs {} but the checkpoint has {}",
                                      name,
-                                     shape(p),
-                                     shape(*t)));
+                                     shape_text(p),
+                                     shape_text(*t)));
       continue;
     }
     if (!t->is_floating_point()) {
@@ -96,7 +89,7 @@ std::vector<std::string> load_weights_by_name(Transformer& model,
           fmt::format("checkpoint parameter '{}' {} is not in this model; set "
                       "dropped_parameters: ignore to leave it out",
                       name,
-                      shape(t)));
+                      shape_text(t)));
     }
   }
   LENGEN_CHECK(problems.empty(), "init_from {}:\n  {}", path, join(problems, "\n  "));
