@@ -17,9 +17,8 @@
 #include "lengen/core/file.h"
 #include "lengen/core/log.h"
 #include "lengen/core/rng.h"
-#include "lengen/experiment/experiment.h"
 #include "lengen/plugin/plugin.h"
-#include "lengen/report/report.h"
+#include "lengen/report/plot.h"
 #include "lengen/stage/stage.h"
 
 #include <nlohmann/json.hpp>
@@ -190,17 +189,15 @@ class Calibrate final : public lengen::Stage {
   }
 
   void run(lengen::StageContext& ctx) override {
-    const auto& exp = ctx.experiment();
-    const lengen::Task& task = *exp.task;
-    if (ctx.spec().init_from.empty()) {
-      ctx.spec().node.fail(
+    if (ctx.init_from().empty()) {
+      ctx.fail(
           fmt::format("calibrate stage '{}' needs the model that interpolates: give init_from "
                       "(its training stage)",
-                      ctx.spec().name));
+                      ctx.name()));
     }
     lengen::Transformer model = ctx.load_model();
     if (decoder_stack(model) == nullptr) {
-      ctx.spec().node.fail(
+      ctx.fail(
           "calibrate: the model has no decoder, a causal stack (ABC biases decoder self- and "
           "cross-attention)");
     }
@@ -209,7 +206,7 @@ class Calibrate final : public lengen::Stage {
     const auto maps = average_attention(ctx, model, index);
     int64_t rows = rows_;
     if (rows == 0) {
-      const auto axes = task.grid_axes();
+      const auto axes = ctx.task().grid_axes();
       rows = axes.empty() || axes[0].train_hi <= 0 ? 0 : axes[0].train_hi;
     }
     std::vector<std::pair<std::string, torch::Tensor>> tensors;
@@ -283,7 +280,7 @@ class Calibrate final : public lengen::Stage {
     const int64_t depth = decoder_stack(model)->depth;
     layer = layer_ < 0 ? depth - 1 : layer_;
     if (layer >= depth) {
-      ctx.spec().node.fail(
+      ctx.fail(
           fmt::format("calibrate: layer {} does not exist (the decoder has {})", layer, depth));
     }
     std::vector<int64_t> layers;
@@ -312,9 +309,8 @@ class Calibrate final : public lengen::Stage {
       lengen::StageContext& ctx,
       lengen::Transformer& model,
       const std::map<int64_t, std::pair<int64_t, int64_t>>& index) const {
-    const auto& exp = ctx.experiment();
-    const lengen::Task& task = *exp.task;
-    lengen::Rng rng(lengen::mix_seed(exp.seed, {0xABC}));
+    const lengen::Task& task = ctx.task();
+    lengen::Rng rng(lengen::mix_seed(ctx.seed(), {0xABC}));
     std::map<int64_t, std::vector<lengen::Example>> by_length;
     for (int64_t i = 0; i < samples_; ++i) {
       auto ex = task.sample_train(rng);
@@ -336,20 +332,20 @@ class Calibrate final : public lengen::Stage {
     req.batch_size = batch_;
     const auto maps = lengen::mean_attention(model, task, examples, ctx.device(), req);
     if (maps.samples == 0) {
-      ctx.spec().node.fail(fmt::format(
+      ctx.fail(fmt::format(
           "calibrate stage '{}': the model it starts from (init_from) answers none of the {} "
           "training samples of "
           "the most frequent shape exactly, and calibration reads the attention of correct answers "
           "only; train "
           "that model until it interpolates (lower loss, more steps) before calibrating",
-          ctx.spec().name,
+          ctx.name(),
           maps.drawn));
     }
     lengen::logger("calibrate")
         ->info(
             "{}: {} of {} training samples decoded exactly right (of {} drawn; {} share the most "
             "frequent shape)",
-            ctx.spec().name,
+            ctx.name(),
             maps.samples,
             maps.drawn,
             samples_,

@@ -22,7 +22,6 @@
 #include "lengen/core/file.h"
 #include "lengen/core/log.h"
 #include "lengen/core/version.h"
-#include "lengen/experiment/experiment.h"
 #include "lengen/plugin/plugin.h"
 #include "lengen/stage/stage.h"
 #include "lengen/task/task.h"
@@ -269,11 +268,10 @@ class Construct final : public lengen::Stage {
       : name_(info.name), alpha_(o.get_float("alpha")) {}
 
   void run(lengen::StageContext& ctx) override {
-    const lengen::Experiment& exp = ctx.experiment();
-    const lengen::ModelConfig& m = exp.model;
+    const lengen::ModelConfig& m = ctx.model_config();
     const std::string where = fmt::format("stage '{}' (construct: cho_addition_scratchpad)", name_);
     auto require = [&](bool ok, const std::string& key, const std::string& want) {
-      LENGEN_CHECK(ok, "{}: {}: {} needs {}", exp.file, where, key, want);
+      LENGEN_CHECK(ok, "{}: {}: {} needs {}", ctx.file(), where, key, want);
     };
     require(m.arch == "decoder", "model.arch", "decoder");
     require(m.layers == 1 && m.loops == 1 && !m.shared_layers, "model.layers", "1 (and loops: 1)");
@@ -290,7 +288,7 @@ class Construct final : public lengen::Stage {
             "task",
             "addition with scratchpad: true (bi-level IDs and the '>' separator)");
 
-    lengen::Transformer model = exp.build_model(torch::kCPU);
+    lengen::Transformer model = ctx.build_model(torch::kCPU);
     // The position tables are found by what they index (learned tables over levels 0 and 1 of
     // the task's IDs, e.g. Position Coupling's), never by a scheme's name.
     const auto& schemes = model->schemes();
@@ -305,7 +303,8 @@ class Construct final : public lengen::Stage {
     auto params = model->named_parameters();
     auto param = [&](const std::string& name) -> torch::Tensor {
       auto* p = params.find(name);
-      LENGEN_CHECK(p != nullptr, "{}: {}: the model has no parameter '{}'", exp.file, where, name);
+      LENGEN_CHECK(
+          p != nullptr, "{}: {}: the model has no parameter '{}'", ctx.file(), where, name);
       return *p;
     };
     const torch::Tensor level0 = tables[0].weight, level1 = tables[1].weight;
@@ -344,7 +343,7 @@ class Construct final : public lengen::Stage {
                              lengen::named_weights(model),
                              {{"format", "lengen-checkpoint-1"},
                               {"step", "0"},
-                              {"seed", std::to_string(exp.seed)},
+                              {"seed", std::to_string(ctx.seed())},
                               {"torch", lengen::torch_version()},
                               {"construction", "cho_addition_scratchpad"}});
     lengen::write_file_atomic((fs::path(ctx.dir()) / "construction.json").string(),

@@ -4,6 +4,7 @@
 #include "helpers.h"
 
 #include "lengen/experiment/experiment.h"
+#include "lengen/stage/run.h"
 #include "lengen/stage/stage.h"
 
 #include <nlohmann/json.hpp>

@@ -15,6 +15,7 @@
 #include "lengen/plugin/loader.h"
 #include "lengen/registry/registry.h"
 #include "lengen/stage/open_run.h"
+#include "lengen/stage/run.h"
 #include "lengen/stage/stage.h"
 #include "lengen/sweep/sweep.h"
 #include "lengen/train/trainer.h"

@@ -5,6 +5,7 @@
 
 #include "lengen/config/node.h"
 #include "lengen/core/error.h"
+#include "lengen/eval/paper.h"
 #include "lengen/report/reproduction.h"
 
 #include <algorithm>

@@ -2,6 +2,7 @@
 
 #include "lengen/core/error.h"
 #include "lengen/core/run_dir.h"
+#include "lengen/stage/run.h"
 #include "lengen/stage/stage.h"
 #include "lengen/train/weights.h"
 

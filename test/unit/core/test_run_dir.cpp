@@ -5,6 +5,7 @@
 #include "lengen/core/lock.h"
 #include "lengen/core/run_dir.h"
 #include "lengen/experiment/experiment.h"
+#include "lengen/stage/run.h"
 #include "lengen/stage/stage.h"
 
 #include <filesystem>

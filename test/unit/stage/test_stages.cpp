@@ -5,6 +5,7 @@
 
 #include "lengen/analysis/attention.h"
 #include "lengen/experiment/experiment.h"
+#include "lengen/stage/run.h"
 #include "lengen/stage/stage.h"
 #include "lengen/train/checkpoint.h"
 #include "lengen/train/data.h"
@@ -224,6 +225,50 @@ TEST_CASE("stages: parsing, overrides and defaults", "[stages]") {
   CHECK(back.stages[1].experiment->task->grid_axes()[0].train_hi == 5);
   CHECK(back.stages[2].init_from == "tune");
   CHECK(without_provenance(back.resolved_yaml()) == without_provenance(e.resolved_yaml()));
+}
+
+TEST_CASE("stage context: what a plugin sees is the stage's resolved experiment", "[stages]") {
+  test::TempDir tmp;
+  const std::string y = std::string(kBase) + R"(eval: {samples: 10, seed: 77}
+stages:
+  - {name: base}
+  - name: wide
+    init_from: base
+    seed: 5
+    model: {d_ff: 48}
+)";
+  Experiment e = load_yaml(tmp, replaced(y, "eval: {samples: 10}\n", ""), "ctx.yaml");
+  REQUIRE(e.stages.size() == 2);
+  const std::string run = tmp.file("run");
+  StageContext first(e.stages, 0, run, false);
+  StageContext ctx(e.stages, 1, run, false);
+  CHECK(first.name() == "base");
+  CHECK(ctx.name() == "wide");
+  CHECK(ctx.file() == tmp.file("ctx.yaml"));
+  // The stage's overrides, not the file's: its seed and its model section.
+  CHECK(first.seed() == 3);
+  CHECK(ctx.seed() == 5);
+  CHECK(ctx.eval_seed() == 77);
+  CHECK(first.model_config().d_ff == 32);
+  CHECK(ctx.model_config().d_ff == 48);
+  CHECK(ctx.model_config().d_model == 16);
+  CHECK(first.init_from().empty());
+  CHECK(ctx.init_from() == "base");
+  CHECK(&ctx.task() == ctx.experiment().task.get());
+  CHECK(ctx.dir() == RunDir(run).stage("wide").str());
+  CHECK(fs::is_directory(ctx.dir()));
+  CHECK(ctx.folder().str() == ctx.dir());
+  CHECK(ctx.run_dir() == run);
+  CHECK_FALSE(ctx.resume());
+  // build_model is the stage's model, seeded as the experiment builds it.
+  Transformer a = ctx.build_model(torch::kCPU), b = ctx.experiment().build_model(torch::kCPU);
+  CHECK(a->named_parameters()["blocks.0.ff.down.weight"].size(1) == 48);
+  for (const auto& p : a->named_parameters()) {
+    CHECK(torch::equal(p.value(), b->named_parameters()[p.key()]));
+  }
+  // fail() names the file, the line of the stage's entry and the message.
+  CHECK_THROWS_WITH(ctx.fail("this stage needs X"),
+                    Contains("ctx.yaml:10:") && Contains("this stage needs X"));
 }
 
 TEST_CASE("stages: errors name the file, the key and what was expected", "[stages]") {

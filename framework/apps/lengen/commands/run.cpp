@@ -1,4 +1,6 @@
 // `lengen run`: train an experiment (every stage of it) and evaluate it.
+#include "lengen/stage/run.h"
+
 #include "../cli.h"
 
 #include "lengen/core/log.h"

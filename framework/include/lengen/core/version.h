@@ -11,7 +11,7 @@ namespace lengen {
 /// lengen 0.M with M >= N and the same ABI. CHANGELOG.md says what each version changed.
 /// `lengen --version` prints it with the plugin API and ABI. Kept equal to CMakeLists.txt's
 /// project(VERSION) by a check at configure time.
-inline constexpr const char* kVersion = "0.11.0";
+inline constexpr const char* kVersion = "0.12.0";
 
 /// Where this binary's code came from, recorded in every run's config.yaml
 /// (provenance.source_tree). In a build tree inside a git checkout: the commit and whether

@@ -27,7 +27,13 @@
 // PositionScheme::sequence_index(), Batch and ModelInputs segments/sequence_index,
 // make_packed_batch); 11 adds RunDir (lengen/core/run_dir.h: every path of a run folder),
 // StageContext::folder(), open_run (lengen/stage/open_run.h) and ModelProbe
-// (TransformerImpl::set_probe).
+// (TransformerImpl::set_probe); 12 makes the plugin surface narrow and recorded
+// (framework/plugin-surface.txt, scripts/check-surface.py): StageContext gives name(), file(),
+// seed(), eval_seed(), model_config(), init_from(), fail() and build_model() in place of the
+// experiment and the stage entry, which are no longer on the surface; Stage and StageInfo move
+// to lengen/experiment/stage_kind.h, run_experiment and RunOptions to lengen/stage/run.h,
+// run_plot to lengen/report/plot.h. From 12 on the API changes only when a surface header's
+// code does.
 // ABI history: 1 first release; 2 (architectures) adds the virtual functions
 // PositionScheme::transform_ids_pair, Task::to_seq2seq and Task::to_labeled (vtables changed:
 // rebuild every plugin); 3 (stages) adds fields to OptionSpec and Options (map and list-of-map
@@ -50,8 +56,8 @@
 
 #include <cstdint>
 
-#define LENGEN_PLUGIN_ABI 11
-#define LENGEN_PLUGIN_API 11
+#define LENGEN_PLUGIN_ABI 12
+#define LENGEN_PLUGIN_API 12
 
 namespace lengen {
 class Registrar;

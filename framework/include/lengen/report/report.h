@@ -7,6 +7,7 @@
 #include "lengen/core/export.h"
 #include "lengen/eval/evaluator.h"
 #include "lengen/model/transformer.h"
+#include "lengen/report/plot.h"
 
 #include <torch/types.h>
 
@@ -25,27 +26,9 @@ LENGEN_API std::string cell_text(const GridCell& cell, const char* sep = " ");
 LENGEN_API void print_table(const std::vector<CellResult>& results,
                             const std::vector<std::string>& axes);
 
-/// A plotting script by file name, from <the running executable>/../share/lengen/scripts: the
-/// install's copy, or in a build tree a link to the source tree's scripts/. "" when not found.
-LENGEN_API std::string find_script(const std::string& name);
-
 /// `s` as one CSV field: as it is, or quoted (inner quotes doubled) when it holds a comma,
 /// a quote or a newline.
 LENGEN_API std::string csv_field(const std::string& s);
-
-/// `s` as one shell word: single-quoted, with any ' inside written as '\''.
-LENGEN_API std::string shell_quote(const std::string& s);
-
-/// Whether plots can be drawn here: /usr/bin/python3 imports matplotlib (asked once).
-LENGEN_API bool plotting_available();
-
-/// Runs scripts/<script> with /usr/bin/python3 and `args` (already quoted). Logs `what` on
-/// success; on failure (or when matplotlib or the script is missing) logs a message naming
-/// `intact`, the results that were written anyway. Returns whether a picture was drawn.
-LENGEN_API bool run_plot(const std::string& script,
-                         const std::string& args,
-                         const std::string& what,
-                         const std::string& intact);
 
 /// Evaluates `model` on `cfg`'s grid (progress logged per cell) and writes the report under
 /// `dir`: eval/grid.csv, eval/summary.json, the printed table, plots/grid.png and TensorBoard

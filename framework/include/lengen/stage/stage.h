@@ -4,8 +4,8 @@
 // run directory. A stage kind is a plugin component like a position scheme or a task: a
 // class with `static ComponentSpec spec()` (its own options, validated from the stage's
 // entry) and a constructor `(const Options&, const StageInfo&)`, registered with
-// `Registrar::add_stage<T>()`. Built in: `train` (also fine-tuning, with init_from) and
-// `eval`.
+// `Registrar::add_stage<T>()` (lengen/experiment/stage_kind.h). Built in: `train` (also
+// fine-tuning, with init_from) and `eval`.
 //
 //   class Calibrate : public lengen::Stage {
 //    public:
@@ -20,27 +20,28 @@
 
 #include "lengen/core/export.h"
 #include "lengen/core/run_dir.h"
-#include "lengen/experiment/experiment.h"
-#include "lengen/experiment/stage_spec.h"
+#include "lengen/experiment/stage_kind.h"
+#include "lengen/model/config.h"
 #include "lengen/model/transformer.h"
-#include "lengen/registry/registry.h"
-#include "lengen/train/trainer.h"
-#include "lengen/train/weights.h"
 
 #include <torch/types.h>
 
-#include <functional>
-#include <map>
-#include <memory>
+#include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace lengen {
 
 class Task;
+struct Experiment;
+struct StageSpec;
 
-/// What a running stage may use: its resolved experiment, its folder, the models and folders
-/// of the stages before it.
+/// What a running stage may use: its options' context (name, seed, model, task), its folder,
+/// the models and folders of the stages before it. This is the plugin surface of a stage
+/// (docs/writing-a-plugin.md, "What a plugin sees"): every member is defined in the library, so
+/// the class's layout is the core's own and a change inside the core leaves a built stage
+/// plugin working.
 class LENGEN_API StageContext {
  public:
   /// The context of stage `index` of `stages` (the experiment's, or the implicit train and
@@ -51,24 +52,44 @@ class LENGEN_API StageContext {
                bool resume,
                bool implicit = false);
 
-  /// The experiment as this stage sees it (the file's sections with the stage's overrides).
-  const Experiment& experiment() const;
+  // --- The stage and its experiment -------------------------------------------------------
+
+  /// The stage's `name:`.
+  const std::string& name() const;
+  /// The experiment file, for messages.
+  const std::string& file() const;
+  /// The experiment's seed, and its evaluation's (`eval.seed`).
+  uint64_t seed() const;
+  uint64_t eval_seed() const;
+  /// The task and the model configuration as this stage sees them (the file's sections with
+  /// the stage's overrides).
   const Task& task() const;
-  const StageSpec& spec() const;
+  const ModelConfig& model_config() const;
+  /// `init_from` as written ("" when the stage starts from scratch).
+  const std::string& init_from() const;
+  /// Throws an error that names the file, line and stage entry: for a stage's own checks.
+  [[noreturn]] void fail(const std::string& message) const;
+
+  // --- Its folder ---------------------------------------------------------------------------
 
   /// RUN, the run directory.
-  const std::string& run_dir() const { return run_dir_; }
-
+  const std::string& run_dir() const;
   /// RUN/stages/<name> (RUN itself for an experiment without `stages:`); created.
-  const std::string& dir() const { return dir_; }
-
+  const std::string& dir() const;
   /// dir()'s layout: its checkpoints, evaluation, plots and the like (lengen/core/run_dir.h).
-  RunDir folder() const { return RunDir(dir_); }
+  RunDir folder() const;
+  /// `lengen run --resume`: a stage that saved its state continues from it.
+  bool resume() const;
+  /// Writes tensors as safetensors under dir() (atomically); returns the path.
+  std::string write_tensors(
+      const std::string& file,
+      const std::vector<std::pair<std::string, torch::Tensor>>& tensors) const;
 
-  bool resume() const { return resume_; }
+  // --- Models -------------------------------------------------------------------------------
 
   torch::Device device() const;
-
+  /// A model built from this stage's sections (seeded initialisation, no weights loaded).
+  Transformer build_model(const torch::Device& device) const;
   /// A model built from this stage's experiment (seeded initialisation), with init_from's
   /// weights loaded under the stage's rules (new_parameters, dropped_parameters).
   Transformer load_model() const;
@@ -80,16 +101,19 @@ class LENGEN_API StageContext {
   /// The model of `from` (an earlier stage: built as that stage built it; a run directory:
   /// built as this stage's), its weights loaded strictly.
   Transformer load_model_from(const std::string& from) const;
-
   /// The folder of an earlier stage of this run (it must have finished).
   std::string stage_dir(const std::string& name) const;
+
+  // --- The framework's own stages (not the plugin surface) ----------------------------------
+  // Experiment and StageSpec are the core's internal types (lengen/experiment/experiment.h,
+  // stage_spec.h): they change with the core, so a plugin that reads them is rebuilt with it.
+
+  /// The experiment as this stage sees it.
+  const Experiment& experiment() const;
+  /// The stage's validated entry.
+  const StageSpec& spec() const;
   /// An earlier stage's resolved experiment (its task and training data, its model config).
   const Experiment& stage_experiment(const std::string& name) const;
-
-  /// Writes tensors as safetensors under dir() (atomically); returns the path.
-  std::string write_tensors(
-      const std::string& file,
-      const std::vector<std::pair<std::string, torch::Tensor>>& tensors) const;
 
  private:
   const std::vector<StageSpec>& stages_;
@@ -97,30 +121,5 @@ class LENGEN_API StageContext {
   std::string run_dir_, dir_;
   bool resume_, implicit_;
 };
-
-/// Options of `lengen run`.
-struct RunOptions {
-  bool resume = false;   ///< continue: finished stages are skipped, the current one resumes
-  bool fresh = false;    ///< discard checkpoints, stages and evaluations first
-  bool no_eval = false;  ///< skip evaluation (`eval` stages and the `compare_stages` reading them)
-  bool wait = false;  ///< another process holds the run directory: wait for it instead of refusing
-};
-
-/// Runs an experiment in its run directory, holding its lock (RUN/lengen.lock, core/lock.h) for
-/// the whole run: a second process on the same directory refuses, naming the holder, or waits
-/// (`options.wait`). Writes config.yaml, then each stage in order
-/// (an experiment without `stages:` is one `train` stage then one `eval` stage, both in RUN
-/// itself). A finished stage leaves RUN/stages/<name>/stage.json and is not run again; the
-/// last evaluation is also copied to RUN/eval and RUN/plots.
-LENGEN_API void run_experiment(const Experiment& exp, const RunOptions& options);
-
-/// The checkpoint holding a run's final weights: for a staged run (RUN/config.yaml lists
-/// stages) the newest checkpoint of the last stage that has any, else RUN/checkpoints'
-/// newest. Fails when there is none.
-LENGEN_API std::string final_checkpoint(const std::string& run_dir);
-
-/// The experiment whose model the final checkpoint holds: the last `train` stage's (or `exp`
-/// itself without stages), with the last `eval` stage's `eval:` section where there is one.
-LENGEN_API Experiment final_experiment(const Experiment& exp);
 
 }  // namespace lengen
