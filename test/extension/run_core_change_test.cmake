@@ -17,17 +17,11 @@ foreach(need "${prefix}/bin/lengen" "${plugin}" "${run_dir}/stages/snapshot/atte
   endif()
 endforeach()
 
-function(run)
-  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "command failed (${rc}): ${ARGN}\n${out}\n${err}")
-  endif()
-  set(last_output "${out}${err}" PARENT_SCOPE)
-endfunction()
+include(${CMAKE_CURRENT_LIST_DIR}/run.cmake)
 
 # The change: a field at the front of each struct, in a copy of the tree.
 set(src "${work}/changed-src")
-file(REMOVE_RECURSE "${src}" "${work}/changed-build" "${work}/changed-prefix")
+file(REMOVE_RECURSE "${src}" "${work}/changed-build" "${work}/changed-prefix" "${work}/snapshot-before")
 file(MAKE_DIRECTORY "${src}")
 foreach(part CMakeLists.txt cmake framework plugins tasks python scripts)
   file(COPY "${SOURCE_DIR}/${part}" DESTINATION "${src}")

@@ -45,13 +45,7 @@ function(extract doc dest)
   set(extracted "${found}" PARENT_SCOPE)
 endfunction()
 
-function(run)
-  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "command failed (${rc}): ${ARGN}\n${out}\n${err}")
-  endif()
-  set(last_output "${out}${err}" PARENT_SCOPE)
-endfunction()
+include(${CMAKE_CURRENT_LIST_DIR}/run.cmake)
 
 # Extracts the example of `doc` (which must mark `source` and CMakeLists.txt) into
 # ${work}/<name>-src and builds it against the installed lengen in ${work}/<name>-build.
