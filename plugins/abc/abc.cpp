@@ -57,9 +57,7 @@ class Abc final : public lengen::PositionScheme {
     fs::path p(o.get_string("bias"));
     path_ = (p.is_absolute() || ctx.run_dir.empty() ? p : fs::path(ctx.run_dir) / p).string();
     // The file is written by a stage of the same run, which may not have run yet when the
-    // experiment is validated: read it now if it is there, else at first use.
-    if (fs::exists(path_))
-      load_bias();
+    // experiment is read, and the instance built then is the first model's: read at first use.
   }
 
   uint32_t hooks() const override { return lengen::kHookAdditiveBias; }

@@ -29,7 +29,7 @@ ModelConfig tiny_model(const std::string& norm_position, const std::string& acti
 }
 
 // Addition examples with their (coupled) IDs, 1..14 digits.
-std::vector<Example> examples(const Task& task, int n) {
+std::vector<Example> addition_examples(const Task& task, int n) {
   Rng rng(11);
   std::vector<Example> out;
   for (int i = 0; i < n; ++i) {
@@ -43,7 +43,7 @@ std::vector<Example> examples(const Task& task, int n) {
 TEST_CASE("position contract: every registered scheme", "[contract][position]") {
   load_all_plugins();
   auto task = test::make_task("{name: addition}");
-  auto exs = examples(*task, 6);
+  auto exs = addition_examples(*task, 6);
   const auto names = position_registry().names();
   REQUIRE(names.size() >= 4);
   for (const auto* entry : position_registry().list()) {
@@ -111,7 +111,7 @@ TEST_CASE("position contract: randomized positions change training only", "[cont
   // runs with finite gradients on the remapped IDs.
   load_all_plugins();
   auto task = test::make_task("{name: addition}");
-  auto exs = examples(*task, 6);
+  auto exs = addition_examples(*task, 6);
   for (const auto* entry : position_registry().list()) {
     DYNAMIC_SECTION(entry->spec.name) {
       ModelConfig cfg = tiny_model("pre", "gelu");
@@ -155,7 +155,7 @@ TEST_CASE("position contract: attention weights are causal distributions", "[con
                     Schemes{test::make_scheme("{name: coupling, max_position: 64}", sc)});
   model->eval();
   torch::NoGradGuard ng;
-  Batch b = make_batch(examples(*task, 3), task->vocabulary().pad());
+  Batch b = make_batch(addition_examples(*task, 3), task->vocabulary().pad());
   std::vector<torch::Tensor> attn;
   auto logits = model->forward(b.inputs, b.ids, nullptr, &attn);
   REQUIRE(attn.size() == 2);
@@ -172,7 +172,7 @@ TEST_CASE("position contract: attention weights are causal distributions", "[con
 TEST_CASE("position contract: composed schemes over coupled IDs", "[contract][position]") {
   load_all_plugins();
   auto task = test::make_task("{name: addition}");
-  auto exs = examples(*task, 4);
+  auto exs = addition_examples(*task, 4);
   ModelConfig cfg = tiny_model("pre", "gelu");
   SchemeContext sc{cfg.d_model, cfg.heads, cfg.head_dim(), cfg.layers, 1, ""};
   // RoPE driven by coupled IDs plus an ALiBi bias over them, on top of coupling tables.
@@ -282,7 +282,7 @@ TEST_CASE("position contract: learned_tables() are what the input embedding adds
   const int64_t C = 16;
   SchemeContext sc{C, 2, 8, 2, task->position_levels(), ""};
   REQUIRE(task->position_levels() == 2);
-  Batch b = make_batch(examples(*task, 6), task->vocabulary().pad());
+  Batch b = make_batch(addition_examples(*task, 6), task->vocabulary().pad());
   const int64_t B = b.ids.size(1), T = b.ids.size(2);
   int describing = 0;
   for (const auto* entry : position_registry().list()) {

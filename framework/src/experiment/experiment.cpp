@@ -15,8 +15,12 @@
 #include "lengen/plugin/loader.h"
 #include "lengen/registry/registry.h"
 
+#include <ATen/CPUGeneratorImpl.h>
+
 #include <filesystem>
 #include <functional>
+#include <mutex>
+#include <optional>
 
 namespace fs = std::filesystem;
 
@@ -43,6 +47,75 @@ std::vector<std::shared_ptr<PositionScheme>> build_schemes(const std::vector<Con
   }
   return out;
 }
+
+// The seed of torch's generator when a model's parameters are drawn.
+uint64_t model_init_seed(uint64_t seed) {
+  return mix_seed(seed, {0x1A17});
+}
+
+// What a model's schemes are built from: the seed, the context and the entries.
+std::string scheme_key(uint64_t seed,
+                       const SchemeContext& c,
+                       const std::vector<ConfigNode>& nodes) {
+  std::string key = fmt::format("{} {} {} {} {} {} {}",
+                                model_init_seed(seed),
+                                c.d_model,
+                                c.heads,
+                                c.head_dim,
+                                c.layers,
+                                c.position_levels,
+                                c.run_dir);
+  for (const auto& n : nodes) {
+    key += "\n" + YAML::Dump(n.yaml());
+  }
+  return key;
+}
+
+// torch's CPU generator, which parameter initialisation draws from: its state, and a guard that
+// puts the caller's state back, so that reading a file leaves the caller's randomness alone.
+torch::Tensor cpu_generator_state() {
+  auto gen = at::detail::getDefaultCPUGenerator();
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  return gen.get_state();
+}
+
+void set_cpu_generator_state(const torch::Tensor& state) {
+  auto gen = at::detail::getDefaultCPUGenerator();
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  gen.set_state(state);
+}
+
+struct CpuGeneratorRestore {
+  torch::Tensor saved = cpu_generator_state();
+
+  ~CpuGeneratorRestore() { set_cpu_generator_state(saved); }
+};
+
+}  // namespace
+
+/// A model's position schemes built ahead of it, when the file was read, with the generator
+/// state that followed their construction: building the model from them draws what building
+/// them afresh would have drawn.
+struct BuiltSchemes {
+  std::mutex mutex;
+  bool taken = false;
+  std::string key;  ///< scheme_key() they were built from
+  std::vector<std::shared_ptr<PositionScheme>> schemes;
+  torch::Tensor generator_after;  ///< the CPU generator's state after they were built
+
+  /// The schemes if nothing took them and `key` is theirs (the generator then set to its state
+  /// after building them), else nothing.
+  std::optional<std::vector<std::shared_ptr<PositionScheme>>> take(const std::string& want) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (taken || want != key)
+      return std::nullopt;
+    taken = true;
+    set_cpu_generator_state(generator_after);
+    return std::move(schemes);
+  }
+};
+
+namespace {
 
 // IDs of examples as the architecture lays them out: [L, B, T] tensors, the decoder's (or
 // the encoder's) and the source's for seq2seq (padding 0). A task that cannot render the
@@ -279,14 +352,28 @@ Experiment Experiment::from_node(const ConfigNode& root_in,
     stages.fail("a stage cannot have stages of its own");
   }
 
-  // Build the schemes once now: validates their options and lets them check that every
-  // evaluation cell and the training distribution fit (e.g. IDs <= max_position), so an
-  // impossible length fails before training instead of after it.
-  auto schemes = build_schemes(e.position_nodes,
-                               scheme_context(e.model, e.task->position_levels(), e.run_dir()));
-  warn_if_unordered(e, schemes);
-  check_eval_cells(e, schemes);
-  check_training_sample(e, schemes);
+  // Build the schemes now, as the first model will (from its seed): they validate their
+  // options and check that every evaluation cell and the training distribution fit (e.g. IDs
+  // <= max_position), so an impossible length fails before training instead of after it. That
+  // model then takes them (build_model): each scheme is built once per model. The caller's
+  // generator state is put back.
+  {
+    CpuGeneratorRestore restore;
+    const SchemeContext sc = scheme_context(e.model, e.task->position_levels(), e.run_dir());
+    auto built = std::make_shared<BuiltSchemes>();
+    built->key = scheme_key(e.seed, sc, e.position_nodes);
+    {
+      auto gen = at::detail::getDefaultCPUGenerator();
+      std::lock_guard<std::mutex> lock(gen.mutex());
+      gen.set_current_seed(model_init_seed(e.seed));
+    }
+    built->schemes = build_schemes(e.position_nodes, sc);
+    built->generator_after = cpu_generator_state();
+    warn_if_unordered(e, built->schemes);
+    check_eval_cells(e, built->schemes);
+    check_training_sample(e, built->schemes);
+    e.built_schemes = std::move(built);
+  }
   if (stages.defined()) {
     e.parse_stages(stages);
   }
@@ -339,10 +426,14 @@ std::vector<Example> Experiment::stage_labels(const DataSource& s, const std::st
 Transformer Experiment::build_model(const torch::Device& device) const {
   // Initialisation draws from torch's generator, which LibTorch seeds non-deterministically:
   // derive it from the experiment seed so a run (and a killed-and-resumed run) is reproducible.
-  torch::manual_seed(mix_seed(seed, {0x1A17}));
-  auto schemes =
-      build_schemes(position_nodes, scheme_context(model, task->position_levels(), run_dir()));
-  Transformer m(model, task->vocabulary().size(), schemes);
+  torch::manual_seed(model_init_seed(seed));
+  const SchemeContext sc = scheme_context(model, task->position_levels(), run_dir());
+  std::optional<std::vector<std::shared_ptr<PositionScheme>>> schemes;
+  if (built_schemes)
+    schemes = built_schemes->take(scheme_key(seed, sc, position_nodes));
+  if (!schemes)
+    schemes = build_schemes(position_nodes, sc);
+  Transformer m(model, task->vocabulary().size(), *schemes);
   m->to(device);
   if (dtype == "float64") {
     m->to(torch::kFloat64);

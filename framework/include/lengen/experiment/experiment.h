@@ -19,6 +19,8 @@
 
 namespace lengen {
 
+struct BuiltSchemes;  // experiment.cpp
+
 /// A validated experiment file: the one object the CLI builds from YAML. Each section is
 /// validated by the component that owns it (ModelConfig, TrainConfig, EvalConfig, the task's
 /// and schemes' own schemas); unknown top-level keys are errors.
@@ -57,6 +59,10 @@ struct LENGEN_API Experiment {
   /// `paper:`: the paper's figures per grid cell, printed beside the run's at its end.
   PaperReference paper;
   ConfigNode paper_node;  ///< `paper:` as written (recorded in config.yaml)
+  /// The position schemes built when the file was read, from the model's own seed, on which
+  /// the load-time checks ran: the first model built_model() builds with the same seed and
+  /// context takes them instead of building them again. Shared by copies, taken once.
+  std::shared_ptr<BuiltSchemes> built_schemes;
 
   /// Loads, applies `--set` overrides, loads listed plugins, validates every section, builds
   /// the task and checks that the evaluation grid is representable by the position schemes
@@ -86,8 +92,10 @@ struct LENGEN_API Experiment {
   std::vector<Example> stage_labels(const DataSource& source,
                                     const std::string& run_dir = "") const;
 
-  /// Builds the model on `device` (schemes created from their YAML entries), initialised from
-  /// a generator seeded by the experiment seed.
+  /// Builds the model on `device`, initialised from a generator seeded by the experiment seed.
+  /// Its position schemes are the ones built when the file was read (built_schemes) if no model
+  /// has taken them yet and the seed and scheme context are unchanged, else built now from
+  /// their YAML entries: the same parameters either way.
   Transformer build_model(const torch::Device& device) const;
 
   /// `dir` when set, else output_dir/<name>/<seed>.
