@@ -3,6 +3,8 @@
 
 #include "activation/builtin.h"
 
+#include "lengen/registry/reference.h"
+
 namespace lengen {
 
 Activation::~Activation() = default;
@@ -21,8 +23,7 @@ ActivationRegistry& activation_registry() {
 }
 
 std::shared_ptr<Activation> make_activation(const std::string& name) {
-  return activation_registry().create(load_config_string(name, "model.activation"),
-                                      ActivationContext{});
+  return create_referenced(activation_registry(), name, "model.activation", ActivationContext{});
 }
 
 }  // namespace lengen

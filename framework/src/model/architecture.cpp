@@ -6,6 +6,7 @@
 
 #include "lengen/config/node.h"
 #include "lengen/core/error.h"
+#include "lengen/registry/reference.h"
 
 #include <map>
 #include <mutex>
@@ -27,18 +28,9 @@ ArchitectureRegistry& architecture_registry() {
 }
 
 std::shared_ptr<const Architecture> architecture(const std::string& name) {
-  // Built once per name: configurations and models ask for it often. (A plugin's
-  // library stays loaded once its components are registered, so the cached ones stay valid.)
-  static std::mutex mutex;
-  static std::map<std::string, std::shared_ptr<const Architecture>> built;
-  std::lock_guard<std::mutex> lock(mutex);
-  if (auto it = built.find(name); it != built.end()) {
-    return it->second;
-  }
-  auto arch =
-      architecture_registry().create(load_config_string(name, "model.arch"), ArchitectureContext{});
-  built.emplace(name, arch);
-  return arch;
+  // Built once per reference: configurations and models ask for it often. (A plugin's
+  // library stays loaded once its components are registered, so the shared ones stay valid.)
+  return shared_referenced(architecture_registry(), name, "model.arch");
 }
 
 torch::Tensor Architecture::logits(Transformer& model,

@@ -3,6 +3,8 @@
 
 #include "norm/builtin.h"
 
+#include "lengen/registry/reference.h"
+
 namespace lengen {
 
 NormFunction::~NormFunction() = default;
@@ -21,8 +23,7 @@ NormRegistry& norm_registry() {
 }
 
 NormImpl::NormImpl(const std::string& kind, int64_t dim, double eps)
-    : norm_(norm_registry().create(load_config_string(kind, "model.norm"),
-                                   NormContext{dim, eps, this})) {}
+    : norm_(create_referenced(norm_registry(), kind, "model.norm", NormContext{dim, eps, this})) {}
 
 torch::Tensor NormImpl::forward(const torch::Tensor& x) {
   return norm_->forward(x);

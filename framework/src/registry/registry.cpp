@@ -4,6 +4,7 @@
 #include "lengen/registry/registry.h"
 
 #include "lengen/config/node.h"
+#include "lengen/registry/reference.h"
 
 #include <algorithm>
 #include <vector>
@@ -38,7 +39,7 @@ namespace {
 void check_reference(const std::string& kind, const ConfigNode& node) {
   for (const RegistryBase* r : registries()) {
     if (r->kind() == kind) {
-      r->check_reference(node);
+      (void)read_reference(*r, node);  // remembered: not read again when it is built
       return;
     }
   }

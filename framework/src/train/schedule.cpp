@@ -3,6 +3,8 @@
 
 #include "schedule/builtin.h"
 
+#include "lengen/registry/reference.h"
+
 #include <algorithm>
 
 namespace lengen {
@@ -22,8 +24,11 @@ DecayRegistry& decay_registry() {
 }
 
 std::shared_ptr<const Decay> make_decay(const std::string& name, const ConfigNode& where) {
-  return decay_registry().create(
-      where.defined() ? where : load_config_string(name, "train.schedule.decay"), DecayContext{});
+  if (where.defined()) {
+    const Reference& r = read_reference(decay_registry(), where);
+    return decay_registry().find(r.name)->make(r.options, DecayContext{});
+  }
+  return shared_referenced(decay_registry(), name, "train.schedule.decay");
 }
 
 double LearningRateSchedule::at(int64_t step) const {

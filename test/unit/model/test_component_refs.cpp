@@ -9,6 +9,7 @@
 #include "lengen/model/norm.h"
 #include "lengen/model/transformer.h"
 #include "lengen/plugin/loader.h"
+#include "lengen/registry/reference.h"
 #include "lengen/train/schedule.h"
 
 using namespace lengen;
@@ -111,4 +112,31 @@ TEST_CASE("component refs: a decay with options reaches the schedule", "[compone
   CHECK(e.train.decay == "{name: cosine}");
   const LearningRateSchedule s = e.train.schedule();
   CHECK(s.at(9) < s.at(0));
+}
+
+TEST_CASE("component refs: a reference is read and validated once, then built from that",
+          "[component_refs]") {
+  with_test_plugins();
+  test::TempDir dir;
+  const Experiment e = load(dir,
+                            "{layers: 1, heads: 2, d_model: 8, d_ff: 16, norm: {name: scalenorm, "
+                            "g0: 3.0}, activation: squared_relu}");
+  // The check made when the file was read is what the model's norms are built from: the text
+  // the configuration holds finds that reading, without parsing it again.
+  const Reference& read = read_reference(norm_registry(), e.model.norm, "model.norm");
+  CHECK(read.name == "scalenorm");
+  CHECK(read.options.get_float("g0") == 3.0);
+  CHECK(&read_reference(norm_registry(), e.model.norm, "model.norm") == &read);
+  CHECK(&read_reference(norm_registry(), load_config_string(e.model.norm, "again")) == &read);
+  // Stateless kinds are built once per reference and shared.
+  CHECK(architecture(e.model.arch) == architecture(e.model.arch));
+  CHECK(make_decay("cosine") == make_decay("cosine"));
+  // A reading names its library; a name registered by another library is read again.
+  CHECK(read.library.find("scalenorm") != std::string::npos);
+  CHECK(read_reference(norm_registry(), "rmsnorm", "model.norm").library == "<builtin>");
+  // A text that does not validate fails naming where it came from, every time.
+  for (int i = 0; i < 2; ++i) {
+    CHECK_THROWS_WITH(read_reference(norm_registry(), "{name: scalenorm, g1: 1}", "model.norm"),
+                      Contains("model.norm") && Contains("g1"));
+  }
 }

@@ -70,8 +70,9 @@ struct LENGEN_API OptionSpec {
   /// "decay"): its name, or a map `{name: NAME, option: value, ...}` with its options. The
   /// name and options are checked against the kind's registry when the file is read (plugins
   /// on the search path included: see set_reference_check). Options::get_string gives the
-  /// name, or the whole reference as one-line YAML when it has options, which the registry's
-  /// create() reads back.
+  /// name, or the whole reference as one-line YAML when it has options; the core builds the
+  /// component from the reading remembered under that text (registry/reference.h), so a
+  /// reference is read and validated once.
   static OptionSpec component(std::string key, std::string doc, std::string kind);
   /// A key whose value its owner reads and checks itself (a list of position schemes, the
   /// task with its mixture, stage entries): declared so that it is a known key and
