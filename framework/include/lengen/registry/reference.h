@@ -8,7 +8,9 @@
 #include "lengen/core/export.h"
 #include "lengen/registry/registry.h"
 
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 
 namespace lengen {
