@@ -3,6 +3,7 @@
 // load.cpp, `stages:` stages.cpp, `task.mixture` mixture.cpp, config.yaml resolved.cpp.
 #include "lengen/experiment/experiment.h"
 
+#include "schemes.h"
 #include "util.h"
 
 #include "lengen/config/section.h"
@@ -15,8 +16,6 @@
 #include "lengen/plugin/loader.h"
 #include "lengen/registry/registry.h"
 
-#include <ATen/CPUGeneratorImpl.h>
-
 #include <filesystem>
 #include <functional>
 #include <mutex>
@@ -25,95 +24,6 @@
 namespace fs = std::filesystem;
 
 namespace lengen {
-
-namespace {
-
-SchemeContext scheme_context(const ModelConfig& m, int64_t levels, const std::string& run_dir) {
-  SchemeContext c;
-  c.run_dir = run_dir;
-  c.d_model = m.d_model;
-  c.heads = m.heads;
-  c.head_dim = m.head_dim();
-  c.layers = m.attention_layers();  // one table per distinct block, not per loop
-  c.position_levels = levels;
-  return c;
-}
-
-std::vector<std::shared_ptr<PositionScheme>> build_schemes(const std::vector<ConfigNode>& nodes,
-                                                           const SchemeContext& ctx) {
-  std::vector<std::shared_ptr<PositionScheme>> out;
-  for (const auto& n : nodes) {
-    out.push_back(position_registry().create(n, ctx));
-  }
-  return out;
-}
-
-// The seed of torch's generator when a model's parameters are drawn.
-uint64_t model_init_seed(uint64_t seed) {
-  return mix_seed(seed, {0x1A17});
-}
-
-// What a model's schemes are built from: the seed, the context and the entries.
-std::string scheme_key(uint64_t seed,
-                       const SchemeContext& c,
-                       const std::vector<ConfigNode>& nodes) {
-  std::string key = fmt::format("{} {} {} {} {} {} {}",
-                                model_init_seed(seed),
-                                c.d_model,
-                                c.heads,
-                                c.head_dim,
-                                c.layers,
-                                c.position_levels,
-                                c.run_dir);
-  for (const auto& n : nodes) {
-    key += "\n" + YAML::Dump(n.yaml());
-  }
-  return key;
-}
-
-// torch's CPU generator, which parameter initialisation draws from: its state, and a guard that
-// puts the caller's state back, so that reading a file leaves the caller's randomness alone.
-torch::Tensor cpu_generator_state() {
-  auto gen = at::detail::getDefaultCPUGenerator();
-  std::lock_guard<std::mutex> lock(gen.mutex());
-  return gen.get_state();
-}
-
-void set_cpu_generator_state(const torch::Tensor& state) {
-  auto gen = at::detail::getDefaultCPUGenerator();
-  std::lock_guard<std::mutex> lock(gen.mutex());
-  gen.set_state(state);
-}
-
-struct CpuGeneratorRestore {
-  torch::Tensor saved = cpu_generator_state();
-
-  ~CpuGeneratorRestore() { set_cpu_generator_state(saved); }
-};
-
-}  // namespace
-
-/// A model's position schemes built ahead of it, when the file was read, with the generator
-/// state that followed their construction: building the model from them draws what building
-/// them afresh would have drawn.
-struct BuiltSchemes {
-  std::mutex mutex;
-  bool taken = false;
-  std::string key;  ///< scheme_key() they were built from
-  std::vector<std::shared_ptr<PositionScheme>> schemes;
-  torch::Tensor generator_after;  ///< the CPU generator's state after they were built
-
-  /// The schemes if nothing took them and `key` is theirs (the generator then set to its state
-  /// after building them), else nothing.
-  std::optional<std::vector<std::shared_ptr<PositionScheme>>> take(const std::string& want) {
-    std::lock_guard<std::mutex> lock(mutex);
-    if (taken || want != key)
-      return std::nullopt;
-    taken = true;
-    set_cpu_generator_state(generator_after);
-    return std::move(schemes);
-  }
-};
 
 namespace {
 
@@ -359,20 +269,12 @@ Experiment Experiment::from_node(const ConfigNode& root_in,
   // generator state is put back.
   {
     CpuGeneratorRestore restore;
-    const SchemeContext sc = scheme_context(e.model, e.task->position_levels(), e.run_dir());
-    auto built = std::make_shared<BuiltSchemes>();
-    built->key = scheme_key(e.seed, sc, e.position_nodes);
-    {
-      auto gen = at::detail::getDefaultCPUGenerator();
-      std::lock_guard<std::mutex> lock(gen.mutex());
-      gen.set_current_seed(model_init_seed(e.seed));
-    }
-    built->schemes = build_schemes(e.position_nodes, sc);
-    built->generator_after = cpu_generator_state();
-    warn_if_unordered(e, built->schemes);
-    check_eval_cells(e, built->schemes);
-    check_training_sample(e, built->schemes);
-    e.built_schemes = std::move(built);
+    e.built_schemes = build_ahead(
+        e.seed, scheme_context(e.model, e.task->position_levels(), e.run_dir()), e.position_nodes);
+    const auto& schemes = e.built_schemes->schemes;
+    warn_if_unordered(e, schemes);
+    check_eval_cells(e, schemes);
+    check_training_sample(e, schemes);
   }
   if (stages.defined()) {
     e.parse_stages(stages);
