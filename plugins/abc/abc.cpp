@@ -57,7 +57,13 @@ class Abc final : public lengen::PositionScheme {
     fs::path p(o.get_string("bias"));
     path_ = (p.is_absolute() || ctx.run_dir.empty() ? p : fs::path(ctx.run_dir) / p).string();
     // The file is written by a stage of the same run, which may not have run yet when the
-    // experiment is read, and the instance built then is the first model's: read at first use.
+    // experiment is read, and the instance built then is the first model's: a file already
+    // there is checked now (a wrong one fails before training) and read again at first use,
+    // since that stage may rewrite it in between.
+    if (fs::exists(path_)) {
+      load_bias();
+      loaded_ = false;
+    }
   }
 
   uint32_t hooks() const override { return lengen::kHookAdditiveBias; }
