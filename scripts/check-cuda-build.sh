@@ -44,7 +44,7 @@ if [[ $(id -u) -ne 0 ]]; then
   exit 2
 fi
 if [[ ! -f $root/.lengen-ready ]]; then
-  rm -rf "$root"
+  clear_root "$root"
   mkdir -p "$(dirname "$root")"
   if [[ -f $cpu_root/.lengen-ready ]]; then
     echo "check-cuda-build: copying $cpu_root to $root"

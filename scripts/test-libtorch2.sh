@@ -25,7 +25,7 @@ if [[ ! -f $root/.lengen-ready ]]; then
   if ! command -v debootstrap > /dev/null; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap
   fi
-  rm -rf "$root"
+  clear_root "$root"
   mkdir -p "$(dirname "$root")"
   echo "test-libtorch2: making the Debian 13 root file system in $root (a few minutes)"
   debootstrap --variant=minbase --include="$(IFS=,; echo "${packages[*]}")" trixie "$root" "$mirror"
